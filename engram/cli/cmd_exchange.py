@@ -1,0 +1,85 @@
+"""``engram export`` and ``engram import``: JSON backups that any Engram can read back."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engram.cli.common import add_json_flag, dumps, emit, open_store
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write every memory to a JSON file (or stdout)",
+        description="Export sessions, memories (soft-deleted ones included) and prompts as JSON.",
+    )
+    p.add_argument("file", nargs="?", help="output file (default: standard output)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--project", help="only this project")
+    where.add_argument("--all", action="store_true", help="every project (the default)")
+    p.add_argument(
+        "--canonical",
+        action="store_true",
+        help="the canonical form used to compare replicas (no local ids)",
+    )
+    add_json_flag(p)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "import",
+        help="import a JSON export (idempotent)",
+        description="Import an export file ('-' for standard input). Rows whose sync id already "
+        "exists are skipped, so importing twice changes nothing. All or nothing.",
+    )
+    p.add_argument("file")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_import)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with open_store() as store:
+        if args.canonical:
+            projects = None if args.all or not args.project else [args.project]
+            payload = store.canonical_export(projects=projects)
+            counts = None
+        else:
+            data = store.export_data(None if args.all else args.project)
+            payload = dumps(data).encode() + b"\n"
+            counts = {k: len(data[k]) for k in ("sessions", "observations", "prompts")}
+    if not args.file or args.file == "-":
+        sys.stdout.buffer.write(payload if payload.endswith(b"\n") else payload + b"\n")
+        return 0
+    from pathlib import Path
+
+    Path(args.file).write_bytes(payload)
+    summary = {"file": args.file, **(counts or {})}
+    human = f"Exported to {args.file}"
+    if counts:
+        human += (
+            f": {counts['sessions']} sessions, {counts['observations']} observations, "
+            f"{counts['prompts']} prompts"
+        )
+    emit(args, human, summary)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    import orjson
+
+    from engram.errors import ValidationError
+
+    raw = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()  # noqa: SIM115
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValidationError(f"{args.file} is not valid JSON ({exc}); nothing imported") from None
+    with open_store() as store:
+        result = store.import_data(data)
+    human = (
+        f"Imported from {args.file}: {result.sessions_imported} sessions, "
+        f"{result.observations_imported} observations, {result.prompts_imported} prompts"
+        + (f" ({result.skipped} already present, skipped)" if result.skipped else "")
+    )
+    emit(args, human, result.to_dict())
+    return 0

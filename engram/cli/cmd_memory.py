@@ -1,0 +1,215 @@
+"""Memory commands: save, search, get, context, timeline, stats, delete, version."""
+
+from __future__ import annotations
+
+import argparse
+
+from engram.cli.common import (
+    add_json_flag,
+    emit,
+    open_store,
+    read_text_argument,
+    resolve_project,
+    wants_json,
+)
+
+TYPES_HELP = "bugfix, decision, architecture, discovery, pattern, config, learning, manual…"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "save",
+        help="save a memory",
+        description="Save a memory. CONTENT '-' reads it from standard input.",
+    )
+    p.add_argument("title")
+    p.add_argument("content", help="structured text: **What** / **Why** / **Where** / **Learned**")
+    p.add_argument("--type", default="manual", help=f"kind of memory ({TYPES_HELP})")
+    p.add_argument("--project", help="project (default: detected from the directory)")
+    p.add_argument("--scope", choices=["project", "personal"], default="project")
+    p.add_argument(
+        "--topic", dest="topic_key", help="topic key: saving it again updates that memory"
+    )
+    p.add_argument(
+        "--session", dest="session_id", help="session id (default manual-save-<project>)"
+    )
+    p.add_argument("--tool", dest="tool_name", help="tool that produced the memory")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_save)
+
+    p = sub.add_parser("search", help="search memories with words or a question")
+    p.add_argument("query")
+    p.add_argument("--type", help="only memories of this type")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--project", help="only this project (default: every project)")
+    where.add_argument("--all", action="store_true", help="every project (the default)")
+    p.add_argument("--scope", choices=["project", "personal"])
+    p.add_argument("--limit", type=int, default=None, help="results (default 10, max 20)")
+    p.add_argument(
+        "--match",
+        dest="match_mode",
+        choices=["any", "all"],
+        default="any",
+        help="any word (ranked, default) or all words",
+    )
+    p.add_argument("--since", help="created on or after (YYYY-MM-DD or RFC 3339)")
+    p.add_argument("--until", help="created on or before")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("get", help="show one memory in full")
+    p.add_argument("id", help="the memory's #id")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_get)
+
+    p = sub.add_parser("context", help="recent sessions, prompts and memories of a project")
+    p.add_argument("project_arg", nargs="?", metavar="project")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--project")
+    where.add_argument("--all", action="store_true", help="every project")
+    p.add_argument("--scope", choices=["project", "personal"])
+    p.add_argument("--max-bytes", type=int, help="cap the size of the text")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_context)
+
+    p = sub.add_parser("timeline", help="memories saved around one, in its session")
+    p.add_argument("id")
+    p.add_argument("--before", type=int, default=5)
+    p.add_argument("--after", type=int, default=5)
+    add_json_flag(p)
+    p.set_defaults(func=cmd_timeline)
+
+    p = sub.add_parser("stats", help="how much is stored")
+    p.add_argument("--project", help="only this project")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser(
+        "delete",
+        help="delete a memory, session or prompt",
+        description="engram delete <id> [--hard] | delete session <id> | delete prompt <id>",
+    )
+    p.add_argument(
+        "target",
+        nargs="+",
+        metavar="[kind] id",
+        help="a memory id, or 'session <id>' or 'prompt <id>'",
+    )
+    p.add_argument("--hard", action="store_true", help="remove the memory for good (not undoable)")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("version", help="print the version")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_version)
+
+
+def cmd_save(args: argparse.Namespace) -> int:
+    from engram import formatting
+
+    project = resolve_project(args.project).project
+    with open_store() as store:
+        result = store.add_observation(
+            title=args.title,
+            content=read_text_argument(args.content),
+            type=args.type,
+            session_id=args.session_id,
+            project=project,
+            scope=args.scope,
+            topic_key=args.topic_key,
+            tool_name=args.tool_name,
+        )
+    emit(args, formatting.save_result(result), result.to_dict())
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from engram import formatting
+
+    with open_store() as store:
+        results = store.search(
+            args.query,
+            type=args.type,
+            project=None if args.all else args.project,
+            scope=args.scope,
+            limit=args.limit,
+            match_mode=args.match_mode,
+            since=args.since,
+            until=args.until,
+        )
+    emit(args, formatting.search_results(args.query, results), [o.to_dict() for o in results])
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    from engram import formatting
+
+    with open_store() as store:
+        obs = store.get_observation(args.id)
+    emit(args, formatting.observation(obs), obs.to_dict())
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    project = None
+    if not args.all:
+        project = args.project or args.project_arg or resolve_project(None).project
+    with open_store() as store:
+        text = store.context(project, args.scope, max_bytes=args.max_bytes)
+    emit(args, text or "No previous session memories found.", {"project": project, "context": text})
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from engram import formatting
+
+    with open_store() as store:
+        tl = store.timeline(args.id, args.before, args.after)
+    emit(args, formatting.timeline(tl), tl.to_dict())
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from engram import formatting
+
+    with open_store() as store:
+        st = store.stats(args.project)
+        path = str(store.path)
+    emit(args, formatting.stats(st, path), {**st.to_dict(), "database": path})
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from engram.errors import ValidationError
+
+    target = args.target
+    kind, ident = ("observation", target[0]) if len(target) == 1 else (target[0], target[1])
+    if len(target) > 2 or kind not in ("observation", "session", "prompt"):
+        raise ValidationError(
+            "usage: engram delete <id> | delete session <id> | delete prompt <id>"
+        )
+    with open_store() as store:
+        if kind == "session":
+            store.delete_session(ident)
+            message, data = f'Session "{ident}" deleted', {"session_id": ident, "status": "deleted"}
+        elif kind == "prompt":
+            prompt = store.delete_prompt(ident)
+            message = f"Prompt #{prompt.id} deleted"
+            data = {"id": prompt.id, "status": "deleted"}
+        else:
+            obs = store.delete_observation(ident, hard=args.hard)
+            how = "permanently deleted" if args.hard else "soft-deleted"
+            message = f"Memory #{obs.id} {how}"
+            data = {"id": obs.id, "status": "deleted", "hard_delete": bool(args.hard)}
+    emit(args, message, data)
+    return 0
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    from engram import __version__
+
+    emit(args, f"engram {__version__}", {"version": __version__})
+    return 0
+
+
+__all__ = ["register", "wants_json"]

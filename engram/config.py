@@ -1,0 +1,65 @@
+"""Every setting and environment variable of the local product, in one place.
+
+Settings are read once per process with :func:`load`; tests pass a :class:`Config` explicitly
+instead of mutating the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PORT = 7437
+DEFAULT_HOST = "127.0.0.1"
+
+
+def _int_env(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def default_data_dir(env: dict[str, str] | None = None) -> Path:
+    """``$ENGRAM_DATA_DIR`` or ``~/.engram``."""
+    env = os.environ if env is None else env
+    raw = env.get("ENGRAM_DATA_DIR", "").strip()
+    if raw:
+        return Path(raw).expanduser()
+    return Path.home() / ".engram"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Local settings. Limits follow the reference tool's defaults."""
+
+    data_dir: Path = field(default_factory=default_data_dir)
+    max_observation_length: int = 50_000
+    max_context_results: int = 20
+    max_search_results: int = 20
+    default_search_limit: int = 10
+    dedupe_window_minutes: int = 15
+    http_host: str = DEFAULT_HOST
+    http_port: int = DEFAULT_PORT
+    http_token: str | None = None
+    project_override: str | None = None
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "engram.db"
+
+
+def load(env: dict[str, str] | None = None) -> Config:
+    """Build the configuration from the environment (``os.environ`` by default)."""
+    env = dict(os.environ if env is None else env)
+    return Config(
+        data_dir=default_data_dir(env),
+        http_host=env.get("ENGRAM_HOST", "").strip() or DEFAULT_HOST,
+        http_port=_int_env(env, "ENGRAM_PORT", DEFAULT_PORT),
+        http_token=env.get("ENGRAM_HTTP_TOKEN", "").strip() or None,
+        project_override=env.get("ENGRAM_PROJECT", "").strip() or None,
+    )

@@ -1,0 +1,130 @@
+"""Human-readable text for store results, shared by the CLI and the MCP tools so both faces
+say the same thing the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engram.store.models import Observation, SaveResult, Stats, Timeline
+
+
+def cut_bytes(text: str, limit: int) -> str:
+    """First ``limit`` bytes (never mid-character) plus ``...`` when cut."""
+    encoded = text.encode()
+    if len(encoded) <= limit:
+        return text
+    return encoded[:limit].decode(errors="ignore") + "..."
+
+
+def quoted(text: str) -> str:
+    """Double-quoted with backslash escapes, like Go's %q for the texts agents already know."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def save_result(result: SaveResult) -> str:
+    obs = result.observation
+    verb = {
+        "created": "Memory saved",
+        "deduplicated": "Memory already saved (duplicate counted)",
+        "topic_updated": "Memory updated (same topic)",
+    }.get(result.action, "Memory saved")
+    lines = [f"{verb}: #{obs.id} {quoted(obs.title)} ({obs.type})"]
+    if result.suggested_topic_key:
+        lines.append(f"Suggested topic_key: {result.suggested_topic_key}")
+    lines.extend(result.warnings)
+    return "\n".join(lines)
+
+
+def search_results(query: str, results: Sequence[Observation], preview_bytes: int = 300) -> str:
+    if not results:
+        return f"No memories found for: {quoted(query)}"
+    lines = [f"Found {len(results)} memories:", ""]
+    cut_any = False
+    for i, obs in enumerate(results, 1):
+        body = " ".join(obs.content.split())
+        short = cut_bytes(body, preview_bytes)
+        cut_any = cut_any or short != body
+        where = f" | project: {obs.project}" if obs.project else ""
+        lines += [
+            f"[{i}] #{obs.id} ({obs.type}) — {obs.title}",
+            f"    {short}",
+            f"    {obs.created_at}{where} | scope: {obs.scope}",
+            "",
+        ]
+    if cut_any:
+        lines.append("Previews are cut: fetch a memory's full text by its #id.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def observation(obs: Observation) -> str:
+    lines = [f"#{obs.id} [{obs.type}] {obs.title}", obs.content, f"Session: {obs.session_id}"]
+    if obs.project:
+        lines.append(f"Project: {obs.project}")
+    lines.append(f"Scope: {obs.scope}")
+    if obs.topic_key:
+        lines.append(f"Topic: {obs.topic_key}")
+    if obs.tool_name:
+        lines.append(f"Tool: {obs.tool_name}")
+    lines += [
+        f"Duplicates: {obs.duplicate_count}",
+        f"Revisions: {obs.revision_count}",
+        f"Created: {obs.created_at}",
+        f"Updated: {obs.updated_at}",
+        f"Sync id: {obs.sync_id}",
+    ]
+    return "\n".join(lines)
+
+
+def timeline(tl: Timeline) -> str:
+    lines: list[str] = []
+    if tl.session_info is not None:
+        head = (
+            f"Session: {tl.session_info.project or '(no project)'} ({tl.session_info.started_at})"
+        )
+        if tl.session_info.summary:
+            head += f" — {cut_bytes(tl.session_info.summary, 100)}"
+        lines.append(head)
+    lines += [f"Total observations in session: {tl.total_in_range}", "", "─── Before ───"]
+    for e in tl.before:
+        lines.append(
+            f"  #{e.id} [{e.type}] {e.title} — {cut_bytes(' '.join(e.content.split()), 150)}"
+        )
+    if not tl.before:
+        lines.append("  (none)")
+    focus = tl.focus
+    lines += [
+        "",
+        f">>> #{focus.id} [{focus.type}] {focus.title} <<<",
+        f"    {cut_bytes(focus.content, 500)}",
+        f"    {focus.created_at}",
+        "",
+        "─── After ───",
+    ]
+    for e in tl.after:
+        lines.append(
+            f"  #{e.id} [{e.type}] {e.title} — {cut_bytes(' '.join(e.content.split()), 150)}"
+        )
+    if not tl.after:
+        lines.append("  (none)")
+    return "\n".join(lines)
+
+
+def stats(st: Stats, database: str | None = None) -> str:
+    lines = [
+        "Engram Memory Stats",
+        f"- Sessions: {st.total_sessions}",
+        f"- Observations: {st.total_observations}",
+        f"- Prompts: {st.total_prompts}",
+        f"- Projects: {', '.join(st.projects) if st.projects else 'none yet'}",
+    ]
+    if database:
+        lines.append(f"- Database: {database}")
+    return "\n".join(lines)
+
+
+def context_footer(st: Stats) -> str:
+    projects = ", ".join(st.projects) if st.projects else "none"
+    return (
+        f"\n---\nMemory stats: {st.total_sessions} sessions, {st.total_observations} "
+        f"observations across projects: {projects}"
+    )

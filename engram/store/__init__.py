@@ -1,0 +1,34 @@
+"""The local SQLite store: schema and migrations, sessions, observations, prompts, search,
+context, the replication journal, and applying mutations from other replicas."""
+
+from engram.store.models import (
+    ApplyResult,
+    ImportResult,
+    MergeResult,
+    Observation,
+    PassiveResult,
+    ProjectInfo,
+    Prompt,
+    PruneResult,
+    SaveResult,
+    Session,
+    Stats,
+    Timeline,
+)
+from engram.store.store import Store
+
+__all__ = [
+    "ApplyResult",
+    "ImportResult",
+    "MergeResult",
+    "Observation",
+    "PassiveResult",
+    "ProjectInfo",
+    "Prompt",
+    "PruneResult",
+    "SaveResult",
+    "Session",
+    "Stats",
+    "Store",
+    "Timeline",
+]

@@ -1,0 +1,133 @@
+"""Opening the SQLite database: pragmas, clear errors, and write transactions.
+
+Writes use ``BEGIN IMMEDIATE`` so that several processes writing one database queue on SQLite's
+busy timeout instead of failing with "database is locked" when a reader upgrades to a writer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from engram.errors import StoreUnavailableError
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open ``path`` with the store's pragmas, creating its directory; clear errors on failure."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"cannot create data directory {path.parent}: {exc.strerror or exc}"
+        ) from exc
+    try:
+        conn = sqlite3.connect(
+            str(path),
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+            check_same_thread=False,
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.DatabaseError as exc:
+        raise StoreUnavailableError(describe_sqlite_error(exc, path)) from exc
+    return conn
+
+
+def describe_sqlite_error(exc: sqlite3.Error, path: Path) -> str:
+    """A one-line explanation of a SQLite failure that a human can act on."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return f"database {path} is locked by another process (waited {BUSY_TIMEOUT_MS // 1000}s)"
+    if "readonly" in text or "read-only" in text:
+        return f"database {path} is read-only: check the permissions of {path.parent}"
+    if "unable to open" in text:
+        return f"cannot open database {path}: is {path.parent} writable?"
+    if "not a database" in text or "malformed" in text:
+        return f"{path} is not a valid Engram database ({text})"
+    return f"database error on {path}: {text}"
+
+
+class Database:
+    """One connection plus a re-entrant write transaction, safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.conn = connect(path)
+        self._lock = threading.RLock()
+        self._depth = 0
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; nested uses join the outer one."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.conn
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreUnavailableError(describe_sqlite_error(exc, self.path)) from exc
+            self._depth = 1
+            try:
+                yield self.conn
+            except BaseException:
+                self._depth = 0
+                self.conn.execute("ROLLBACK")
+                raise
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self.conn.execute("ROLLBACK")
+                raise StoreUnavailableError(describe_sqlite_error(exc, self.path)) from exc
+            finally:
+                self._depth = 0
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for multi-statement reads."""
+        with self._lock:
+            if self._depth:
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            self._depth = 1
+            try:
+                yield self.conn
+            finally:
+                self._depth = 0
+                self.conn.execute("COMMIT")
+
+    def rows(self, sql: str, params: tuple | list | dict = ()) -> list[sqlite3.Row]:
+        """Run a read and fetch every row while holding the connection."""
+        with self._lock:
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise StoreUnavailableError(describe_sqlite_error(exc, self.path)) from exc
+                raise
+
+    def one(self, sql: str, params: tuple | list | dict = ()) -> sqlite3.Row | None:
+        rows = self.rows(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: tuple | list | dict = ()) -> object:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()

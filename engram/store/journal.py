@@ -1,0 +1,400 @@
+"""The replication journal: the hybrid logical clock, appending mutations inside the write's
+own transaction, and the per-target delivery bookkeeping that sync transports use.
+
+Every local write appends its mutation here in the same transaction as the write (invariant 1).
+Transports ask for what a target does not hold yet (:meth:`Journal.pending`) and mark rows
+delivered only once the target durably has them (invariant 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from engram.store.db import Database
+from engram.store.mutation import build_record, format_hlc, new_mid, new_origin, parse_hlc
+from engram.times import now_text
+
+MAX_COUNTER = 99_999
+
+
+def machine_fingerprint(db_path: Path) -> str:
+    """What identifies this copy of the database on this machine.
+
+    A copy or restore gets a new inode, a move a new path, another machine another id: any of
+    them mints a new origin so two copies never write under the same one.
+    """
+    try:
+        machine = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        machine = ""
+    try:
+        stat = os.stat(db_path)
+        inode = f"{stat.st_dev}:{stat.st_ino}"
+    except OSError:
+        inode = ""
+    raw = f"{socket.gethostname()}\0{machine}\0{db_path.resolve()}\0{inode}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One journal row as sync transports see it."""
+
+    seq: int
+    mid: str
+    hlc: str
+    entity: str
+    key: str
+    op: str
+    project: str
+    scope: str
+    record: str  # the exact JSON text of the mutation record
+    source: str
+
+    def as_record(self) -> dict[str, Any]:
+        return orjson.loads(self.record)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> JournalEntry:
+        return cls(
+            row["seq"],
+            row["mid"],
+            row["hlc"],
+            row["entity"],
+            row["key"],
+            row["op"],
+            row["project"],
+            row["scope"],
+            row["record"],
+            row["source"],
+        )
+
+
+class Journal:
+    """Clock and journal of one store (one database file)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- identity and clock -----------------------------------------------------------------
+
+    def ensure_identity(self, conn: sqlite3.Connection) -> str:
+        """Create the clock row, or mint a new origin if this database file was copied."""
+        fingerprint = machine_fingerprint(self.db.path)
+        row = conn.execute("SELECT origin, machine_fingerprint FROM sync_clock").fetchone()
+        if row is None:
+            origin = new_origin()
+            conn.execute(
+                "INSERT INTO sync_clock(id, origin, machine_fingerprint) VALUES (1, ?, ?)",
+                (origin, fingerprint),
+            )
+            return origin
+        if row["machine_fingerprint"] != fingerprint:
+            origin = new_origin()
+            conn.execute(
+                "UPDATE sync_clock SET origin = ?, machine_fingerprint = ? WHERE id = 1",
+                (origin, fingerprint),
+            )
+            return origin
+        return row["origin"]
+
+    def identity_matches(self) -> bool:
+        row = self.db.one("SELECT machine_fingerprint FROM sync_clock")
+        return row is not None and row[0] == machine_fingerprint(self.db.path)
+
+    @property
+    def origin(self) -> str:
+        return str(self.db.scalar("SELECT origin FROM sync_clock WHERE id = 1"))
+
+    def tick(self, conn: sqlite3.Connection) -> tuple[str, str]:
+        """The next hlc of this replica (inside the caller's write transaction) and its origin."""
+        wall, counter, origin = conn.execute(
+            "SELECT wall_ms, counter, origin FROM sync_clock WHERE id = 1"
+        ).fetchone()
+        now = time.time_ns() // 1_000_000
+        if now > wall:
+            wall, counter = now, 0
+        else:
+            counter += 1
+            if counter > MAX_COUNTER:
+                wall, counter = wall + 1, 0
+        conn.execute("UPDATE sync_clock SET wall_ms = ?, counter = ? WHERE id = 1", (wall, counter))
+        return format_hlc(wall, counter, origin), origin
+
+    def observe(self, conn: sqlite3.Connection, hlc: str) -> None:
+        """Advance the clock past an hlc applied from elsewhere."""
+        remote_wall, remote_counter, _ = parse_hlc(hlc)
+        conn.execute(
+            """UPDATE sync_clock SET
+                 counter = CASE WHEN ?1 > wall_ms THEN ?2
+                                WHEN ?1 = wall_ms AND ?2 > counter THEN ?2 ELSE counter END,
+                 wall_ms = MAX(wall_ms, ?1)
+               WHERE id = 1""",
+            (remote_wall, remote_counter),
+        )
+
+    # --- appending --------------------------------------------------------------------------
+
+    def append(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        hlc: str,
+        origin: str,
+        entity: str,
+        key: str,
+        op: str,
+        project: str,
+        scope: str,
+        payload: dict[str, Any],
+    ) -> int:
+        """Journal a local write (in the write's transaction); returns the journal seq."""
+        record = build_record(
+            mid=new_mid(),
+            hlc=hlc,
+            origin=origin,
+            entity=entity,
+            key=key,
+            op=op,
+            project=project,
+            scope=scope,
+            payload=payload,
+        )
+        return self.append_record(conn, record, source="local")
+
+    def append_record(
+        self,
+        conn: sqlite3.Connection,
+        record: dict[str, Any],
+        *,
+        source: str,
+        text: str | None = None,
+    ) -> int:
+        """Journal a record; ``text`` keeps the exact bytes received from elsewhere."""
+        cursor = conn.execute(
+            """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
+                                        record, source, recorded_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                record["mid"],
+                record["hlc"],
+                record["origin"],
+                record["entity"],
+                record["key"],
+                record["op"],
+                record["project"],
+                record["scope"],
+                text if text is not None else orjson.dumps(record).decode(),
+                source,
+                now_text(),
+            ),
+        )
+        seq = int(cursor.lastrowid or 0)
+        if source != "local":
+            # Arrived through a target: that target already holds it, never send it back.
+            conn.execute(
+                "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
+                (source, seq, now_text()),
+            )
+        return seq
+
+    def has_mid(self, conn: sqlite3.Connection, mid: str) -> bool:
+        return (
+            conn.execute("SELECT 1 FROM sync_journal WHERE mid = ?", (mid,)).fetchone() is not None
+        )
+
+    # --- what targets hold ------------------------------------------------------------------
+
+    @staticmethod
+    def _selection(projects: Iterable[str] | None, include_personal: bool) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if projects is not None:
+            names = sorted(set(projects))
+            clauses.append(f"j.project IN ({', '.join('?' for _ in names)})" if names else "0")
+            params.extend(names)
+        if not include_personal:
+            clauses.append("j.scope != 'personal'")
+        return (" AND ".join(clauses) or "1"), params
+
+    def pending(
+        self,
+        target: str,
+        *,
+        projects: Iterable[str] | None = None,
+        include_personal: bool = False,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[JournalEntry]:
+        """Journal rows of the selection that ``target`` does not hold yet, oldest first.
+
+        ``projects=None`` selects every project; personal-scope rows only when asked.
+        """
+        where, params = self._selection(projects, include_personal)
+        sql = f"""SELECT j.* FROM sync_journal j
+                  WHERE j.seq > ? AND {where}
+                    AND NOT EXISTS (SELECT 1 FROM sync_delivery d
+                                    WHERE d.target = ? AND d.seq = j.seq)
+                    AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
+                                    WHERE q.target = ? AND q.seq = j.seq)
+                  ORDER BY j.seq"""
+        args: list[Any] = [after_seq, *params, target, target]
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [JournalEntry.from_row(r) for r in self.db.rows(sql, args)]
+
+    def iter_pending(
+        self,
+        target: str,
+        *,
+        projects: Iterable[str] | None = None,
+        include_personal: bool = False,
+        batch: int = 5000,
+    ) -> Iterator[list[JournalEntry]]:
+        """:meth:`pending` in batches, so memory stays flat on large journals."""
+        projects = None if projects is None else list(projects)
+        after = 0
+        while True:
+            rows = self.pending(
+                target,
+                projects=projects,
+                include_personal=include_personal,
+                after_seq=after,
+                limit=batch,
+            )
+            if not rows:
+                return
+            yield rows
+            after = rows[-1].seq
+
+    def count_pending(
+        self,
+        target: str,
+        *,
+        projects: Iterable[str] | None = None,
+        include_personal: bool = False,
+    ) -> int:
+        where, params = self._selection(projects, include_personal)
+        return int(
+            self.db.scalar(
+                f"""SELECT COUNT(*) FROM sync_journal j WHERE {where}
+                      AND NOT EXISTS (SELECT 1 FROM sync_delivery d
+                                      WHERE d.target = ? AND d.seq = j.seq)
+                      AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
+                                      WHERE q.target = ? AND q.seq = j.seq)""",
+                [*params, target, target],
+            )
+            or 0
+        )
+
+    def mark_delivered(self, target: str, seqs: Iterable[int]) -> int:
+        """Record that ``target`` durably holds these journal rows. Returns how many were new."""
+        now = now_text()
+        rows = [(target, int(s), now) for s in seqs]
+        if not rows:
+            return 0
+        with self.db.write() as conn:
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
+                rows,
+            )
+            conn.execute(
+                "DELETE FROM sync_quarantine WHERE target = ? AND seq IN "
+                f"({', '.join(str(r[1]) for r in rows)})",
+                (target,),
+            )
+            return conn.total_changes - before
+
+    def seqs_for_mids(self, mids: Iterable[str]) -> dict[str, int]:
+        """Local seq of each known mid (for acknowledging exactly what a server confirmed)."""
+        wanted = list(dict.fromkeys(mids))
+        found: dict[str, int] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            rows = self.db.rows(
+                f"SELECT mid, seq FROM sync_journal WHERE mid IN ({', '.join('?' for _ in part)})",
+                part,
+            )
+            found.update({r["mid"]: r["seq"] for r in rows})
+        return found
+
+    def entry(self, seq: int) -> JournalEntry | None:
+        row = self.db.one("SELECT * FROM sync_journal WHERE seq = ?", (seq,))
+        return None if row is None else JournalEntry.from_row(row)
+
+    def quarantine(self, target: str, seq: int, mid: str, error_code: str, error: str) -> None:
+        """Keep a row a target rejected out of its push queue, visible in status."""
+        with self.db.write() as conn:
+            conn.execute(
+                """INSERT INTO sync_quarantine(target, seq, mid, error_code, error, quarantined_at)
+                   VALUES (?, ?, ?, ?, ?, ?)
+                   ON CONFLICT(target, seq) DO UPDATE SET attempts = attempts + 1,
+                       error_code = excluded.error_code, error = excluded.error,
+                       quarantined_at = excluded.quarantined_at""",
+                (target, seq, mid, error_code, error, now_text()),
+            )
+
+    def release_quarantine(self, target: str) -> int:
+        """Put every quarantined row of ``target`` back in its push queue (for a retry)."""
+        with self.db.write() as conn:
+            return conn.execute("DELETE FROM sync_quarantine WHERE target = ?", (target,)).rowcount
+
+    def quarantined(self, target: str) -> list[sqlite3.Row]:
+        return self.db.rows(
+            "SELECT * FROM sync_quarantine WHERE target = ? ORDER BY seq", (target,)
+        )
+
+    def blank_superseded_payloads(self, targets: Iterable[str]) -> int:
+        """After a hard delete reached every target, blank the earlier payloads of that key.
+
+        Titles and contents of older mutations are emptied in the local journal so deleted text
+        does not linger on this machine (git history keeps what was already pushed).
+        """
+        target_list = sorted(set(targets))
+        held = (
+            " AND ".join(
+                "EXISTS (SELECT 1 FROM sync_delivery d WHERE d.target = ? AND d.seq = t.seq)"
+                for _ in target_list
+            )
+            or "1"
+        )
+        rows = self.db.rows(
+            f"""SELECT t.entity, t.key, t.hlc FROM sync_journal t
+                WHERE t.op = 'delete' AND json_extract(t.record, '$.payload.hard') IS NOT 0
+                  AND {held}""",
+            target_list,
+        )
+        blanked = 0
+        with self.db.write() as conn:
+            for row in rows:
+                older = conn.execute(
+                    """SELECT seq, record FROM sync_journal
+                       WHERE entity = ? AND key = ? AND hlc < ? AND op = 'upsert'""",
+                    (row["entity"], row["key"], row["hlc"]),
+                ).fetchall()
+                for seq, text in older:
+                    record = orjson.loads(text)
+                    payload = record["payload"]
+                    if payload.get("content") == "" and payload.get("title", "") == "":
+                        continue
+                    for name in ("title", "content", "summary"):
+                        if payload.get(name):
+                            payload[name] = ""
+                    conn.execute(
+                        "UPDATE sync_journal SET record = ? WHERE seq = ?",
+                        (orjson.dumps(record).decode(), seq),
+                    )
+                    blanked += 1
+        return blanked

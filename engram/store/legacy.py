@@ -1,0 +1,276 @@
+"""Upgrading a database written by the Go tool that first defined Engram.
+
+The file is copied aside first (``engram.db.go-backup-<time>``), then rebuilt into this schema in
+one transaction: rows are copied with the Go tool's data fixes (blank scope → ``project``, counts
+≥ 1, missing sync ids minted, duplicate sync ids from its re-import bug collapsed to the newest
+row), and every row gets its deterministic legacy journal entry (DESIGN §3 "Legacy rows").
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engram.project import project_name
+from engram.store.mutation import EPOCH_TEXT, legacy_record
+from engram.store.observations import session_context
+from engram.store.schema import apply_migrations, table_exists
+from engram.text import normalize_scope, normalize_topic_key, normalized_hash
+
+if TYPE_CHECKING:
+    from engram.store.store import Store
+
+RENAMED = (
+    "sessions",
+    "observations",
+    "user_prompts",
+    "sync_chunks",
+    "sync_state",
+    "sync_enrolled_projects",
+    "sync_mutations",
+)
+DROPPED_FTS = ("observations_fts", "prompts_fts")
+
+
+def is_go_database(conn: sqlite3.Connection) -> bool:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    return version == 0 and table_exists(conn, "observations")
+
+
+def backup(conn: sqlite3.Connection, db_path: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    target = db_path.with_name(f"{db_path.name}.go-backup-{stamp}")
+    with sqlite3.connect(str(target)) as copy:
+        conn.backup(copy)
+    copy.close()
+    return target
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _select(conn: sqlite3.Connection, table: str, wanted: dict[str, str], order: str) -> list[dict]:
+    """Rows of an old table with missing columns replaced by SQL defaults."""
+    have = _columns(conn, table)
+    cols = ", ".join(
+        f"{name}" if name in have else f"{default} AS {name}" for name, default in wanted.items()
+    )
+    return [dict(r) for r in conn.execute(f"SELECT {cols} FROM {table} ORDER BY {order}")]
+
+
+def upgrade(store: Store) -> Path:
+    """Back up and migrate a Go-format database in place; returns the backup's path."""
+    conn = store.db.conn
+    saved = backup(conn, store.db.path)
+    with store.db.write() as conn:
+        for trigger in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+        ).fetchall():
+            conn.execute(f'DROP TRIGGER IF EXISTS "{trigger[0]}"')
+        for name in DROPPED_FTS:
+            conn.execute(f"DROP TABLE IF EXISTS {name}")
+        present = [t for t in RENAMED if table_exists(conn, t)]
+        for table in present:
+            conn.execute(f"ALTER TABLE {table} RENAME TO go_{table}")
+        for (index,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        ).fetchall():
+            conn.execute(f'DROP INDEX IF EXISTS "{index}"')
+        apply_migrations(conn)
+        store.journal.ensure_identity(conn)
+        newest = _copy_rows(store, conn, set(present))
+        if newest:
+            store.journal.observe(conn, newest)
+        for table in present:
+            conn.execute(f"DROP TABLE go_{table}")
+    return saved
+
+
+def _journal(
+    store: Store,
+    conn: sqlite3.Connection,
+    entity: str,
+    state: dict[str, Any],
+    updated_at: str,
+    table: str,
+    key_column: str,
+) -> str:
+    op = "delete" if entity == "observation" and state.get("deleted_at") else "upsert"
+    payload = {**state, "hard": False} if op == "delete" else state
+    record = legacy_record(
+        entity=entity,
+        op=op,
+        payload=payload,
+        updated_at=updated_at,
+        project=state["project"],
+        scope=state.get("scope", "project"),
+    )
+    if not store.journal.has_mid(conn, record["mid"]):
+        store.journal.append_record(conn, record, source="local")
+    conn.execute(
+        f"UPDATE {table} SET hlc = ? WHERE {key_column} = ?", (record["hlc"], record["key"])
+    )
+    return record["hlc"]
+
+
+def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str:
+    newest = ""
+    if "sessions" in present:
+        for row in _select(
+            conn,
+            "go_sessions",
+            {
+                "id": "''",
+                "project": "''",
+                "directory": "''",
+                "started_at": f"'{EPOCH_TEXT}'",
+                "ended_at": "NULL",
+                "summary": "NULL",
+            },
+            "started_at, id",
+        ):
+            state = {
+                **row,
+                "project": project_name(row["project"]),
+                "directory": row["directory"] or "",
+                "started_at": row["started_at"] or EPOCH_TEXT,
+            }
+            conn.execute(
+                """INSERT OR IGNORE INTO sessions(id, project, directory, started_at, ended_at, summary)
+                   VALUES (:id, :project, :directory, :started_at, :ended_at, :summary)""",
+                state,
+            )
+            newest = max(
+                newest,
+                _journal(
+                    store,
+                    conn,
+                    "session",
+                    state,
+                    state["ended_at"] or state["started_at"],
+                    "sessions",
+                    "id",
+                ),
+            )
+    rows = _select(
+        conn,
+        "go_observations",
+        {
+            "id": "NULL",
+            "sync_id": "NULL",
+            "session_id": "''",
+            "type": "''",
+            "title": "''",
+            "content": "''",
+            "tool_name": "NULL",
+            "project": "''",
+            "scope": "'project'",
+            "topic_key": "NULL",
+            "revision_count": "1",
+            "duplicate_count": "1",
+            "last_seen_at": "NULL",
+            "created_at": f"'{EPOCH_TEXT}'",
+            "updated_at": "NULL",
+            "deleted_at": "NULL",
+        },
+        "id",
+    )
+    newest_by_sync: dict[str, dict] = {}
+    for row in rows:
+        sync_id = (row["sync_id"] or "").strip() or "obs-" + secrets.token_hex(16)
+        row["sync_id"] = sync_id
+        row["updated_at"] = row["updated_at"] or row["created_at"]
+        kept = newest_by_sync.get(sync_id)
+        if kept is None or (row["updated_at"], row["id"]) > (kept["updated_at"], kept["id"]):
+            newest_by_sync[sync_id] = row
+    for row in sorted(newest_by_sync.values(), key=lambda r: r["id"]):
+        state = {
+            "sync_id": row["sync_id"],
+            "session_id": row["session_id"] or "manual-save",
+            "type": (row["type"] or "").strip() or "manual",
+            "title": row["title"] or "Untitled observation",
+            "content": row["content"] or "",
+            "tool_name": row["tool_name"],
+            "project": project_name(row["project"]),
+            "scope": normalize_scope(row["scope"]),
+            "topic_key": normalize_topic_key(row["topic_key"]),
+            "revision_count": max(1, int(row["revision_count"] or 1)),
+            "duplicate_count": max(1, int(row["duplicate_count"] or 1)),
+            "last_seen_at": row["last_seen_at"],
+            "created_at": row["created_at"] or EPOCH_TEXT,
+            "updated_at": row["updated_at"],
+            "deleted_at": row["deleted_at"],
+        }
+        if not conn.execute(
+            "SELECT 1 FROM sessions WHERE id = ?", (state["session_id"],)
+        ).fetchone():
+            conn.execute(
+                "INSERT INTO sessions(id, project, directory, started_at) VALUES (?, ?, '', ?)",
+                (state["session_id"], state["project"], EPOCH_TEXT),
+            )
+        conn.execute(
+            """INSERT INTO observations(id, sync_id, session_id, type, title, content, tool_name,
+                   project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
+                   last_seen_at, created_at, updated_at, deleted_at, search_context)
+               VALUES (:id, :sync_id, :session_id, :type, :title, :content, :tool_name, :project,
+                   :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
+                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context)""",
+            {
+                **state,
+                "id": row["id"],
+                "normalized_hash": normalized_hash(state["content"]),
+                "search_context": session_context(conn, state["session_id"], state["created_at"]),
+            },
+        )
+        newest = max(
+            newest,
+            _journal(
+                store, conn, "observation", state, state["updated_at"], "observations", "sync_id"
+            ),
+        )
+    if "user_prompts" in present:
+        seen: set[str] = set()
+        for row in _select(
+            conn,
+            "go_user_prompts",
+            {
+                "id": "NULL",
+                "sync_id": "NULL",
+                "session_id": "''",
+                "content": "''",
+                "project": "''",
+                "created_at": f"'{EPOCH_TEXT}'",
+            },
+            "id",
+        ):
+            sync_id = (row["sync_id"] or "").strip() or "prompt-" + secrets.token_hex(16)
+            if sync_id in seen:
+                continue
+            seen.add(sync_id)
+            state = {
+                "sync_id": sync_id,
+                "session_id": row["session_id"] or "manual-save",
+                "content": row["content"] or "",
+                "project": project_name(row["project"]),
+                "created_at": row["created_at"] or EPOCH_TEXT,
+            }
+            conn.execute(
+                """INSERT INTO user_prompts(id, sync_id, session_id, content, project, created_at)
+                   VALUES (:id, :sync_id, :session_id, :content, :project, :created_at)""",
+                {**state, "id": row["id"]},
+            )
+            newest = max(
+                newest,
+                _journal(
+                    store, conn, "prompt", state, state["created_at"], "user_prompts", "sync_id"
+                ),
+            )
+    if "sync_enrolled_projects" in present:
+        conn.execute("""INSERT OR IGNORE INTO sync_enrolled_projects(project, enrolled_at)
+                        SELECT project, COALESCE(enrolled_at, strftime('%Y-%m-%d %H:%M:%S','now'))
+                        FROM go_sync_enrolled_projects""")
+    return newest

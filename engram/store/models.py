@@ -1,0 +1,272 @@
+"""The objects the store hands out: one shape per entity, shared by every face.
+
+``to_dict`` gives the JSON shape of the reference's export (plus ``rank`` in search results),
+which is what the CLI's ``--json``, the MCP tools and the HTTP API all return.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Session:
+    id: str
+    project: str
+    directory: str
+    started_at: str
+    ended_at: str | None = None
+    summary: str | None = None
+    observation_count: int | None = None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Session:
+        keys = row.keys()
+        return cls(
+            id=row["id"],
+            project=row["project"],
+            directory=row["directory"],
+            started_at=row["started_at"],
+            ended_at=row["ended_at"],
+            summary=row["summary"],
+            observation_count=row["observation_count"] if "observation_count" in keys else None,
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.ended_at is None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.observation_count is None:
+            del data["observation_count"]
+        return data
+
+
+@dataclass(slots=True)
+class Observation:
+    id: int
+    sync_id: str
+    session_id: str
+    type: str
+    title: str
+    content: str
+    tool_name: str | None
+    project: str
+    scope: str
+    topic_key: str | None
+    revision_count: int
+    duplicate_count: int
+    last_seen_at: str | None
+    created_at: str
+    updated_at: str
+    deleted_at: str | None = None
+    rank: float | None = None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Observation:
+        keys = row.keys()
+        return cls(
+            id=row["id"],
+            sync_id=row["sync_id"],
+            session_id=row["session_id"],
+            type=row["type"],
+            title=row["title"],
+            content=row["content"],
+            tool_name=row["tool_name"],
+            project=row["project"],
+            scope=row["scope"],
+            topic_key=row["topic_key"],
+            revision_count=row["revision_count"],
+            duplicate_count=row["duplicate_count"],
+            last_seen_at=row["last_seen_at"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            deleted_at=row["deleted_at"],
+            rank=row["rank"] if "rank" in keys else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.rank is None:
+            del data["rank"]
+        return data
+
+
+@dataclass(slots=True)
+class Prompt:
+    id: int
+    sync_id: str
+    session_id: str
+    content: str
+    project: str
+    created_at: str
+    rank: float | None = None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Prompt:
+        keys = row.keys()
+        return cls(
+            id=row["id"],
+            sync_id=row["sync_id"],
+            session_id=row["session_id"],
+            content=row["content"],
+            project=row["project"],
+            created_at=row["created_at"],
+            rank=row["rank"] if "rank" in keys else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.rank is None:
+            del data["rank"]
+        return data
+
+
+@dataclass(slots=True)
+class SaveResult:
+    """What saving an observation did: created it, counted a duplicate or updated a topic."""
+
+    observation: Observation
+    action: str  # created | deduplicated | topic_updated
+    warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+    original_bytes: int = 0
+    limit_bytes: int = 0
+    suggested_topic_key: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.observation.to_dict()
+        data.update(
+            action=self.action,
+            warnings=self.warnings,
+            truncated=self.truncated,
+            suggested_topic_key=self.suggested_topic_key,
+        )
+        if self.truncated:
+            data.update(original_bytes=self.original_bytes, limit_bytes=self.limit_bytes)
+        return data
+
+
+@dataclass(slots=True)
+class TimelineEntry:
+    id: int
+    type: str
+    title: str
+    content: str
+    created_at: str
+    is_focus: bool = False
+    sync_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Timeline:
+    focus: Observation
+    before: list[TimelineEntry]
+    after: list[TimelineEntry]
+    session_info: Session | None
+    total_in_range: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "focus": self.focus.to_dict(),
+            "before": [e.to_dict() for e in self.before],
+            "after": [e.to_dict() for e in self.after],
+            "session_info": self.session_info.to_dict() if self.session_info else None,
+            "total_in_range": self.total_in_range,
+        }
+
+
+@dataclass(slots=True)
+class Stats:
+    total_sessions: int
+    total_observations: int
+    total_prompts: int
+    projects: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class ProjectInfo:
+    name: str
+    observation_count: int
+    session_count: int
+    prompt_count: int
+    directories: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class MergeResult:
+    canonical: str
+    sources_merged: list[str]
+    observations_updated: int = 0
+    sessions_updated: int = 0
+    prompts_updated: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class PruneResult:
+    projects: list[str]
+    sessions_deleted: int = 0
+    prompts_deleted: int = 0
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class PassiveResult:
+    extracted: int = 0
+    saved: int = 0
+    duplicates: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class ImportResult:
+    sessions_imported: int = 0
+    observations_imported: int = 0
+    prompts_imported: int = 0
+    skipped: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    """Outcome of applying replicated mutations."""
+
+    applied: int = 0  # won last-writer-wins and changed the store
+    stale: int = 0  # journaled, but an entity state with a newer clock was already there
+    duplicates: int = 0  # mid already known: nothing done
+    sessions: int = 0
+    observations: int = 0
+    prompts: int = 0
+
+    def add(self, other: ApplyResult) -> None:
+        for name in ("applied", "stale", "duplicates", "sessions", "observations", "prompts"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def received(self) -> int:
+        return self.applied + self.stale + self.duplicates
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

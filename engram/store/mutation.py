@@ -1,0 +1,248 @@
+"""The mutation record (DESIGN §3): the one JSON object that the journal stores, chunk lines
+carry and the cloud wire sends. Pure functions only: build, validate, and turn payloads into the
+full entity state that applying writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from typing import Any
+
+from engram.errors import InvalidMutationError
+
+ENTITIES = ("session", "observation", "prompt")
+OPS = ("upsert", "delete")
+LEGACY_ORIGIN = "0" * 16
+EPOCH_TEXT = "1970-01-01 00:00:00"
+MAX_FIELD_BYTES = 1 << 20  # a replicated text field larger than 1 MiB is refused
+
+_HLC = re.compile(r"^(\d{13})\.(\d{5})\.([0-9a-f]{16})$")
+_MID = re.compile(r"^[0-9a-f]{32}$")
+_ORIGIN = re.compile(r"^[0-9a-f]{16}$")
+
+SESSION_FIELDS = ("id", "project", "directory", "started_at", "ended_at", "summary")
+OBSERVATION_FIELDS = (
+    "sync_id",
+    "session_id",
+    "type",
+    "title",
+    "content",
+    "tool_name",
+    "project",
+    "scope",
+    "topic_key",
+    "revision_count",
+    "duplicate_count",
+    "last_seen_at",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+)
+PROMPT_FIELDS = ("sync_id", "session_id", "content", "project", "created_at")
+FIELDS = {"session": SESSION_FIELDS, "observation": OBSERVATION_FIELDS, "prompt": PROMPT_FIELDS}
+KEY_FIELD = {"session": "id", "observation": "sync_id", "prompt": "sync_id"}
+_INT_FIELDS = frozenset({"revision_count", "duplicate_count"})
+_REQUIRED_UPSERT = {
+    "session": ("id",),
+    "observation": ("sync_id", "session_id", "type", "title", "content"),
+    "prompt": ("sync_id", "session_id", "content"),
+}
+
+
+def new_mid() -> str:
+    """128 random bits: never derived from local state, so copies and restores cannot reuse it."""
+    return secrets.token_hex(16)
+
+
+def new_origin() -> str:
+    return secrets.token_hex(8)
+
+
+def format_hlc(wall_ms: int, counter: int, origin: str) -> str:
+    return f"{wall_ms:013d}.{counter:05d}.{origin}"
+
+
+def parse_hlc(hlc: str) -> tuple[int, int, str]:
+    match = _HLC.match(hlc)
+    if not match:
+        raise InvalidMutationError(f"invalid hlc {hlc!r}")
+    return int(match.group(1)), int(match.group(2)), match.group(3)
+
+
+def build_record(
+    *,
+    mid: str,
+    hlc: str,
+    origin: str,
+    entity: str,
+    key: str,
+    op: str,
+    project: str,
+    scope: str,
+    payload: dict[str, Any],
+) -> dict[str, Any]:
+    """A record with its keys in the normative order."""
+    return {
+        "mid": mid,
+        "hlc": hlc,
+        "origin": origin,
+        "entity": entity,
+        "key": key,
+        "op": op,
+        "project": project,
+        "scope": scope,
+        "payload": payload,
+    }
+
+
+def hlc_text(hlc: str) -> str:
+    """The wall time of an hlc in the store's timestamp format (deterministic defaults)."""
+    from datetime import UTC, datetime
+
+    wall, _, _ = parse_hlc(hlc)
+    return datetime.fromtimestamp(wall / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def legacy_mid(key: str, updated_at: str, op: str) -> str:
+    """Deterministic mid for rows that predate the journal (same on every machine)."""
+    return hashlib.sha256(f"{key}\0{updated_at}\0{op}".encode()).hexdigest()[:32]
+
+
+def legacy_hlc(updated_at: str) -> str:
+    from engram.times import store_text_to_ms
+
+    return format_hlc(store_text_to_ms(updated_at), 0, LEGACY_ORIGIN)
+
+
+def legacy_record(
+    *, entity: str, op: str, payload: dict[str, Any], updated_at: str, project: str, scope: str
+) -> dict[str, Any]:
+    """The journal entry a legacy row gets once: origin zero, hlc from ``updated_at``."""
+    key = str(payload[KEY_FIELD[entity]])
+    return build_record(
+        mid=legacy_mid(key, updated_at, op),
+        hlc=legacy_hlc(updated_at),
+        origin=LEGACY_ORIGIN,
+        entity=entity,
+        key=key,
+        op=op,
+        project=project,
+        scope=scope,
+        payload=payload,
+    )
+
+
+def _fail(index: int | None, message: str) -> InvalidMutationError:
+    where = f"mutation[{index}]: " if index is not None else ""
+    return InvalidMutationError(where + message)
+
+
+def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
+    """Check a record's envelope and payload; raise :class:`InvalidMutationError` naming the
+    problem. Returns the record unchanged."""
+    if not isinstance(record, dict):
+        raise _fail(index, "a mutation must be a JSON object")
+    for name in ("mid", "hlc", "origin", "entity", "key", "op", "project", "scope"):
+        if not isinstance(record.get(name), str):
+            raise _fail(index, f"field {name!r} is required and must be a string")
+    if not _MID.match(record["mid"]):
+        raise _fail(index, f"mid {record['mid']!r} must be 32 lowercase hex digits")
+    if not _ORIGIN.match(record["origin"]):
+        raise _fail(index, f"origin {record['origin']!r} must be 16 lowercase hex digits")
+    match = _HLC.match(record["hlc"])
+    if not match:
+        raise _fail(index, f"hlc {record['hlc']!r} is not WALLMS.COUNTER.ORIGIN")
+    if match.group(3) != record["origin"]:
+        raise _fail(index, "hlc and origin disagree")
+    entity, op = record["entity"], record["op"]
+    if entity not in ENTITIES:
+        raise _fail(index, f"unknown entity {entity!r} (expected one of {', '.join(ENTITIES)})")
+    if op not in OPS:
+        raise _fail(index, f"unknown op {op!r} (expected upsert or delete)")
+    key = record["key"]
+    if not key or len(key) > 256:
+        raise _fail(index, "key must be 1-256 characters")
+    if record["scope"] not in ("project", "personal"):
+        raise _fail(index, f"scope {record['scope']!r} must be project or personal")
+    payload = record.get("payload")
+    if not isinstance(payload, dict):
+        raise _fail(index, "payload must be a JSON object")
+    if payload.get(KEY_FIELD[entity]) != key:
+        raise _fail(index, f"payload {KEY_FIELD[entity]} does not match key {key!r}")
+    for name, value in payload.items():
+        if name in _INT_FIELDS:
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise _fail(index, f"payload.{name} must be an integer")
+        elif name == "hard":
+            if not isinstance(value, bool):
+                raise _fail(index, "payload.hard must be true or false")
+        elif value is not None and not isinstance(value, str):
+            if name in FIELDS[entity]:
+                raise _fail(index, f"payload.{name} must be a string or null")
+        elif isinstance(value, str) and len(value) > MAX_FIELD_BYTES:
+            raise _fail(index, f"payload.{name} is larger than {MAX_FIELD_BYTES} bytes")
+    if op == "upsert":
+        for name in _REQUIRED_UPSERT[entity]:
+            if not isinstance(payload.get(name), str) or not payload[name].strip():
+                raise _fail(index, f"payload.{name} is required for {entity} upsert")
+    return record
+
+
+def is_hard_delete(record: dict[str, Any]) -> bool:
+    """Sessions and prompts have no soft state: their deletes are always hard."""
+    if record["op"] != "delete":
+        return False
+    if record["entity"] != "observation":
+        return True
+    return bool(record["payload"].get("hard", False))
+
+
+def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The complete entity state an upsert or soft delete sets, with defaults filled in the same
+    way on every replica. ``None`` for a soft delete that carries only key fields."""
+    entity, op, payload = record["entity"], record["op"], record["payload"]
+    if op == "delete" and (entity != "observation" or "title" not in payload):
+        return None
+    when = payload.get("updated_at") or payload.get("created_at") or EPOCH_TEXT
+    if entity == "session":
+        return {
+            "id": payload["id"],
+            "project": payload.get("project") or record["project"],
+            "directory": payload.get("directory") or "",
+            "started_at": payload.get("started_at") or EPOCH_TEXT,
+            "ended_at": payload.get("ended_at"),
+            "summary": payload.get("summary"),
+        }
+    if entity == "prompt":
+        return {
+            "sync_id": payload["sync_id"],
+            "session_id": payload["session_id"],
+            "content": payload["content"],
+            "project": payload.get("project") or record["project"],
+            "created_at": payload.get("created_at") or EPOCH_TEXT,
+        }
+    created = payload.get("created_at") or when
+    deleted_at = payload.get("deleted_at")
+    if op == "delete" and not deleted_at:
+        deleted_at = hlc_text(record["hlc"])
+    return {
+        "sync_id": payload["sync_id"],
+        "session_id": payload["session_id"],
+        "type": payload["type"],
+        "title": payload["title"],
+        "content": payload["content"],
+        "tool_name": payload.get("tool_name"),
+        "project": payload.get("project")
+        if payload.get("project") is not None
+        else record["project"],
+        "scope": payload.get("scope") or record["scope"],
+        "topic_key": payload.get("topic_key"),
+        "revision_count": max(1, int(payload.get("revision_count") or 1)),
+        "duplicate_count": max(1, int(payload.get("duplicate_count") or 1)),
+        "last_seen_at": payload.get("last_seen_at"),
+        "created_at": created,
+        "updated_at": payload.get("updated_at") or created,
+        "deleted_at": deleted_at,
+    }

@@ -1,0 +1,535 @@
+"""Observations (memories): save with privacy stripping, truncation, topic upsert and dedupe;
+get, update, soft and hard delete, recent lists, timeline and passive capture."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from datetime import datetime, timedelta
+from typing import Any
+
+from engram.errors import NotFoundError, ValidationError
+from engram.project import normalize_project
+from engram.store.base import StoreBase, default_session_id
+from engram.store.models import (
+    Observation,
+    PassiveResult,
+    SaveResult,
+    Timeline,
+    TimelineEntry,
+)
+from engram.store.sessions import check_session_id
+from engram.text import (
+    extract_learnings,
+    find_similar,
+    normalize_scope,
+    normalize_topic_key,
+    normalized_hash,
+    strip_private,
+    suggest_topic_key,
+    topic_sync_id,
+    truncate,
+)
+from engram.times import STORE_FORMAT, now_text, parse_user_date
+
+CONTEXT_PIECE_CHARS = 1000
+MAX_TITLE_BYTES = 1000
+
+
+def new_observation_sync_id() -> str:
+    return "obs-" + secrets.token_hex(8)
+
+
+def _check_id(observation_id: Any, field: str = "id") -> int:
+    if isinstance(observation_id, bool):
+        raise ValidationError(f"{field} must be an integer", field=field)
+    try:
+        value = int(observation_id)
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"{field} must be an integer, got {observation_id!r}", field=field
+        ) from None
+    if value < 1:
+        raise ValidationError(f"{field} must be a positive integer", field=field)
+    return value
+
+
+def session_context(conn: sqlite3.Connection, session_id: str, created_at: str) -> str:
+    """What an agent was doing when a memory was saved: the two memories saved just before it
+    in the same session and the prompt that led to it. Indexed (weighted ~0.5) so questions
+    phrased like the conversation still find the memory."""
+    rows = conn.execute(
+        """SELECT title, content FROM observations
+           WHERE session_id = ? AND deleted_at IS NULL AND created_at <= ?
+           ORDER BY created_at DESC, id DESC LIMIT 2""",
+        (session_id, created_at),
+    ).fetchall()
+    prompt = conn.execute(
+        """SELECT content FROM user_prompts WHERE session_id = ? AND created_at <= ?
+           ORDER BY created_at DESC, id DESC LIMIT 1""",
+        (session_id, created_at),
+    ).fetchone()
+    pieces = [f"{r[0]} {r[1]}"[:CONTEXT_PIECE_CHARS] for r in rows]
+    if prompt is not None:
+        pieces.append(str(prompt[0])[:CONTEXT_PIECE_CHARS])
+    return "\n".join(pieces)
+
+
+class ObservationsMixin(StoreBase):
+    # --- saving -----------------------------------------------------------------------------
+
+    def _clean_text(self, title: str | None, content: str | None):
+        title = strip_private(title or "")
+        content = strip_private(content or "")
+        if not title:
+            raise ValidationError("title is required and cannot be empty", field="title")
+        if not content:
+            raise ValidationError("content is required and cannot be empty", field="content")
+        return truncate(title, MAX_TITLE_BYTES).text, truncate(
+            content, self.config.max_observation_length
+        )
+
+    def similar_project_warning(self, project: str) -> str | None:
+        """Warn when saving into a project with no memories while a similar name has some."""
+        if not project:
+            return None
+        if self.db.one(
+            "SELECT 1 FROM observations WHERE project = ? AND deleted_at IS NULL LIMIT 1",
+            (project,),
+        ):
+            return None
+        names = [
+            r[0]
+            for r in self.db.rows(
+                "SELECT DISTINCT project FROM observations WHERE deleted_at IS NULL"
+            )
+            if r[0]
+        ]
+        similar = find_similar(project, names)
+        if not similar:
+            return None
+        best = similar[0]
+        count = self.db.scalar(
+            "SELECT COUNT(*) FROM observations WHERE project = ? AND deleted_at IS NULL", (best,)
+        )
+        return (
+            f'⚠️ Project "{project}" has no memories. Similar project found: "{best}" '
+            f"({count} memories). Consider using that name instead."
+        )
+
+    def add_observation(
+        self,
+        *,
+        title: str,
+        content: str,
+        type: str | None = "manual",
+        session_id: str | None = None,
+        project: str | None = "",
+        scope: str | None = "project",
+        topic_key: str | None = None,
+        tool_name: str | None = None,
+    ) -> SaveResult:
+        """Save a memory. Same topic key ⇒ update that memory; same content within the dedupe
+        window ⇒ count a duplicate; otherwise insert. One transaction, journaled."""
+        title, truncation = self._clean_text(title, content)
+        content = truncation.text
+        kind = (type or "").strip() or "manual"
+        project, project_warning = normalize_project(project)
+        scope = normalize_scope(scope)
+        topic = normalize_topic_key(topic_key)
+        session_id = check_session_id(session_id) if session_id else default_session_id(project)
+        tool = (tool_name or "").strip() or None
+        warnings = [w for w in (truncation.warning, project_warning) if w]
+        if similar := self.similar_project_warning(project):
+            warnings.append(similar)
+        digest = normalized_hash(content)
+
+        with self.db.write() as conn:
+            now = now_text()
+            self._ensure_session(conn, session_id, project)
+            action, sync_id = "created", None
+            if topic:
+                sync_id = self._find_topic_target(conn, project, scope, topic)
+                if sync_id:
+                    action = "topic_updated"
+                    hlc, origin = self.journal.tick(conn)
+                    conn.execute(
+                        """UPDATE observations SET type = ?, title = ?, content = ?,
+                               tool_name = ?, topic_key = ?, normalized_hash = ?,
+                               session_id = ?, revision_count = revision_count + 1,
+                               last_seen_at = ?, updated_at = ?, hlc = ?
+                           WHERE sync_id = ?""",
+                        (
+                            kind,
+                            title,
+                            content,
+                            tool,
+                            topic,
+                            digest,
+                            session_id,
+                            now,
+                            now,
+                            hlc,
+                            sync_id,
+                        ),
+                    )
+            if sync_id is None:
+                sync_id = self._find_duplicate(conn, digest, project, scope, kind, title, now)
+                if sync_id:
+                    action = "deduplicated"
+                    hlc, origin = self.journal.tick(conn)
+                    conn.execute(
+                        """UPDATE observations SET duplicate_count = duplicate_count + 1,
+                               last_seen_at = ?, updated_at = ?, hlc = ?
+                           WHERE sync_id = ?""",
+                        (now, now, hlc, sync_id),
+                    )
+            if sync_id is None:
+                sync_id = self._new_sync_id(conn, project, scope, topic)
+                hlc, origin = self.journal.tick(conn)
+                conn.execute(
+                    """INSERT INTO observations(sync_id, session_id, type, title, content,
+                           tool_name, project, scope, topic_key, normalized_hash, revision_count,
+                           duplicate_count, last_seen_at, created_at, updated_at, search_context,
+                           hlc)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?)""",
+                    (
+                        sync_id,
+                        session_id,
+                        kind,
+                        title,
+                        content,
+                        tool,
+                        project,
+                        scope,
+                        topic,
+                        digest,
+                        now,
+                        now,
+                        now,
+                        session_context(conn, session_id, now),
+                        hlc,
+                    ),
+                )
+                conn.execute(
+                    "DELETE FROM sync_tombstones WHERE entity = 'observation' AND key = ?",
+                    (sync_id,),
+                )
+            self._journal_state(conn, "observation", sync_id, hlc, origin)
+            row = conn.execute(
+                "SELECT * FROM observations WHERE sync_id = ?", (sync_id,)
+            ).fetchone()
+
+        suggestion = None if topic else suggest_topic_key(kind, title, content)
+        return SaveResult(
+            observation=Observation.from_row(row),
+            action=action,
+            warnings=warnings,
+            truncated=truncation.truncated,
+            original_bytes=truncation.original_bytes,
+            limit_bytes=truncation.limit_bytes,
+            suggested_topic_key=suggestion,
+        )
+
+    @staticmethod
+    def _find_topic_target(
+        conn: sqlite3.Connection, project: str, scope: str, topic: str
+    ) -> str | None:
+        derived = topic_sync_id(project, scope, topic)
+        row = conn.execute(
+            """SELECT sync_id FROM observations WHERE sync_id = ? AND deleted_at IS NULL
+                 AND topic_key = ? AND project = ? AND scope = ?""",
+            (derived, topic, project, scope),
+        ).fetchone()
+        if row is None:
+            row = conn.execute(
+                """SELECT sync_id FROM observations
+                   WHERE topic_key = ? AND project = ? AND scope = ? AND deleted_at IS NULL
+                   ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT 1""",
+                (topic, project, scope),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _find_duplicate(
+        self,
+        conn: sqlite3.Connection,
+        digest: str,
+        project: str,
+        scope: str,
+        kind: str,
+        title: str,
+        now: str,
+    ) -> str | None:
+        window = max(1, self.config.dedupe_window_minutes)
+        start = (datetime.strptime(now, STORE_FORMAT) - timedelta(minutes=window)).strftime(
+            STORE_FORMAT
+        )
+        row = conn.execute(
+            """SELECT sync_id FROM observations
+               WHERE normalized_hash = ? AND project = ? AND scope = ? AND type = ? AND title = ?
+                 AND created_at >= ? AND deleted_at IS NULL
+               ORDER BY created_at DESC, id DESC LIMIT 1""",
+            (digest, project, scope, kind, title, start),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def _new_sync_id(conn: sqlite3.Connection, project: str, scope: str, topic: str | None) -> str:
+        """Topic memories get the deterministic id (so machines converge), unless a row that has
+        since moved away already holds it."""
+        if topic:
+            derived = topic_sync_id(project, scope, topic)
+            taken = conn.execute(
+                "SELECT 1 FROM observations WHERE sync_id = ?", (derived,)
+            ).fetchone()
+            if taken is None:
+                return derived
+        return new_observation_sync_id()
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def get_observation(self, observation_id: Any, *, include_deleted: bool = False) -> Observation:
+        oid = _check_id(observation_id)
+        row = self.db.one("SELECT * FROM observations WHERE id = ?", (oid,))
+        if row is None or (row["deleted_at"] is not None and not include_deleted):
+            raise NotFoundError(f"Observation #{oid} not found")
+        return Observation.from_row(row)
+
+    def get_observation_by_sync_id(self, sync_id: str) -> Observation:
+        row = self.db.one("SELECT * FROM observations WHERE sync_id = ?", (sync_id,))
+        if row is None:
+            raise NotFoundError(f"observation {sync_id!r} not found")
+        return Observation.from_row(row)
+
+    def _observation_filters(
+        self,
+        project: str | None,
+        scope: str | None,
+        type: str | None,
+        since: str | None,
+        until: str | None,
+        alias: str = "o",
+    ) -> tuple[list[str], list[Any]]:
+        clauses = [f"{alias}.deleted_at IS NULL"]
+        params: list[Any] = []
+        if project:
+            clauses.append(f"{alias}.project = ?")
+            params.append(normalize_project(project)[0])
+        if scope:
+            clauses.append(f"{alias}.scope = ?")
+            params.append(normalize_scope(scope))
+        if type:
+            clauses.append(f"{alias}.type = ?")
+            params.append(type.strip())
+        if (start := parse_user_date(since, field="since")) is not None:
+            clauses.append(f"{alias}.created_at >= ?")
+            params.append(start)
+        if (end := parse_user_date(until, field="until")) is not None:
+            clauses.append(f"{alias}.created_at <= ?")
+            params.append(end)
+        return clauses, params
+
+    def recent_observations(
+        self,
+        project: str | None = None,
+        scope: str | None = None,
+        limit: int = 20,
+        *,
+        type: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        offset: int = 0,
+    ) -> list[Observation]:
+        """Live observations, newest first (pages with ``offset``)."""
+        clauses, params = self._observation_filters(project, scope, type, since, until)
+        rows = self.db.rows(
+            f"""SELECT o.* FROM observations o WHERE {" AND ".join(clauses)}
+                ORDER BY o.created_at DESC, o.id DESC LIMIT ? OFFSET ?""",
+            [*params, max(1, int(limit)), max(0, int(offset))],
+        )
+        return [Observation.from_row(r) for r in rows]
+
+    def count_observations(
+        self, project: str | None = None, scope: str | None = None, *, type: str | None = None
+    ) -> int:
+        clauses, params = self._observation_filters(project, scope, type, None, None)
+        return int(
+            self.db.scalar(
+                f"SELECT COUNT(*) FROM observations o WHERE {' AND '.join(clauses)}", params
+            )
+            or 0
+        )
+
+    def timeline(self, observation_id: Any, before: int = 5, after: int = 5) -> Timeline:
+        """The observations around one, in its session, in order."""
+        focus = self.get_observation(observation_id)
+        before = int(before) if before and int(before) > 0 else 5
+        after = int(after) if after and int(after) > 0 else 5
+        with self.db.read() as conn:
+            earlier = conn.execute(
+                """SELECT id, type, title, content, created_at, sync_id FROM observations
+                   WHERE session_id = ? AND id < ? AND deleted_at IS NULL
+                   ORDER BY id DESC LIMIT ?""",
+                (focus.session_id, focus.id, before),
+            ).fetchall()
+            later = conn.execute(
+                """SELECT id, type, title, content, created_at, sync_id FROM observations
+                   WHERE session_id = ? AND id > ? AND deleted_at IS NULL
+                   ORDER BY id LIMIT ?""",
+                (focus.session_id, focus.id, after),
+            ).fetchall()
+            total = conn.execute(
+                "SELECT COUNT(*) FROM observations WHERE session_id = ? AND deleted_at IS NULL",
+                (focus.session_id,),
+            ).fetchone()[0]
+        try:
+            session = self.get_session(focus.session_id)  # type: ignore[attr-defined]
+        except NotFoundError:
+            session = None
+
+        def entry(r: sqlite3.Row) -> TimelineEntry:
+            return TimelineEntry(
+                r["id"], r["type"], r["title"], r["content"], r["created_at"], False, r["sync_id"]
+            )
+
+        return Timeline(
+            focus=focus,
+            before=[entry(r) for r in reversed(earlier)],
+            after=[entry(r) for r in later],
+            session_info=session,
+            total_in_range=total,
+        )
+
+    # --- changing ---------------------------------------------------------------------------
+
+    def update_observation(
+        self,
+        observation_id: Any,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        type: str | None = None,
+        project: str | None = None,
+        scope: str | None = None,
+        topic_key: str | None = None,
+        tool_name: str | None = None,
+    ) -> Observation:
+        """Change the given fields of a live observation (``topic_key=""`` clears it)."""
+        oid = _check_id(observation_id)
+        if all(v is None for v in (title, content, type, project, scope, topic_key, tool_name)):
+            raise ValidationError("provide at least one field to update")
+        with self.db.write() as conn:
+            row = conn.execute(
+                "SELECT sync_id FROM observations WHERE id = ? AND deleted_at IS NULL", (oid,)
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"Observation #{oid} not found")
+            old = self._state(conn, "observation", row[0])
+            assert old is not None
+            new = dict(old)
+            if title is not None:
+                new["title"] = strip_private(title)
+                if not new["title"]:
+                    raise ValidationError("title cannot be empty", field="title")
+                new["title"] = truncate(new["title"], MAX_TITLE_BYTES).text
+            if content is not None:
+                text = strip_private(content)
+                if not text:
+                    raise ValidationError("content cannot be empty", field="content")
+                new["content"] = truncate(text, self.config.max_observation_length).text
+            if type is not None:
+                new["type"] = type.strip() or old["type"]
+            if project is not None:
+                new["project"] = normalize_project(project)[0]
+            if scope is not None:
+                new["scope"] = normalize_scope(scope)
+            if topic_key is not None:
+                new["topic_key"] = normalize_topic_key(topic_key)
+            if tool_name is not None:
+                new["tool_name"] = tool_name.strip() or None
+            now = now_text()
+            if (new["project"], new["scope"]) != (old["project"], old["scope"]):
+                self._journal_exit(conn, "observation", old, now)
+            hlc, origin = self.journal.tick(conn)
+            conn.execute(
+                """UPDATE observations SET title = ?, content = ?, type = ?, project = ?,
+                       scope = ?, topic_key = ?, tool_name = ?, normalized_hash = ?,
+                       revision_count = revision_count + 1, updated_at = ?, hlc = ?
+                   WHERE id = ?""",
+                (
+                    new["title"],
+                    new["content"],
+                    new["type"],
+                    new["project"],
+                    new["scope"],
+                    new["topic_key"],
+                    new["tool_name"],
+                    normalized_hash(new["content"]),
+                    now,
+                    hlc,
+                    oid,
+                ),
+            )
+            self._journal_state(conn, "observation", old["sync_id"], hlc, origin)
+        return self.get_observation(oid)
+
+    def delete_observation(self, observation_id: Any, *, hard: bool = False) -> Observation:
+        """Soft delete (hidden everywhere, replicated as a tombstone) or hard delete (the row is
+        gone; only its key and clock remain). Returns the observation as it was."""
+        oid = _check_id(observation_id)
+        with self.db.write() as conn:
+            row = conn.execute("SELECT * FROM observations WHERE id = ?", (oid,)).fetchone()
+            if row is None or (row["deleted_at"] is not None and not hard):
+                raise NotFoundError(f"Observation #{oid} not found")
+            before = Observation.from_row(row)
+            now = now_text()
+            hlc, origin = self.journal.tick(conn)
+            if hard:
+                old = self._state(conn, "observation", row["sync_id"])
+                conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
+                self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
+            else:
+                conn.execute(
+                    "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
+                    (now, now, hlc, oid),
+                )
+                self._journal_state(conn, "observation", row["sync_id"], hlc, origin)
+        return before
+
+    # --- passive capture --------------------------------------------------------------------
+
+    def capture_passive(
+        self,
+        content: str,
+        *,
+        session_id: str | None = None,
+        project: str | None = "",
+        source: str | None = "mcp-passive",
+    ) -> PassiveResult:
+        """Save each item of a "Key Learnings" section as a ``passive`` memory (skipping any
+        that already exist in the project)."""
+        learnings = extract_learnings(strip_private(content or ""))
+        result = PassiveResult(extracted=len(learnings))
+        project = normalize_project(project)[0]
+        for learning in learnings:
+            exists = self.db.one(
+                """SELECT 1 FROM observations WHERE normalized_hash = ? AND project = ?
+                     AND deleted_at IS NULL LIMIT 1""",
+                (normalized_hash(learning), project),
+            )
+            if exists:
+                result.duplicates += 1
+                continue
+            encoded = learning.encode()
+            title = learning if len(encoded) <= 60 else encoded[:60].decode(errors="ignore") + "..."
+            self.add_observation(
+                title=title,
+                content=learning,
+                type="passive",
+                session_id=session_id,
+                project=project,
+                scope="project",
+                tool_name=source or "mcp-passive",
+            )
+            result.saved += 1
+        return result

@@ -1,0 +1,183 @@
+"""Projects: statistics, the project list, merging name variants and pruning empty projects."""
+
+from __future__ import annotations
+
+from engram.errors import ValidationError
+from engram.project import normalize_project, project_name
+from engram.store.base import StoreBase
+from engram.store.models import MergeResult, ProjectInfo, PruneResult, Stats
+from engram.times import now_text
+
+
+class ProjectsMixin(StoreBase):
+    def stats(self, project: str | None = None) -> Stats:
+        """Totals (live observations only) and projects by most recent activity."""
+        where, params = ("", []) if not project else (" WHERE project = ?", [project_name(project)])
+        live = " AND deleted_at IS NULL" if where else " WHERE deleted_at IS NULL"
+        with self.db.read() as conn:
+            sessions = conn.execute(f"SELECT COUNT(*) FROM sessions{where}", params).fetchone()[0]
+            observations = conn.execute(
+                f"SELECT COUNT(*) FROM observations{where}{live}", params
+            ).fetchone()[0]
+            prompts = conn.execute(f"SELECT COUNT(*) FROM user_prompts{where}", params).fetchone()[
+                0
+            ]
+            projects = [
+                r[0]
+                for r in conn.execute(
+                    """SELECT project FROM observations WHERE project != ''
+                       GROUP BY project ORDER BY MAX(created_at) DESC, project"""
+                )
+            ]
+        return Stats(sessions, observations, prompts, projects)
+
+    def project_names(self) -> list[str]:
+        """Every project name that has sessions, observations or prompts, sorted."""
+        rows = self.db.rows(
+            """SELECT project FROM sessions WHERE project != ''
+               UNION SELECT project FROM observations WHERE project != ''
+               UNION SELECT project FROM user_prompts WHERE project != ''
+               ORDER BY 1"""
+        )
+        return [r[0] for r in rows]
+
+    def project_exists(self, name: str) -> bool:
+        normalized = project_name(name)
+        if not normalized:
+            return False
+        return bool(
+            self.db.one(
+                """SELECT 1 FROM sessions WHERE project = ?1
+                   UNION ALL SELECT 1 FROM observations WHERE project = ?1
+                   UNION ALL SELECT 1 FROM user_prompts WHERE project = ?1 LIMIT 1""",
+                (normalized,),
+            )
+        )
+
+    def list_projects(self) -> list[ProjectInfo]:
+        rows = self.db.rows(
+            """WITH names AS (
+                 SELECT project FROM sessions UNION SELECT project FROM observations
+                 UNION SELECT project FROM user_prompts)
+               SELECT n.project AS name,
+                 (SELECT COUNT(*) FROM observations o
+                   WHERE o.project = n.project AND o.deleted_at IS NULL) AS observation_count,
+                 (SELECT COUNT(*) FROM sessions s WHERE s.project = n.project) AS session_count,
+                 (SELECT COUNT(*) FROM user_prompts p WHERE p.project = n.project) AS prompt_count,
+                 (SELECT group_concat(directory, char(10)) FROM (
+                    SELECT DISTINCT directory FROM sessions s
+                    WHERE s.project = n.project AND directory != '' ORDER BY directory))
+                   AS directories
+               FROM names n WHERE n.project != ''
+               ORDER BY observation_count DESC, name"""
+        )
+        return [
+            ProjectInfo(
+                r["name"],
+                r["observation_count"],
+                r["session_count"],
+                r["prompt_count"],
+                (r["directories"] or "").split("\n") if r["directories"] else [],
+            )
+            for r in rows
+        ]
+
+    def merge_projects(self, sources: list[str], target: str) -> MergeResult:
+        """Move every session, observation and prompt of ``sources`` into ``target``.
+
+        Each moved memory is journaled as a delete in its old project followed by an upsert in
+        the new one, so teammates who share only the old project do not keep stale copies.
+        """
+        canonical = normalize_project(target)[0]
+        if not canonical:
+            raise ValidationError("target project is required", field="to")
+        names = sorted({normalize_project(s)[0] for s in sources} - {"", canonical})
+        if not names:
+            raise ValidationError(
+                "give at least one source project other than the target", field="from"
+            )
+        result = MergeResult(canonical=canonical, sources_merged=[])
+        now = now_text()
+        marks = ", ".join("?" for _ in names)
+        with self.db.write() as conn:
+            for (sync_id,) in conn.execute(
+                f"SELECT sync_id FROM observations WHERE project IN ({marks}) ORDER BY id", names
+            ).fetchall():
+                old = self._state(conn, "observation", sync_id)
+                self._journal_exit(conn, "observation", old, now)
+                hlc, origin = self.journal.tick(conn)
+                conn.execute(
+                    "UPDATE observations SET project = ?, hlc = ? WHERE sync_id = ?",
+                    (canonical, hlc, sync_id),
+                )
+                self._journal_state(conn, "observation", sync_id, hlc, origin)
+                result.observations_updated += 1
+            for (sync_id,) in conn.execute(
+                f"SELECT sync_id FROM user_prompts WHERE project IN ({marks}) ORDER BY id", names
+            ).fetchall():
+                old = self._state(conn, "prompt", sync_id)
+                self._journal_exit(conn, "prompt", old, now)
+                hlc, origin = self.journal.tick(conn)
+                conn.execute(
+                    "UPDATE user_prompts SET project = ?, hlc = ? WHERE sync_id = ?",
+                    (canonical, hlc, sync_id),
+                )
+                self._journal_state(conn, "prompt", sync_id, hlc, origin)
+                result.prompts_updated += 1
+            for (session_id,) in conn.execute(
+                f"SELECT id FROM sessions WHERE project IN ({marks}) ORDER BY id", names
+            ).fetchall():
+                hlc, origin = self.journal.tick(conn)
+                conn.execute(
+                    "UPDATE sessions SET project = ?, hlc = ? WHERE id = ?",
+                    (canonical, hlc, session_id),
+                )
+                self._journal_state(conn, "session", session_id, hlc, origin)
+                result.sessions_updated += 1
+        result.sources_merged = names
+        return result
+
+    def prune_projects(self, *, dry_run: bool = False) -> PruneResult:
+        """Remove projects that have no live observations (their prompts and sessions)."""
+        rows = self.db.rows(
+            """SELECT DISTINCT project FROM (
+                 SELECT project FROM sessions UNION SELECT project FROM user_prompts) names
+               WHERE project != '' AND NOT EXISTS (
+                 SELECT 1 FROM observations o
+                 WHERE o.project = names.project AND o.deleted_at IS NULL)
+               ORDER BY project"""
+        )
+        result = PruneResult(projects=[r[0] for r in rows], dry_run=dry_run)
+        if not result.projects:
+            return result
+        marks = ", ".join("?" for _ in result.projects)
+        if dry_run:
+            result.sessions_deleted = int(
+                self.db.scalar(
+                    f"SELECT COUNT(*) FROM sessions WHERE project IN ({marks})", result.projects
+                )
+            )
+            result.prompts_deleted = int(
+                self.db.scalar(
+                    f"SELECT COUNT(*) FROM user_prompts WHERE project IN ({marks})", result.projects
+                )
+            )
+            return result
+        now = now_text()
+        with self.db.write() as conn:
+            for (sync_id,) in conn.execute(
+                f"SELECT sync_id FROM user_prompts WHERE project IN ({marks})", result.projects
+            ).fetchall():
+                old = self._state(conn, "prompt", sync_id)
+                hlc, origin = self.journal.tick(conn)
+                conn.execute("DELETE FROM user_prompts WHERE sync_id = ?", (sync_id,))
+                self._journal_hard_delete(conn, "prompt", old, now, hlc, origin)
+                result.prompts_deleted += 1
+            for (session_id,) in conn.execute(
+                f"SELECT id FROM sessions WHERE project IN ({marks})", result.projects
+            ).fetchall():
+                old = self._state(conn, "session", session_id)
+                prompts, sessions = self._delete_session_rows(conn, old)  # type: ignore[attr-defined]
+                result.prompts_deleted += prompts
+                result.sessions_deleted += sessions
+        return result

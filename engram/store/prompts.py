@@ -1,0 +1,75 @@
+"""User prompts: what the human asked, saved so later sessions know the why behind the what."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from engram.errors import NotFoundError, ValidationError
+from engram.project import project_name
+from engram.store.base import StoreBase, default_session_id
+from engram.store.models import Prompt
+from engram.store.sessions import check_session_id
+from engram.text import strip_private, truncate
+from engram.times import now_text
+
+
+class PromptsMixin(StoreBase):
+    def add_prompt(
+        self, content: str, *, session_id: str | None = None, project: str | None = ""
+    ) -> Prompt:
+        text = strip_private(content or "")
+        if not text:
+            raise ValidationError("content is required and cannot be empty", field="content")
+        text = truncate(text, self.config.max_observation_length).text
+        project = project_name(project)
+        session_id = check_session_id(session_id) if session_id else default_session_id(project)
+        sync_id = "prompt-" + secrets.token_hex(8)
+        with self.db.write() as conn:
+            self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
+            hlc, origin = self.journal.tick(conn)
+            conn.execute(
+                """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)
+                   VALUES (?, ?, ?, ?, ?, ?)""",
+                (sync_id, session_id, text, project, now_text(), hlc),
+            )
+            self._journal_state(conn, "prompt", sync_id, hlc, origin)
+            row = conn.execute(
+                "SELECT * FROM user_prompts WHERE sync_id = ?", (sync_id,)
+            ).fetchone()
+        return Prompt.from_row(row)
+
+    def get_prompt(self, prompt_id: Any) -> Prompt:
+        try:
+            pid = int(prompt_id)
+        except (TypeError, ValueError):
+            raise ValidationError(f"invalid prompt id {prompt_id!r}", field="id") from None
+        row = self.db.one("SELECT * FROM user_prompts WHERE id = ?", (pid,))
+        if row is None:
+            raise NotFoundError(f"prompt #{pid} not found")
+        return Prompt.from_row(row)
+
+    def recent_prompts(
+        self, project: str | None = None, limit: int = 20, *, offset: int = 0
+    ) -> list[Prompt]:
+        clauses, params = ["1"], []
+        if project:
+            clauses.append("project = ?")
+            params.append(project_name(project))
+        rows = self.db.rows(
+            f"""SELECT * FROM user_prompts WHERE {" AND ".join(clauses)}
+                ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?""",
+            [*params, max(1, int(limit)), max(0, int(offset))],
+        )
+        return [Prompt.from_row(r) for r in rows]
+
+    def delete_prompt(self, prompt_id: Any) -> Prompt:
+        prompt = self.get_prompt(prompt_id)
+        with self.db.write() as conn:
+            old = self._state(conn, "prompt", prompt.sync_id)
+            if old is None:
+                raise NotFoundError(f"prompt #{prompt.id} not found")
+            hlc, origin = self.journal.tick(conn)
+            conn.execute("DELETE FROM user_prompts WHERE sync_id = ?", (prompt.sync_id,))
+            self._journal_hard_delete(conn, "prompt", old, now_text(), hlc, origin)
+        return prompt

@@ -1,0 +1,282 @@
+"""The local schema and its versioned migrations (``PRAGMA user_version``).
+
+Migrations only ever append: to change the schema, add a function to ``MIGRATIONS``. A database
+written by the Go tool that first defined Engram (user_version 0 with an ``observations`` table)
+is backed up next to itself and rebuilt into this schema by :mod:`engram.store.legacy`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+OBSERVATIONS_FTS_COLUMNS = (
+    "title",
+    "content",
+    "tool_name",
+    "type",
+    "project",
+    "topic_key",
+    "search_context",
+)
+#: BM25 weight of each FTS column: the session context counts about half as much as the memory.
+OBSERVATIONS_FTS_WEIGHTS = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
+
+V1_TABLES = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id          TEXT PRIMARY KEY,
+    project     TEXT NOT NULL DEFAULT '',
+    directory   TEXT NOT NULL DEFAULT '',
+    started_at  TEXT NOT NULL,
+    ended_at    TEXT,
+    summary     TEXT,
+    hlc         TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS sessions_project ON sessions(project, started_at);
+
+CREATE TABLE IF NOT EXISTS observations (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    sync_id          TEXT NOT NULL UNIQUE,
+    session_id       TEXT NOT NULL,
+    type             TEXT NOT NULL,
+    title            TEXT NOT NULL,
+    content          TEXT NOT NULL,
+    tool_name        TEXT,
+    project          TEXT NOT NULL DEFAULT '',
+    scope            TEXT NOT NULL DEFAULT 'project',
+    topic_key        TEXT,
+    normalized_hash  TEXT,
+    revision_count   INTEGER NOT NULL DEFAULT 1,
+    duplicate_count  INTEGER NOT NULL DEFAULT 1,
+    last_seen_at     TEXT,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    deleted_at       TEXT,
+    search_context   TEXT NOT NULL DEFAULT '',
+    hlc              TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS observations_session ON observations(session_id, created_at);
+CREATE INDEX IF NOT EXISTS observations_project ON observations(project, created_at DESC);
+CREATE INDEX IF NOT EXISTS observations_created ON observations(created_at DESC);
+CREATE INDEX IF NOT EXISTS observations_topic
+    ON observations(topic_key, project, scope, updated_at DESC);
+CREATE INDEX IF NOT EXISTS observations_dedupe
+    ON observations(normalized_hash, project, scope, type, title, created_at DESC);
+
+CREATE TABLE IF NOT EXISTS user_prompts (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    sync_id     TEXT NOT NULL UNIQUE,
+    session_id  TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    project     TEXT NOT NULL DEFAULT '',
+    created_at  TEXT NOT NULL,
+    hlc         TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS user_prompts_session ON user_prompts(session_id, created_at);
+CREATE INDEX IF NOT EXISTS user_prompts_project ON user_prompts(project, created_at DESC);
+CREATE INDEX IF NOT EXISTS user_prompts_created ON user_prompts(created_at DESC);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS observations_fts USING fts5(
+    title, content, tool_name, type, project, topic_key, search_context,
+    content='observations', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS obs_fts_insert AFTER INSERT ON observations BEGIN
+    INSERT INTO observations_fts(rowid, title, content, tool_name, type, project, topic_key,
+                                 search_context)
+    VALUES (new.id, new.title, new.content, new.tool_name, new.type, new.project, new.topic_key,
+            new.search_context);
+END;
+CREATE TRIGGER IF NOT EXISTS obs_fts_delete AFTER DELETE ON observations BEGIN
+    INSERT INTO observations_fts(observations_fts, rowid, title, content, tool_name, type,
+                                 project, topic_key, search_context)
+    VALUES ('delete', old.id, old.title, old.content, old.tool_name, old.type, old.project,
+            old.topic_key, old.search_context);
+END;
+CREATE TRIGGER IF NOT EXISTS obs_fts_update
+AFTER UPDATE OF title, content, tool_name, type, project, topic_key, search_context
+ON observations BEGIN
+    INSERT INTO observations_fts(observations_fts, rowid, title, content, tool_name, type,
+                                 project, topic_key, search_context)
+    VALUES ('delete', old.id, old.title, old.content, old.tool_name, old.type, old.project,
+            old.topic_key, old.search_context);
+    INSERT INTO observations_fts(rowid, title, content, tool_name, type, project, topic_key,
+                                 search_context)
+    VALUES (new.id, new.title, new.content, new.tool_name, new.type, new.project, new.topic_key,
+            new.search_context);
+END;
+
+CREATE VIRTUAL TABLE IF NOT EXISTS prompts_fts USING fts5(
+    content, project, content='user_prompts', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS prompt_fts_insert AFTER INSERT ON user_prompts BEGIN
+    INSERT INTO prompts_fts(rowid, content, project) VALUES (new.id, new.content, new.project);
+END;
+CREATE TRIGGER IF NOT EXISTS prompt_fts_delete AFTER DELETE ON user_prompts BEGIN
+    INSERT INTO prompts_fts(prompts_fts, rowid, content, project)
+    VALUES ('delete', old.id, old.content, old.project);
+END;
+CREATE TRIGGER IF NOT EXISTS prompt_fts_update AFTER UPDATE OF content, project ON user_prompts
+BEGIN
+    INSERT INTO prompts_fts(prompts_fts, rowid, content, project)
+    VALUES ('delete', old.id, old.content, old.project);
+    INSERT INTO prompts_fts(rowid, content, project) VALUES (new.id, new.content, new.project);
+END;
+
+-- Replication ------------------------------------------------------------------------------
+-- Identity of this replica and its hybrid logical clock (one row).
+CREATE TABLE IF NOT EXISTS sync_clock (
+    id                   INTEGER PRIMARY KEY CHECK (id = 1),
+    origin               TEXT NOT NULL,
+    machine_fingerprint  TEXT NOT NULL,
+    wall_ms              INTEGER NOT NULL DEFAULT 0,
+    counter              INTEGER NOT NULL DEFAULT 0
+);
+
+-- Every mutation this replica wrote or applied, as the exact record bytes that travel.
+CREATE TABLE IF NOT EXISTS sync_journal (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    mid          TEXT NOT NULL UNIQUE,
+    hlc          TEXT NOT NULL,
+    origin       TEXT NOT NULL,
+    entity       TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    op           TEXT NOT NULL,
+    project      TEXT NOT NULL DEFAULT '',
+    scope        TEXT NOT NULL DEFAULT 'project',
+    record       TEXT NOT NULL,
+    source       TEXT NOT NULL DEFAULT 'local',
+    recorded_at  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sync_journal_project ON sync_journal(project, seq);
+CREATE INDEX IF NOT EXISTS sync_journal_key ON sync_journal(entity, key, hlc);
+
+-- Which targets (git:<dir>, cloud:<server>) already hold which journal rows.
+CREATE TABLE IF NOT EXISTS sync_delivery (
+    target        TEXT NOT NULL,
+    seq           INTEGER NOT NULL,
+    delivered_at  TEXT NOT NULL,
+    PRIMARY KEY (target, seq)
+) WITHOUT ROWID;
+
+-- Hard-deleted entities: the key and winning clock stay so older upserts cannot resurrect them.
+CREATE TABLE IF NOT EXISTS sync_tombstones (
+    entity      TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    hlc         TEXT NOT NULL,
+    project     TEXT NOT NULL DEFAULT '',
+    deleted_at  TEXT,
+    PRIMARY KEY (entity, key)
+) WITHOUT ROWID;
+
+-- Per-target sync bookkeeping (cursor, lease, backoff, status), as in the reference tool.
+CREATE TABLE IF NOT EXISTS sync_state (
+    target_key            TEXT PRIMARY KEY,
+    lifecycle             TEXT NOT NULL DEFAULT 'idle',
+    last_pulled_seq       INTEGER NOT NULL DEFAULT 0,
+    consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+    backoff_until         TEXT,
+    lease_owner           TEXT,
+    lease_until           TEXT,
+    last_error            TEXT,
+    reason_code           TEXT,
+    reason_message        TEXT,
+    last_sync_at          TEXT,
+    updated_at            TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%S', 'now'))
+);
+
+-- Chunk ids already applied or written, per target (`git:<dir>`, `cloud:<project>`).
+CREATE TABLE IF NOT EXISTS sync_chunks (
+    target_key   TEXT NOT NULL,
+    chunk_id     TEXT NOT NULL,
+    imported_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%S', 'now')),
+    PRIMARY KEY (target_key, chunk_id)
+) WITHOUT ROWID;
+
+-- Projects opted into cloud replication.
+CREATE TABLE IF NOT EXISTS sync_enrolled_projects (
+    project      TEXT PRIMARY KEY,
+    enrolled_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%S', 'now'))
+);
+
+-- Journal rows a server rejected: kept out of the push queue until `engram cloud repair`.
+CREATE TABLE IF NOT EXISTS sync_quarantine (
+    target          TEXT NOT NULL,
+    seq             INTEGER NOT NULL,
+    mid             TEXT NOT NULL,
+    error_code      TEXT NOT NULL,
+    error           TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 1,
+    quarantined_at  TEXT NOT NULL,
+    PRIMARY KEY (target, seq)
+) WITHOUT ROWID;
+"""
+
+
+def _weights_sql() -> str:
+    weights = ", ".join(str(w) for w in OBSERVATIONS_FTS_WEIGHTS)
+    return (
+        f"INSERT INTO observations_fts(observations_fts, rank) VALUES ('rank', 'bm25({weights})')"
+    )
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Execute a multi-statement script inside the caller's transaction.
+
+    (``executescript`` would commit the open transaction first.)
+    """
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        if not pending and line.lstrip().startswith("--"):
+            continue
+        pending += line
+        if sqlite3.complete_statement(pending):
+            conn.execute(pending)
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"incomplete SQL statement: {pending[:80]!r}")
+
+
+def migration_1(conn: sqlite3.Connection) -> None:
+    run_script(conn, V1_TABLES)
+    conn.execute(_weights_sql())
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [migration_1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def is_legacy_database(conn: sqlite3.Connection) -> bool:
+    """A database the Go tool wrote: tables present but never versioned by us."""
+    return current_version(conn) == 0 and table_exists(conn, "observations")
+
+
+def apply_migrations(conn: sqlite3.Connection) -> int:
+    """Bring the schema up to date in one transaction; returns the number of steps applied.
+
+    The caller holds a write transaction (``BEGIN IMMEDIATE``), so two processes opening a new
+    database at once cannot both migrate it.
+    """
+    version = current_version(conn)
+    if version > SCHEMA_VERSION:
+        from engram.errors import StoreUnavailableError
+
+        raise StoreUnavailableError(
+            f"database schema version {version} is newer than this Engram understands "
+            f"({SCHEMA_VERSION}); upgrade Engram"
+        )
+    for step in MIGRATIONS[version:]:
+        step(conn)
+    if version != SCHEMA_VERSION:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return SCHEMA_VERSION - version

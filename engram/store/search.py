@@ -1,0 +1,103 @@
+"""Full-text search over observations and prompts (FTS5, BM25, natural-language queries)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.errors import ValidationError
+from engram.project import project_name
+from engram.store.base import StoreBase
+from engram.store.models import Observation, Prompt
+from engram.store.query import build_match, check_match_mode
+
+TOPIC_FAST_PATH_RANK = -1000.0
+
+
+class SearchMixin(StoreBase):
+    def _search_limit(self, limit: Any) -> int:
+        try:
+            value = int(limit) if limit is not None else self.config.default_search_limit
+        except (TypeError, ValueError):
+            raise ValidationError(
+                f"limit must be an integer, got {limit!r}", field="limit"
+            ) from None
+        if value < 1:
+            value = self.config.default_search_limit
+        return min(value, self.config.max_search_results)
+
+    def search(
+        self,
+        query: str,
+        *,
+        type: str | None = None,
+        project: str | None = None,
+        scope: str | None = None,
+        limit: int | None = None,
+        match_mode: str = "any",
+        since: str | None = None,
+        until: str | None = None,
+    ) -> list[Observation]:
+        """Observations matching ``query``, best first.
+
+        A query containing ``/`` first matches topic keys exactly. Any text is safe: words are
+        quoted, so FTS5 syntax in the query is only ever searched for, never interpreted.
+        """
+        if not query or not query.strip():
+            raise ValidationError("search: query cannot be empty", field="query")
+        mode = check_match_mode(match_mode)
+        limit = self._search_limit(limit)
+        clauses, params = self._observation_filters(  # type: ignore[attr-defined]
+            project, scope, type, since, until
+        )
+        where = " AND ".join(clauses)
+        results: list[Observation] = []
+        seen: set[int] = set()
+        raw = query.strip()
+        if "/" in raw:
+            rows = self.db.rows(
+                f"""SELECT o.*, {TOPIC_FAST_PATH_RANK} AS rank FROM observations o
+                    WHERE o.topic_key = ? AND {where}
+                    ORDER BY o.updated_at DESC LIMIT ?""",
+                [raw.lower(), *params, limit],
+            )
+            for row in rows:
+                seen.add(row["id"])
+                results.append(Observation.from_row(row))
+        match = build_match(raw, mode)
+        if match is not None and len(results) < limit:
+            rows = self.db.rows(
+                f"""SELECT o.*, observations_fts.rank AS rank
+                    FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid
+                    WHERE observations_fts MATCH ? AND {where}
+                    ORDER BY observations_fts.rank LIMIT ?""",
+                [match, *params, limit + len(seen)],
+            )
+            for row in rows:
+                if row["id"] not in seen and len(results) < limit:
+                    results.append(Observation.from_row(row))
+        return results
+
+    def search_prompts(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        match_mode: str = "any",
+    ) -> list[Prompt]:
+        if not query or not query.strip():
+            raise ValidationError("search: query cannot be empty", field="query")
+        match = build_match(query, check_match_mode(match_mode))
+        if match is None:
+            return []
+        clauses, params = ["prompts_fts MATCH ?"], [match]
+        if project:
+            clauses.append("p.project = ?")
+            params.append(project_name(project))
+        rows = self.db.rows(
+            f"""SELECT p.*, prompts_fts.rank AS rank
+                FROM prompts_fts JOIN user_prompts p ON p.id = prompts_fts.rowid
+                WHERE {" AND ".join(clauses)} ORDER BY prompts_fts.rank LIMIT ?""",
+            [*params, self._search_limit(limit)],
+        )
+        return [Prompt.from_row(r) for r in rows]

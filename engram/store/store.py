@@ -1,0 +1,95 @@
+"""``Store``: the one Python API over the local database that the CLI, MCP server, HTTP API,
+TUI and sync transports all call."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from types import TracebackType
+
+from engram import config as config_module
+from engram.config import Config
+from engram.errors import StoreUnavailableError
+from engram.store.context import ContextMixin
+from engram.store.db import Database, describe_sqlite_error
+from engram.store.exchange import ExchangeMixin
+from engram.store.journal import Journal
+from engram.store.observations import ObservationsMixin
+from engram.store.projects import ProjectsMixin
+from engram.store.prompts import PromptsMixin
+from engram.store.replication import ReplicationMixin
+from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
+from engram.store.search import SearchMixin
+from engram.store.sessions import SessionsMixin
+
+
+class Store(
+    SessionsMixin,
+    ObservationsMixin,
+    PromptsMixin,
+    SearchMixin,
+    ContextMixin,
+    ProjectsMixin,
+    ExchangeMixin,
+    ReplicationMixin,
+):
+    """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
+
+    def __init__(self, db: Database, config: Config) -> None:
+        self.db = db
+        self.config = config
+        self.journal = Journal(db)
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:
+        """Open (creating and migrating as needed) the database at ``path``, by default
+        ``$ENGRAM_DATA_DIR/engram.db``."""
+        config = config or config_module.load()
+        db_path = Path(path) if path is not None else config.db_path
+        db = Database(db_path)
+        try:
+            store = cls(db, config)
+            store._prepare()
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StoreUnavailableError(describe_sqlite_error(exc, db_path)) from exc
+        except BaseException:
+            db.close()
+            raise
+        return store
+
+    def _prepare(self) -> None:
+        conn = self.db.conn
+        needs_migration = current_version(conn) != SCHEMA_VERSION
+        if not needs_migration and self.journal.identity_matches():
+            return  # the fast path: nothing to write on open
+        from engram.store import legacy
+
+        if needs_migration and legacy.is_go_database(conn):
+            legacy.upgrade(self)
+            return
+        with self.db.write() as conn:
+            apply_migrations(conn)
+            self.journal.ensure_identity(conn)
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    @property
+    def origin(self) -> str:
+        return self.journal.origin
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,46 @@
+"""Fixtures every test package may use: a private data directory and an open store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engram.config import Config
+from engram.store import Store
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "engram-data"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def config(data_dir: Path) -> Config:
+    return Config(data_dir=data_dir)
+
+
+@pytest.fixture
+def store(config: Config) -> Iterator[Store]:
+    with Store.open(config=config) as opened:
+        yield opened
+
+
+@pytest.fixture
+def make_store(tmp_path: Path) -> Iterator:
+    """Open extra, independent stores (replicas) by name."""
+    opened: list[Store] = []
+
+    def make(name: str = "replica") -> Store:
+        directory = tmp_path / f"store-{name}"
+        directory.mkdir(exist_ok=True)
+        replica = Store.open(config=Config(data_dir=directory))
+        opened.append(replica)
+        return replica
+
+    yield make
+    for replica in opened:
+        replica.close()

@@ -1,0 +1,53 @@
+"""Helpers shared by every test package: running the real ``engram`` command, free ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def engram_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a real ``engram`` process using ``data_dir`` and no user settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env["ENGRAM_DATA_DIR"] = str(data_dir)
+    env["PYTHONUNBUFFERED"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_engram(
+    *args: str, data_dir: Path, cwd: Path | None = None, input: str | None = None,
+    env: Mapping[str, str] | None = None, timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m engram ARGS`` as a separate process and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "engram", *args],
+        cwd=cwd, input=input, env=engram_env(data_dir, env), capture_output=True, text=True,
+        timeout=timeout,
+    )
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
