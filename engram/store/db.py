@@ -6,15 +6,17 @@ busy timeout instead of failing with "database is locked" when a reader upgrades
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from engram.errors import StoreUnavailableError
 
 BUSY_TIMEOUT_MS = 10_000
+log = logging.getLogger(__name__)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -64,6 +66,9 @@ class Database:
         self.conn = connect(path)
         self._lock = threading.RLock()
         self._depth = 0
+        #: Called (without arguments) after every committed write transaction, e.g. to nudge a
+        #: sync loop. Listeners must return at once: they run on the writer's thread.
+        self.write_listeners: list[Callable[[], None]] = []
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -94,6 +99,14 @@ class Database:
                 raise StoreUnavailableError(describe_sqlite_error(exc, self.path)) from exc
             finally:
                 self._depth = 0
+            self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self.write_listeners):
+            try:
+                listener()
+            except Exception:  # a listener's bug must never fail a committed write
+                log.exception("write listener failed")
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

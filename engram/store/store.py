@@ -4,6 +4,7 @@ TUI and sync transports all call."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -71,6 +72,10 @@ class Store(
         with self.db.write() as conn:
             apply_migrations(conn)
             self.journal.ensure_identity(conn)
+
+    def add_write_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after every committed write (it must not block)."""
+        self.db.write_listeners.append(listener)
 
     @property
     def path(self) -> Path:

@@ -1,0 +1,1 @@
+"""Replication transports: git chunks under ``.engram/`` and the cloud client with autosync."""
