@@ -1,0 +1,1 @@
+"""``engram tui``: the terminal UI (Textual) over the local store."""
