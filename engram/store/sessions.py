@@ -126,20 +126,38 @@ class SessionsMixin(StoreBase):
             )
         return int(self.db.scalar("SELECT COUNT(*) FROM sessions") or 0)
 
-    def session_observations(self, session_id: str, limit: int = 500) -> list[Observation]:
+    def session_observations(
+        self, session_id: str, limit: int = 500, *, offset: int = 0
+    ) -> list[Observation]:
+        """A session's live observations in the order they were saved (pages with ``offset``)."""
         rows = self.db.rows(
             """SELECT * FROM observations WHERE session_id = ? AND deleted_at IS NULL
-               ORDER BY created_at, id LIMIT ?""",
-            (session_id, limit),
+               ORDER BY created_at, id LIMIT ? OFFSET ?""",
+            (session_id, max(1, int(limit)), max(0, int(offset))),
         )
         return [Observation.from_row(r) for r in rows]
 
-    def session_prompts(self, session_id: str, limit: int = 500) -> list[Prompt]:
+    def session_prompts(
+        self, session_id: str, limit: int = 500, *, offset: int = 0
+    ) -> list[Prompt]:
         rows = self.db.rows(
-            "SELECT * FROM user_prompts WHERE session_id = ? ORDER BY created_at, id LIMIT ?",
-            (session_id, limit),
+            """SELECT * FROM user_prompts WHERE session_id = ?
+               ORDER BY created_at, id LIMIT ? OFFSET ?""",
+            (session_id, max(1, int(limit)), max(0, int(offset))),
         )
         return [Prompt.from_row(r) for r in rows]
+
+    def session_counts(self, session_id: str) -> tuple[int, int]:
+        """How many live observations and prompts a session has (for paging through them)."""
+        with self.db.read() as conn:
+            observations = conn.execute(
+                "SELECT COUNT(*) FROM observations WHERE session_id = ? AND deleted_at IS NULL",
+                (session_id,),
+            ).fetchone()[0]
+            prompts = conn.execute(
+                "SELECT COUNT(*) FROM user_prompts WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+        return int(observations), int(prompts)
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session and its prompts; refused while any observation references it."""
