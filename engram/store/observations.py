@@ -350,9 +350,15 @@ class ObservationsMixin(StoreBase):
         return [Observation.from_row(r) for r in rows]
 
     def count_observations(
-        self, project: str | None = None, scope: str | None = None, *, type: str | None = None
+        self,
+        project: str | None = None,
+        scope: str | None = None,
+        *,
+        type: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> int:
-        clauses, params = self._observation_filters(project, scope, type, None, None)
+        clauses, params = self._observation_filters(project, scope, type, since, until)
         return int(
             self.db.scalar(
                 f"SELECT COUNT(*) FROM observations o WHERE {' AND '.join(clauses)}", params
