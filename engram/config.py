@@ -43,6 +43,8 @@ class Config:
     max_search_results: int = 20
     default_search_limit: int = 10
     dedupe_window_minutes: int = 15
+    #: How long a write waits for another process's transaction before giving up.
+    busy_timeout_ms: int = 10_000
     http_host: str = DEFAULT_HOST
     http_port: int = DEFAULT_PORT
     http_token: str | None = None
@@ -62,4 +64,5 @@ def load(env: dict[str, str] | None = None) -> Config:
         http_port=_int_env(env, "ENGRAM_PORT", DEFAULT_PORT),
         http_token=env.get("ENGRAM_HTTP_TOKEN", "").strip() or None,
         project_override=env.get("ENGRAM_PROJECT", "").strip() or None,
+        busy_timeout_ms=_int_env(env, "ENGRAM_BUSY_TIMEOUT_MS", 10_000),
     )

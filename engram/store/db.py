@@ -19,7 +19,7 @@ BUSY_TIMEOUT_MS = 10_000
 log = logging.getLogger(__name__)
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     """Open ``path`` with the store's pragmas, creating its directory; clear errors on failure."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -30,12 +30,12 @@ def connect(path: Path) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(
             str(path),
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_timeout_ms / 1000,
             isolation_level=None,  # we issue BEGIN/COMMIT ourselves
             check_same_thread=False,
         )
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -48,7 +48,7 @@ def describe_sqlite_error(exc: sqlite3.Error, path: Path) -> str:
     """A one-line explanation of a SQLite failure that a human can act on."""
     text = str(exc)
     if "locked" in text or "busy" in text:
-        return f"database {path} is locked by another process (waited {BUSY_TIMEOUT_MS // 1000}s)"
+        return f"database {path} is locked by another process; try again when it is done"
     if "readonly" in text or "read-only" in text:
         return f"database {path} is read-only: check the permissions of {path.parent}"
     if "unable to open" in text:
@@ -61,9 +61,9 @@ def describe_sqlite_error(exc: sqlite3.Error, path: Path) -> str:
 class Database:
     """One connection plus a re-entrant write transaction, safe to share between threads."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self.path = path
-        self.conn = connect(path)
+        self.conn = connect(path, busy_timeout_ms)
         self._lock = threading.RLock()
         self._depth = 0
         #: Called (without arguments) after every committed write transaction, e.g. to nudge a

@@ -43,9 +43,12 @@ def is_go_database(conn: sqlite3.Connection) -> bool:
 def backup(conn: sqlite3.Connection, db_path: Path) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     target = db_path.with_name(f"{db_path.name}.go-backup-{stamp}")
-    with sqlite3.connect(str(target)) as copy:
+    copy = sqlite3.connect(str(target))
+    try:
         conn.backup(copy)
-    copy.close()
+        copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+    finally:
+        copy.close()
     return target
 
 
@@ -66,6 +69,16 @@ def upgrade(store: Store) -> Path:
     """Back up and migrate a Go-format database in place; returns the backup's path."""
     conn = store.db.conn
     saved = backup(conn, store.db.path)
+    # The Go schema declares foreign keys between the tables being rebuilt; ours has none.
+    conn.execute("PRAGMA foreign_keys=OFF")
+    try:
+        _rebuild(store)
+    finally:
+        conn.execute("PRAGMA foreign_keys=ON")
+    return saved
+
+
+def _rebuild(store: Store) -> None:
     with store.db.write() as conn:
         for trigger in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'trigger'"
@@ -87,7 +100,6 @@ def upgrade(store: Store) -> Path:
             store.journal.observe(conn, newest)
         for table in present:
             conn.execute(f"DROP TABLE go_{table}")
-    return saved
 
 
 def _journal(

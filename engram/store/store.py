@@ -47,7 +47,7 @@ class Store(
         ``$ENGRAM_DATA_DIR/engram.db``."""
         config = config or config_module.load()
         db_path = Path(path) if path is not None else config.db_path
-        db = Database(db_path)
+        db = Database(db_path, config.busy_timeout_ms)
         try:
             store = cls(db, config)
             store._prepare()

@@ -5,7 +5,9 @@ from engram.store import Store
 
 def test_save_search_get_roundtrip(store: Store) -> None:
     saved = store.add_observation(
-        title="Fixed login timeout", content="**What**: raised the session TTL", type="bugfix",
+        title="Fixed login timeout",
+        content="**What**: raised the session TTL",
+        type="bugfix",
         project="acme",
     )
     assert saved.action == "created"

@@ -1,0 +1,129 @@
+"""Opening a database the Go tool wrote; several processes at once; locked and unusable stores."""
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from engram.config import Config
+from engram.errors import StoreUnavailableError
+from engram.store import Store
+
+GO_SCHEMA = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, project TEXT NOT NULL, directory TEXT NOT NULL,
+  started_at TEXT NOT NULL DEFAULT (datetime('now')), ended_at TEXT, summary TEXT);
+CREATE TABLE observations (id INTEGER PRIMARY KEY AUTOINCREMENT, sync_id TEXT,
+  session_id TEXT NOT NULL REFERENCES sessions(id), type TEXT NOT NULL, title TEXT NOT NULL,
+  content TEXT NOT NULL, tool_name TEXT, project TEXT, scope TEXT NOT NULL DEFAULT 'project',
+  topic_key TEXT, normalized_hash TEXT, revision_count INTEGER NOT NULL DEFAULT 1,
+  duplicate_count INTEGER NOT NULL DEFAULT 1, last_seen_at TEXT,
+  created_at TEXT NOT NULL DEFAULT (datetime('now')), updated_at TEXT NOT NULL DEFAULT (datetime('now')),
+  deleted_at TEXT);
+CREATE TABLE user_prompts (id INTEGER PRIMARY KEY AUTOINCREMENT, sync_id TEXT,
+  session_id TEXT NOT NULL REFERENCES sessions(id), content TEXT NOT NULL, project TEXT,
+  created_at TEXT NOT NULL DEFAULT (datetime('now')));
+CREATE VIRTUAL TABLE observations_fts USING fts5(title, content, tool_name, type, project, topic_key,
+  content='observations', content_rowid='id');
+CREATE TRIGGER obs_fts_insert AFTER INSERT ON observations BEGIN
+  INSERT INTO observations_fts(rowid, title, content, tool_name, type, project, topic_key)
+  VALUES (new.id, new.title, new.content, new.tool_name, new.type, new.project, new.topic_key); END;
+CREATE TABLE sync_chunks (target_key TEXT NOT NULL DEFAULT 'local', chunk_id TEXT NOT NULL,
+  imported_at TEXT NOT NULL DEFAULT (datetime('now')), PRIMARY KEY (target_key, chunk_id));
+CREATE TABLE sync_mutations (seq INTEGER PRIMARY KEY AUTOINCREMENT, target_key TEXT NOT NULL,
+  entity TEXT NOT NULL, entity_key TEXT NOT NULL, op TEXT NOT NULL, payload TEXT NOT NULL,
+  source TEXT NOT NULL DEFAULT 'local', occurred_at TEXT NOT NULL DEFAULT (datetime('now')), acked_at TEXT,
+  project TEXT NOT NULL DEFAULT '');
+CREATE TABLE sync_enrolled_projects (project TEXT PRIMARY KEY, enrolled_at TEXT NOT NULL DEFAULT (datetime('now')));
+INSERT INTO sessions VALUES ('s-go', 'acme', '/src/acme', '2026-01-01 09:00:00', NULL, NULL);
+INSERT INTO observations(sync_id, session_id, type, title, content, project, scope, created_at, updated_at)
+  VALUES ('obs-dup', 's-go', 'bugfix', 'Old copy', 'first import', 'acme', '', '2026-01-01 10:00:00', '2026-01-01 10:00:00'),
+         ('obs-dup', 's-go', 'bugfix', 'Newest copy', 'edited later', 'acme', 'project', '2026-01-01 10:00:00', '2026-01-02 10:00:00'),
+         (NULL, 's-go', 'decision', 'No sync id yet', 'pick postgres', NULL, 'personal', '2026-01-01 11:00:00', '2026-01-01 11:00:00');
+INSERT INTO user_prompts(sync_id, session_id, content, project, created_at)
+  VALUES ('prompt-go', 's-go', 'why is login slow', NULL, '2026-01-01 09:30:00');
+INSERT INTO sync_enrolled_projects(project) VALUES ('acme');
+"""
+
+
+def make_go_database(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as conn:
+        conn.executescript(GO_SCHEMA)
+    conn.close()
+
+
+def test_a_go_database_is_backed_up_and_migrated_in_place(tmp_path: Path) -> None:
+    db = tmp_path / "data" / "engram.db"
+    make_go_database(db)
+    with Store.open(db, config=Config(data_dir=db.parent)) as store:
+        backups = list(db.parent.glob("engram.db.go-backup-*"))
+        assert len(backups) == 1
+        with sqlite3.connect(backups[0]) as old:
+            assert old.execute("SELECT COUNT(*) FROM observations").fetchone()[0] == 3
+        live = {o.title: o for o in store.recent_observations(limit=10)}
+        assert set(live) == {"Newest copy", "No sync id yet"}  # duplicate sync ids collapsed
+        assert (
+            live["No sync id yet"].sync_id.startswith("obs-")
+            and live["No sync id yet"].project == ""
+        )
+        assert store.search("postgres")[0].title == "No sync id yet"
+        assert store.search_prompts("login")[0].sync_id == "prompt-go"
+        records = [e.as_record() for e in store.journal.pending("x", include_personal=True)]
+        assert len(records) == 4 and {r["origin"] for r in records} == {"0" * 16}
+        assert store.db.scalar("SELECT COUNT(*) FROM sync_enrolled_projects") == 1
+        store.add_observation(title="after upgrade", content="works", project="acme")
+    with Store.open(db, config=Config(data_dir=db.parent)) as again:  # a second open does nothing
+        assert again.stats().total_observations == 3
+    assert len(list(db.parent.glob("engram.db.go-backup-*"))) == 1
+
+
+def _writer(data_dir: str, worker: int, count: int) -> None:
+    with Store.open(config=Config(data_dir=Path(data_dir))) as store:
+        for i in range(count):
+            store.add_observation(
+                title=f"w{worker} #{i}", content=f"worker {worker} note {i}", project="p"
+            )
+
+
+def test_four_processes_writing_at_once_lose_nothing(data_dir: Path) -> None:
+    Store.open(config=Config(data_dir=data_dir)).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(data_dir), w, 60)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with Store.open(config=Config(data_dir=data_dir)) as store:
+        assert store.stats().total_observations == 240
+        hlcs = [e.hlc for e in store.journal.pending("x")]
+        assert len(hlcs) == len(set(hlcs)) == 240 + 1  # one session + every save, no clock reuse
+
+
+def test_a_locked_database_gives_a_clear_error_and_loses_nothing(data_dir: Path) -> None:
+    config = Config(data_dir=data_dir, busy_timeout_ms=200)
+    with Store.open(config=config) as store:
+        store.add_observation(title="before", content="x", project="p")
+        blocker = sqlite3.connect(config.db_path, isolation_level=None)
+        blocker.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(StoreUnavailableError, match="locked by another process"):
+                store.add_observation(title="blocked", content="y", project="p")
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        store.add_observation(title="after", content="z", project="p")
+        assert [o.title for o in store.recent_observations()] == ["after", "before"]
+
+
+def test_unusable_data_directories_are_reported(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    with pytest.raises(StoreUnavailableError, match="cannot create data directory"):
+        Store.open(config=Config(data_dir=not_a_dir / "sub"))
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "engram.db").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreUnavailableError, match="not a valid Engram database"):
+        Store.open(config=Config(data_dir=garbage))

@@ -1,0 +1,160 @@
+"""The journal and applying remote mutations: atomicity, idempotence, last writer wins."""
+
+import random
+import shutil
+
+import orjson
+import pytest
+
+from engram.config import Config
+from engram.errors import InvalidMutationError
+from engram.store import Store
+from engram.store.mutation import format_hlc
+
+from .replicas import converge, exchange
+
+
+def test_every_write_journals_exactly_one_mutation_in_its_transaction(store: Store) -> None:
+    store.add_observation(title="t", content="c", project="p", session_id="s")  # session + obs
+    assert store.journal.count_pending("x") == 2
+    store.db.conn.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON sync_journal BEGIN SELECT RAISE(ABORT, 'boom'); END"
+    )
+    with pytest.raises(Exception, match="boom"):
+        store.add_observation(title="t2", content="c2", project="p", session_id="s")
+    with pytest.raises(Exception, match="boom"):
+        store.update_observation(1, title="changed")
+    assert store.stats().total_observations == 1
+    assert store.get_observation(1).title == "t"  # the failed update left nothing behind
+
+
+def test_records_have_the_normative_shape(store: Store) -> None:
+    store.add_observation(title="t", content="c", project="p", topic_key="a/b")
+    record = store.journal.pending("x")[-1].as_record()
+    assert list(record) == [
+        "mid",
+        "hlc",
+        "origin",
+        "entity",
+        "key",
+        "op",
+        "project",
+        "scope",
+        "payload",
+    ]
+    assert len(record["mid"]) == 32 and record["hlc"].endswith("." + record["origin"])
+    assert record["payload"]["topic_key"] == "a/b" and record["key"] == record["payload"]["sync_id"]
+
+
+def test_applying_twice_is_applying_once(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    a.add_observation(title="t", content="c", project="p")
+    records = [e.record for e in a.journal.pending("x")]
+    first = b.apply_mutations(records, source="peer:a")
+    second = b.apply_mutations(records, source="peer:a")
+    assert (first.applied, second.duplicates, second.applied) == (2, 2, 0)
+    assert b.canonical_export() == a.canonical_export()
+
+
+def test_an_invalid_record_rejects_the_whole_batch(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    a.add_observation(title="t", content="c", project="p")
+    records = [e.record for e in a.journal.pending("x")]
+    bad = orjson.loads(records[1])
+    bad["entity"] = "relation"
+    with pytest.raises(InvalidMutationError, match=r"mutation\[2\].*unknown entity 'relation'"):
+        b.apply_mutations([*records, orjson.dumps(bad)], source="peer:a")
+    with pytest.raises(InvalidMutationError, match="invalid JSON"):
+        b.apply_mutations(["{not json"], source="peer:a")
+    assert b.stats().total_sessions == 0 and b.journal.count_pending("x") == 0
+
+
+def test_last_writer_wins_regardless_of_arrival_order(make_store) -> None:
+    a, b, c = make_store("a"), make_store("b"), make_store("c")
+    obs = a.add_observation(title="v1", content="c", project="p").observation
+    exchange(a, b)
+    b.update_observation(b.get_observation_by_sync_id(obs.sync_id).id, title="v2 from b")
+    exchange(b, a)  # a has seen b's edit, so a's next clock value is later: a wins
+    a.update_observation(obs.id, title="v3 from a")
+    exchange(a, c)  # c receives the newest edit first, then the older one
+    exchange(b, c)
+    converge([a, b, c])
+    titles = {s.get_observation_by_sync_id(obs.sync_id).title for s in (a, b, c)}
+    assert titles == {"v3 from a"}
+    assert a.canonical_export() == b.canonical_export() == c.canonical_export()
+
+
+def test_hard_delete_tombstone_beats_an_older_upsert_arriving_late(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    obs = a.add_observation(title="t", content="secret", project="p").observation
+    upserts = [e.record for e in a.journal.pending("x")]
+    a.delete_observation(obs.id, hard=True)
+    delete = [e.record for e in a.journal.pending("x")][len(upserts) :]
+    b.apply_mutations(delete, source="peer:a")
+    b.apply_mutations(upserts, source="peer:a")  # older: must not resurrect
+    assert b.db.scalar("SELECT COUNT(*) FROM observations") == 0
+    a.journal.mark_delivered("peer:b", [e.seq for e in a.journal.pending("peer:b")])
+    assert a.journal.blank_superseded_payloads(["peer:b"]) == 1
+    assert all("secret" not in e.record for e in a.journal.pending("x"))
+
+
+def test_stub_session_is_replaced_by_the_real_one(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    a.create_session("s1", "p", "/src/p")
+    a.add_observation(title="t", content="c", project="p", session_id="s1")
+    session_rec, obs_rec = [e.record for e in a.journal.pending("x")]
+    b.apply_mutations([obs_rec], source="peer:a")
+    assert b.get_session("s1").directory == ""  # stub
+    b.apply_mutations([session_rec], source="peer:a")
+    assert b.get_session("s1").directory == "/src/p"
+    assert b.canonical_export() == a.canonical_export()
+
+
+def test_remote_clock_advances_the_local_one(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    a.add_observation(title="t", content="c", project="p")
+    record = orjson.loads(a.journal.pending("x")[-1].record)
+    future = format_hlc(9_999_999_999_000, 3, record["origin"])
+    b.apply_mutations([{**record, "hlc": future}], source="peer:a")
+    b.add_observation(title="later", content="d", project="p")
+    assert b.journal.pending("x")[-1].hlc > future
+
+
+def test_mutations_are_not_sent_back_where_they_came_from(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    a.add_observation(title="t", content="c", project="p")
+    exchange(a, b)
+    assert b.journal.count_pending(f"peer:{id(a)}") == 0
+    assert b.journal.count_pending("peer:someone-else") == 2  # relayed to others
+
+
+def test_moving_out_of_a_shared_selection_deletes_it_for_that_target(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    obs = a.add_observation(title="t", content="c", project="p").observation
+    exchange(a, b, include_personal=False)
+    a.update_observation(obs.id, scope="personal")
+    exchange(a, b, include_personal=False)
+    assert b.get_observation_by_sync_id(obs.sync_id).deleted_at is not None
+    assert b.search("t") == []
+
+
+def test_a_copied_database_gets_a_new_origin(tmp_path) -> None:
+    first = Store.open(config=Config(data_dir=tmp_path / "one"))
+    origin = first.origin
+    first.close()
+    shutil.copytree(tmp_path / "one", tmp_path / "two")
+    with Store.open(config=Config(data_dir=tmp_path / "one")) as same:
+        assert same.origin == origin
+    with Store.open(config=Config(data_dir=tmp_path / "two")) as copy:
+        assert copy.origin != origin
+
+
+def test_random_order_and_duplicates_converge(make_store) -> None:
+    rng = random.Random(7)
+    a, b = make_store("a"), make_store("b")
+    for i in range(20):
+        a.add_observation(title=f"t{i}", content=f"c{i}", project="p", topic_key=f"t/{i % 4}")
+    for obs in a.recent_observations(limit=5):
+        a.delete_observation(obs.id, hard=obs.id % 2 == 0)
+    exchange(a, b, rng=rng, duplicate=True)
+    assert a.canonical_export() == b.canonical_export()

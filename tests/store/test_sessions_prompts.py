@@ -1,0 +1,67 @@
+"""Sessions (create/complete, end, delete rules) and user prompts."""
+
+import pytest
+
+from engram.errors import ConflictError, NotFoundError, ValidationError
+from engram.store import Store
+
+
+def test_create_completes_blanks_but_never_overwrites(store: Store) -> None:
+    store.create_session("s1", "", "")
+    store.create_session("s1", "Acme", "/src/acme")
+    store.create_session("s1", "other", "/elsewhere")
+    s = store.get_session("s1")
+    assert (s.project, s.directory, s.active) == ("acme", "/src/acme", True)
+
+
+def test_end_sets_summary_and_unknown_sessions_are_404(store: Store) -> None:
+    store.create_session("s1", "acme", "/x")
+    ended = store.end_session("s1", "did things")
+    assert ended.ended_at is not None and ended.summary == "did things" and not ended.active
+    with pytest.raises(NotFoundError):
+        store.end_session("nope")
+    with pytest.raises(ValidationError):
+        store.create_session("  ")
+    with pytest.raises(ValidationError):
+        store.create_session("x" * 200)
+
+
+def test_delete_session_rules(store: Store) -> None:
+    store.create_session("s1", "acme", "/x")
+    store.add_observation(title="t", content="c", session_id="s1", project="acme")
+    store.add_prompt("why?", session_id="s2", project="acme")
+    with pytest.raises(ConflictError, match="1 observation"):
+        store.delete_session("s1")
+    store.delete_session("s2")  # deletes its prompt too
+    assert store.recent_prompts() == []
+    with pytest.raises(NotFoundError):
+        store.delete_session("s2")
+
+
+def test_recent_sessions_order_by_activity_with_counts(store: Store) -> None:
+    store.create_session("old", "acme", "/x")
+    store.create_session("new", "acme", "/x")
+    store.add_observation(title="t", content="c", session_id="old", project="acme")
+    store.db.conn.execute("UPDATE sessions SET started_at = '2001-01-01 00:00:00' WHERE id = 'new'")
+    sessions = store.recent_sessions("acme")
+    assert [(s.id, s.observation_count) for s in sessions] == [("old", 1), ("new", 0)]
+    assert store.recent_sessions(project="none") == []
+
+
+def test_prompts_save_search_and_delete(store: Store) -> None:
+    p = store.add_prompt(
+        "Please fix the <private>secret</private> flaky login test", project="Acme"
+    )
+    assert p.content == "Please fix the [REDACTED] flaky login test" and p.project == "acme"
+    assert p.session_id == "manual-save-acme" and p.sync_id.startswith("prompt-")
+    assert [x.id for x in store.search_prompts("why is login flaky?")] == [p.id]
+    assert store.search_prompts('"(* NEAR') == []
+    with pytest.raises(ValidationError):
+        store.add_prompt("   ")
+    with pytest.raises(ValidationError):
+        store.search_prompts("")
+    store.delete_prompt(p.id)
+    with pytest.raises(NotFoundError):
+        store.delete_prompt(p.id)
+    with pytest.raises(ValidationError):
+        store.get_prompt("x")
