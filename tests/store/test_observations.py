@@ -152,7 +152,7 @@ def test_recent_lists_filter_and_page(store: Store) -> None:
         for i in range(5)
     ]
     save(store, title="p", content="personal note", scope="personal")
-    assert [o.id for o in store.recent_observations(limit=2)][0] > ids[-1]
+    assert store.recent_observations(limit=2)[0].id > ids[-1]
     assert [o.id for o in store.recent_observations(type="bugfix")] == [ids[3], ids[1]]
     assert len(store.recent_observations(scope="personal")) == 1
     page = store.recent_observations(limit=2, offset=2, scope="project")
