@@ -1,0 +1,160 @@
+"""``engram serve [port] [--port N] [--host H]``: run the local HTTP API under uvicorn.
+
+This module owns the process: it binds the socket itself (so a taken port is one clear line, not
+a traceback), warns when the API is reachable from other machines, and turns SIGTERM/SIGINT into
+uvicorn's graceful shutdown — requests in flight finish, then the store is closed — followed by
+exit status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import ipaddress
+import signal
+import socket
+import sys
+
+GRACEFUL_SHUTDOWN_SECONDS = 30
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run the local HTTP API (default 127.0.0.1:7437)",
+        description="Serve the local store over HTTP (OpenAPI document at /schema). "
+        "ENGRAM_PORT and ENGRAM_HOST set the defaults; ENGRAM_HTTP_TOKEN, when set, guards "
+        "deletes, export, import and project merges with a bearer token.",
+    )
+    p.add_argument("port_arg", nargs="?", type=int, metavar="port", help="same as --port")
+    p.add_argument("--port", type=int, help="TCP port (default $ENGRAM_PORT or 7437; 0: any)")
+    p.add_argument(
+        "--host",
+        help="address to listen on (default $ENGRAM_HOST or 127.0.0.1; anything but loopback "
+        "exposes your memories to the network)",
+    )
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="server log detail")
+    p.add_argument("--access-log", action="store_true", help="log every request")
+    p.set_defaults(func=cmd_serve)
+
+
+def _choose_port(args: argparse.Namespace, default: int) -> int:
+    from engram.errors import ValidationError
+
+    if args.port is not None and args.port_arg is not None and args.port != args.port_arg:
+        raise ValidationError(f"two different ports given: {args.port_arg} and --port {args.port}")
+    port = args.port if args.port is not None else args.port_arg
+    port = default if port is None else port
+    if not 0 <= port <= 65535:
+        raise ValidationError(f"port must be between 0 and 65535, got {port}", field="port")
+    return port
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, or an error that says what to do about it."""
+    from engram.errors import EngramError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise EngramError(f"cannot listen on {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise EngramError(
+                f"port {port} on {host} is already in use: is another 'engram serve' running? "
+                "Stop it, or pick another port with --port N (or ENGRAM_PORT)"
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise EngramError(
+                f"not allowed to listen on {host}:{port}: ports below 1024 need privileges"
+            ) from None
+        raise EngramError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def is_loopback(sock: socket.socket) -> bool:
+    return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _stop_cleanly(signum: int, _frame: object) -> None:
+    # uvicorn catches SIGTERM/SIGINT while serving, shuts down gracefully, puts this handler
+    # back and raises the signal again: ending with SystemExit(0) makes a requested stop a
+    # clean exit (systemd, supervisors) and still runs the `finally` that closes the store.
+    raise SystemExit(0)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from engram import config as config_module
+    from engram.errors import EngramError, ValidationError
+    from engram.http_api import create_app
+    from engram.store import Store
+
+    try:
+        config = config_module.load()
+    except ValueError as exc:  # e.g. ENGRAM_PORT=abc
+        raise ValidationError(str(exc)) from None
+    port = _choose_port(args, config.http_port)
+    host = (args.host or config.http_host).strip()
+    sock = bind(host, port)
+    try:
+        store = Store.open(config=config)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        if not is_loopback(sock):
+            guard = (
+                "deletes, export and import need the ENGRAM_HTTP_TOKEN bearer token"
+                if config.http_token
+                else "set ENGRAM_HTTP_TOKEN to at least guard deletes, export and import"
+            )
+            sys.stderr.write(
+                f"engram serve: warning: listening on {host}, not loopback: anyone who can "
+                f"reach this machine can read and write your memories ({guard})\n"
+            )
+        app = create_app(store, config=config, token=config.http_token)
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_level=args.log_level,
+                access_log=args.access_log,
+                lifespan="on",
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                server_header=False,
+            )
+        )
+        sys.stderr.write(
+            f"engram serve: listening on {_url(sock)} (database {store.path}; "
+            f"API description at {_url(sock)}/schema)\n"
+        )
+        sys.stderr.flush()
+        previous = {
+            sig: signal.signal(sig, _stop_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            server.run(sockets=[sock])
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if not server.started:
+            raise EngramError("the HTTP server failed to start (see the messages above)")
+    finally:
+        sock.close()
+        store.close()
+        sys.stderr.write("engram serve: stopped\n")
+    return 0

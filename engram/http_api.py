@@ -1,0 +1,801 @@
+"""The local HTTP API (``engram serve``): a litestar app whose routes are thin shells over
+:class:`engram.store.Store`.
+
+* Bodies and answers are the typed structs of :mod:`engram.http_models`, so litestar validates
+  input and ``/schema`` documents exactly what is served.
+* Every failure answers ``{"error": "..."}`` (plus ``field``/``error_code`` when known) with the
+  status the cause calls for: the store's exceptions carry theirs, litestar's own (validation,
+  unknown route, wrong method, body too large, bad token) are translated here.
+* The store is synchronous; handlers run in worker threads (``sync_to_thread``) over one shared
+  store, whose database serializes statements with a lock, so the event loop never blocks.
+* ``ENGRAM_HTTP_TOKEN`` guards the destructive and bulk routes with a bearer token.
+* :class:`BackgroundService` is the seam where long-lived work (autosync) starts and stops with
+  the app.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from copy import copy
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any, ClassVar, Literal, Protocol
+
+from litestar import Controller, Litestar, Request, Response, delete, get, patch, post
+from litestar.connection import ASGIConnection
+from litestar.di import Provide
+from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
+from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
+from litestar.openapi import OpenAPIConfig, ResponseSpec
+from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.params import Parameter
+
+from engram import __version__
+from engram.config import Config
+from engram.errors import EngramError, ProjectResolutionError, ValidationError
+from engram.http_models import (
+    MAX_INT,
+    ContextOut,
+    CurrentProject,
+    ErrorBody,
+    ExportDocument,
+    Health,
+    ImportResultOut,
+    MergeResultOut,
+    ObservationCreate,
+    ObservationDeleted,
+    ObservationOut,
+    ObservationPage,
+    ObservationPatch,
+    ObservationSaved,
+    PassiveCapture,
+    PassiveResultOut,
+    ProjectInfoOut,
+    ProjectList,
+    ProjectMerge,
+    ProjectMigrate,
+    PromptCreate,
+    PromptDeleted,
+    PromptOut,
+    PromptSaved,
+    SessionCreate,
+    SessionDetail,
+    SessionEnd,
+    SessionOut,
+    SessionStatus,
+    StatsOut,
+    SyncStatus,
+    TimelineOut,
+    TopicKey,
+    TopicKeyRequest,
+    many,
+    to_wire,
+)
+from engram.project import ProjectResolution, detect_project, normalize_project
+from engram.store import Store
+from engram.store.db import describe_sqlite_error
+from engram.sync.status import StatusSource, sync_status
+
+log = logging.getLogger("engram.http")
+
+BODY_LIMIT = 1 << 20  # 1 MiB: far above the 50 000-byte memory limit, small enough to refuse junk
+IMPORT_BODY_LIMIT = 50 * 1000 * 1000  # 50 MB, as the reference
+CONTEXT_MAX_BYTES = 65536  # the reference's cap for ?max_bytes
+LIST_MAX = 1000  # longest page any list route returns
+TOKEN_SCHEME = "bearerToken"
+
+
+class BackgroundService(Protocol):
+    """Long-lived work that runs while the server does (autosync, a later issue).
+
+    ``start`` runs before the first request is served; ``stop`` after the last one finished.
+    """
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ServerContext:
+    """What handlers need besides the store."""
+
+    config: Config
+    sync_source: StatusSource | None = None
+
+
+# --- shared parameter types ---------------------------------------------------------------------
+
+Project = Annotated[str | None, Parameter(description="only this project (normalized)")]
+# `scope` is litestar's name for the ASGI scope, so the Python name differs from the query key.
+ScopeFilter = Annotated[
+    Literal["project", "personal"] | None, Parameter(query="scope", description="only this scope")
+]
+TypeFilter = Annotated[str | None, Parameter(description="only this memory type")]
+Since = Annotated[str | None, Parameter(description="created on or after (YYYY-MM-DD or RFC 3339)")]
+Until = Annotated[
+    str | None, Parameter(description="created on or before (YYYY-MM-DD or RFC 3339)")
+]
+Offset = Annotated[int, Parameter(ge=0, le=MAX_INT, description="rows to skip")]
+MatchMode = Annotated[
+    Literal["any", "all"], Parameter(description="any word (ranked, default) or all words")
+]
+ObservationId = Annotated[int, Parameter(ge=1, le=MAX_INT, description="the memory's #id")]
+PromptId = Annotated[int, Parameter(ge=1, le=MAX_INT, description="the prompt's #id")]
+
+
+def _limit(default: int, maximum: int = LIST_MAX, note: str = "") -> Any:
+    return Annotated[
+        int, Parameter(ge=1, le=maximum, description=f"how many (default {default}){note}")
+    ]
+
+
+RecentLimit = _limit(20)
+SessionLimit = _limit(5)
+SearchLimit = _limit(10, note=", at most 20 are returned")
+
+
+def _errors(*codes: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries for the error answers a route can give (every one may answer 503)."""
+    descriptions = {
+        400: "Invalid input: the message names the field",
+        401: "Missing or wrong bearer token (only when ENGRAM_HTTP_TOKEN is set)",
+        404: "No such id",
+        409: "Conflicts with stored data",
+        413: "Request body too large",
+        503: "The database is unavailable (locked, read-only, not a database)",
+    }
+    return {
+        code: ResponseSpec(
+            data_container=ErrorBody, description=descriptions[code], generate_examples=False
+        )
+        for code in (*codes, 503)
+    }
+
+
+# Every handler calls the synchronous store, so every handler runs in a worker thread.
+_get = partial(get, sync_to_thread=True)
+_post = partial(post, sync_to_thread=True)
+_patch = partial(patch, sync_to_thread=True)
+_delete = partial(delete, sync_to_thread=True, status_code=200)
+
+
+def _current_project(config: Config) -> ProjectResolution:
+    """The server's project: ``ENGRAM_PROJECT`` if set, else detected from its directory."""
+    if config.project_override:
+        name = normalize_project(config.project_override)[0]
+        return ProjectResolution(name, "process_override", "", os.getcwd())
+    return detect_project()
+
+
+# --- routes anyone who can reach the port may use -----------------------------------------------
+
+
+@_get("/health", tags=["server"], responses=_errors(), summary="Is the server up?")
+def health(store: Store) -> Health:
+    store.count_sessions()  # touches the database: a broken store answers 503, not "ok"
+    return Health(status="ok", service="engram", version=__version__, instance_id=store.origin)
+
+
+class SessionRoutes(Controller):
+    path = "/sessions"
+    tags: ClassVar[list[str]] = ["sessions"]
+
+    @_post("/", status_code=201, responses=_errors(400, 413), summary="Start a session")
+    def create(self, store: Store, data: SessionCreate) -> SessionStatus:
+        """Create a session, or fill in the blank project/directory of an existing one."""
+        session = store.create_session(data.id, data.project, data.directory)
+        return SessionStatus(id=session.id, status="created")
+
+    @_post(
+        "/{session_id:str}/end",
+        status_code=200,
+        responses=_errors(400, 404, 413),
+        summary="End a session",
+    )
+    def end(self, store: Store, session_id: str, data: SessionEnd | None = None) -> SessionStatus:
+        session = store.end_session(session_id, data.summary if data else None)
+        return SessionStatus(id=session.id, status="completed")
+
+    @_get("/recent", responses=_errors(400), summary="Recently active sessions")
+    def recent(
+        self,
+        store: Store,
+        project: Project = None,
+        since: Since = None,
+        until: Until = None,
+        limit: SessionLimit = 5,
+        offset: Offset = 0,
+    ) -> list[SessionOut]:
+        sessions = store.recent_sessions(project, limit, since=since, until=until, offset=offset)
+        return many(sessions, SessionOut)
+
+    @_get("/{session_id:str}", responses=_errors(400, 404), summary="A session and its memories")
+    def detail(self, store: Store, session_id: str) -> SessionDetail:
+        session = store.get_session(session_id)
+        return SessionDetail(
+            session=to_wire(session, SessionOut),
+            observations=many(store.session_observations(session_id), ObservationOut),
+            prompts=many(store.session_prompts(session_id), PromptOut),
+        )
+
+
+class ObservationRoutes(Controller):
+    path = "/observations"
+    tags: ClassVar[list[str]] = ["observations"]
+
+    @_post("/", status_code=201, responses=_errors(400, 413), summary="Save a memory")
+    def create(self, store: Store, data: ObservationCreate) -> ObservationSaved:
+        """Same topic key ⇒ that memory is updated; same content within 15 minutes ⇒ a
+        duplicate is counted; otherwise a new memory."""
+        result = store.add_observation(
+            title=data.title,
+            content=data.content,
+            type=data.type,
+            session_id=data.session_id,
+            project=data.project,
+            scope=data.scope,
+            topic_key=data.topic_key,
+            tool_name=data.tool_name,
+        )
+        return ObservationSaved(
+            id=result.observation.id,
+            status="saved",
+            action=result.action,
+            observation=to_wire(result.observation, ObservationOut),
+            warnings=result.warnings,
+            truncated=result.truncated,
+            suggested_topic_key=result.suggested_topic_key,
+            original_bytes=result.original_bytes if result.truncated else None,
+            limit_bytes=result.limit_bytes if result.truncated else None,
+        )
+
+    @_post(
+        "/passive",
+        status_code=200,
+        responses=_errors(400, 413),
+        summary="Save the items of a 'Key Learnings' section",
+    )
+    def passive(self, store: Store, data: PassiveCapture) -> PassiveResultOut:
+        result = store.capture_passive(
+            data.content, session_id=data.session_id, project=data.project, source=data.source
+        )
+        return to_wire(result, PassiveResultOut)
+
+    @_get("/recent", responses=_errors(400), summary="Newest memories")
+    def recent(
+        self,
+        store: Store,
+        project: Project = None,
+        scope_filter: ScopeFilter = None,
+        type: TypeFilter = None,
+        since: Since = None,
+        until: Until = None,
+        limit: RecentLimit = 20,
+    ) -> list[ObservationOut]:
+        found = store.recent_observations(
+            project, scope_filter, limit, type=type, since=since, until=until
+        )
+        return many(found, ObservationOut)
+
+    @_get("/", responses=_errors(400), summary="Memories, newest first, a page at a time")
+    def page(
+        self,
+        store: Store,
+        project: Project = None,
+        scope_filter: ScopeFilter = None,
+        type: TypeFilter = None,
+        since: Since = None,
+        until: Until = None,
+        limit: RecentLimit = 20,
+        offset: Offset = 0,
+    ) -> ObservationPage:
+        found = store.recent_observations(
+            project, scope_filter, limit, type=type, since=since, until=until, offset=offset
+        )
+        total = store.count_observations(project, scope_filter, type=type, since=since, until=until)
+        return ObservationPage(
+            observations=many(found, ObservationOut), total=total, offset=offset, limit=limit
+        )
+
+    @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
+    def one(self, store: Store, observation_id: ObservationId) -> ObservationOut:
+        return to_wire(store.get_observation(observation_id), ObservationOut)
+
+    @_patch(
+        "/{observation_id:int}",
+        responses=_errors(400, 404, 413),
+        summary="Change some fields of a memory",
+    )
+    def update(
+        self, store: Store, observation_id: ObservationId, data: ObservationPatch
+    ) -> ObservationOut:
+        changed = store.update_observation(
+            observation_id,
+            title=data.title,
+            content=data.content,
+            type=data.type,
+            project=data.project,
+            scope=data.scope,
+            topic_key=data.topic_key,
+            tool_name=data.tool_name,
+        )
+        return to_wire(changed, ObservationOut)
+
+
+@_get("/search", tags=["search"], responses=_errors(400), summary="Search memories")
+def search(
+    store: Store,
+    q: Annotated[str, Parameter(description="words or a question; FTS syntax is just text")],
+    type: TypeFilter = None,
+    project: Project = None,
+    scope_filter: ScopeFilter = None,
+    limit: SearchLimit = 10,
+    match_mode: MatchMode = "any",
+    since: Since = None,
+    until: Until = None,
+) -> list[ObservationOut]:
+    """Best matches first (BM25 ``rank``, lower is better); a query with ``/`` first matches
+    topic keys exactly."""
+    found = store.search(
+        q,
+        type=type,
+        project=project,
+        scope=scope_filter,
+        limit=limit,
+        match_mode=match_mode,
+        since=since,
+        until=until,
+    )
+    return many(found, ObservationOut)
+
+
+@_get(
+    "/timeline",
+    tags=["search"],
+    responses=_errors(400, 404),
+    summary="Memories saved around one, in its session",
+)
+def timeline(
+    store: Store,
+    observation_id: ObservationId,
+    before: Annotated[int, Parameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
+    after: Annotated[int, Parameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
+) -> TimelineOut:
+    return to_wire(store.timeline(observation_id, before, after), TimelineOut)
+
+
+class PromptRoutes(Controller):
+    path = "/prompts"
+    tags: ClassVar[list[str]] = ["prompts"]
+
+    @_post("/", status_code=201, responses=_errors(400, 413), summary="Save what the user asked")
+    def create(self, store: Store, data: PromptCreate) -> PromptSaved:
+        prompt = store.add_prompt(data.content, session_id=data.session_id, project=data.project)
+        return PromptSaved(id=prompt.id, status="saved", prompt=to_wire(prompt, PromptOut))
+
+    @_get("/recent", responses=_errors(400), summary="Newest prompts")
+    def recent(
+        self, store: Store, project: Project = None, limit: RecentLimit = 20, offset: Offset = 0
+    ) -> list[PromptOut]:
+        return many(store.recent_prompts(project, limit, offset=offset), PromptOut)
+
+    @_get("/search", responses=_errors(400), summary="Search prompts")
+    def search(
+        self,
+        store: Store,
+        q: str,
+        project: Project = None,
+        limit: SearchLimit = 10,
+        match_mode: MatchMode = "any",
+    ) -> list[PromptOut]:
+        found = store.search_prompts(q, project=project, limit=limit, match_mode=match_mode)
+        return many(found, PromptOut)
+
+
+SectionLimit = Annotated[
+    int, Parameter(ge=-1, le=500, description="0: the default, -1: leave the section out")
+]
+
+
+@_get(
+    "/context",
+    tags=["search"],
+    responses=_errors(400),
+    summary="Recent sessions, prompts and memories as markdown",
+)
+def context(
+    store: Store,
+    project: Annotated[str | None, Parameter(description="default: every project")] = None,
+    scope_filter: ScopeFilter = None,
+    max_bytes: Annotated[
+        int | None,
+        Parameter(
+            ge=1, le=MAX_INT, description=f"cap the text's size (at most {CONTEXT_MAX_BYTES})"
+        ),
+    ] = None,
+    sessions: SectionLimit = 0,
+    observations: SectionLimit = 0,
+    prompts: SectionLimit = 0,
+    compact: bool = False,
+) -> ContextOut:
+    text = store.context(
+        project,
+        scope_filter,
+        max_bytes=None if max_bytes is None else min(max_bytes, CONTEXT_MAX_BYTES),
+        sessions=sessions,
+        observations=observations,
+        prompts=prompts,
+        compact=compact,
+    )
+    return ContextOut(project=normalize_project(project)[0] or None, context=text)
+
+
+@_get("/stats", tags=["projects"], responses=_errors(400), summary="How much is stored")
+def stats(store: Store, project: Project = None) -> StatsOut:
+    return to_wire(store.stats(project), StatsOut)
+
+
+@_get("/projects", tags=["projects"], responses=_errors(), summary="Projects with their counts")
+def projects(store: Store) -> ProjectList:
+    found = many(store.list_projects(), ProjectInfoOut)
+    return ProjectList(projects=found, count=len(found))
+
+
+@_get(
+    "/project/current",
+    tags=["projects"],
+    responses=_errors(),
+    summary="The project of the server's working directory",
+)
+def current_project(server: ServerContext) -> CurrentProject:
+    return to_wire(_current_project(server.config).to_dict(), CurrentProject)
+
+
+@_post(
+    "/topic-keys/suggest",
+    tags=["observations"],
+    status_code=200,
+    responses=_errors(400, 413),
+    summary="Suggest a topic key for a memory",
+)
+def suggest_topic(data: TopicKeyRequest) -> TopicKey:
+    from engram.text import suggest_topic_key
+
+    if not data.title.strip() and not data.content.strip():
+        raise ValidationError("give a title or content to suggest a topic key for", field="title")
+    return TopicKey(topic_key=suggest_topic_key(data.type, data.title, data.content))
+
+
+@_get("/sync/status", tags=["sync"], responses=_errors(400), summary="Cloud sync state")
+def sync_state(
+    store: Store,
+    server: ServerContext,
+    project: Annotated[str | None, Parameter(description="default: the current project")] = None,
+    all_projects: bool = False,
+) -> SyncStatus:
+    if all_projects:
+        raise ProjectResolutionError(
+            "sync status is per project: pass ?project=<name> instead of all_projects",
+            code="unsupported_project_scope",
+        )
+    name = normalize_project(project)[0] if project else _current_project(server.config).project
+    return to_wire(sync_status(store, name, source=server.sync_source), SyncStatus)
+
+
+# --- destructive and bulk routes: behind ENGRAM_HTTP_TOKEN when it is set ------------------------
+
+
+@_delete(
+    "/sessions/{session_id:str}",
+    tags=["sessions"],
+    responses=_errors(400, 401, 404, 409),
+    summary="Delete a session (refused while memories reference it)",
+)
+def delete_session(store: Store, session_id: str) -> SessionStatus:
+    store.delete_session(session_id)
+    return SessionStatus(id=session_id, status="deleted")
+
+
+@_delete(
+    "/observations/{observation_id:int}",
+    tags=["observations"],
+    responses=_errors(400, 401, 404),
+    summary="Delete a memory (soft by default)",
+)
+def delete_observation(
+    store: Store,
+    observation_id: ObservationId,
+    hard: Annotated[bool, Parameter(description="remove it for good")] = False,
+) -> ObservationDeleted:
+    gone = store.delete_observation(observation_id, hard=hard)
+    return ObservationDeleted(id=gone.id, status="deleted", hard_delete=hard)
+
+
+@_delete(
+    "/prompts/{prompt_id:int}",
+    tags=["prompts"],
+    responses=_errors(400, 401, 404),
+    summary="Delete a prompt",
+)
+def delete_prompt(store: Store, prompt_id: PromptId) -> PromptDeleted:
+    gone = store.delete_prompt(prompt_id)
+    return PromptDeleted(id=gone.id, status="deleted")
+
+
+@_get(
+    "/export",
+    tags=["backup"],
+    responses=_errors(400, 401),
+    summary="Download every session, memory and prompt as JSON",
+)
+def export(store: Store, project: Project = None) -> Response[ExportDocument]:
+    # The store's document is returned as is: the same bytes as `engram export`.
+    return Response(
+        store.export_data(project),
+        headers={"Content-Disposition": 'attachment; filename="engram-export.json"'},
+    )
+
+
+@_post(
+    "/import",
+    tags=["backup"],
+    status_code=200,
+    request_max_body_size=IMPORT_BODY_LIMIT,
+    responses=_errors(400, 401, 413),
+    summary="Import a JSON export (all or nothing; rows already present are skipped)",
+)
+def import_(store: Store, data: ExportDocument) -> ImportResultOut:
+    import msgspec
+
+    return to_wire(store.import_data(msgspec.to_builtins(data)), ImportResultOut)
+
+
+@_post(
+    "/projects/merge",
+    tags=["projects"],
+    status_code=200,
+    responses=_errors(400, 401, 413),
+    summary="Move every memory of some projects into another",
+)
+def merge_projects(store: Store, data: ProjectMerge) -> MergeResultOut:
+    return to_wire(store.merge_projects(data.sources, data.to), MergeResultOut)
+
+
+@_post(
+    "/projects/migrate",
+    tags=["projects"],
+    status_code=200,
+    responses=_errors(400, 401, 413),
+    summary="Rename a project (moves everything of old_project into new_project)",
+)
+def migrate_project(store: Store, data: ProjectMigrate) -> MergeResultOut:
+    return to_wire(store.merge_projects([data.old_project], data.new_project), MergeResultOut)
+
+
+OPEN_ROUTES = [
+    health,
+    SessionRoutes,
+    ObservationRoutes,
+    search,
+    timeline,
+    PromptRoutes,
+    context,
+    stats,
+    projects,
+    current_project,
+    suggest_topic,
+    sync_state,
+]
+GUARDED_ROUTES = [
+    delete_session,
+    delete_observation,
+    delete_prompt,
+    export,
+    import_,
+    merge_projects,
+    migrate_project,
+]
+
+
+# --- the bearer token ---------------------------------------------------------------------------
+
+
+def bearer_guard(token: str):
+    """A guard that lets a request through only with ``Authorization: Bearer <token>``."""
+    expected = token.encode()
+
+    def guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+        scheme, _, given = connection.headers.get("authorization", "").partition(" ")
+        # compare_digest takes as long for a wrong token as for a right one of the same length.
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+            raise NotAuthorizedException(
+                "this route needs 'Authorization: Bearer <token>' with the server's "
+                "ENGRAM_HTTP_TOKEN"
+            )
+
+    return guard
+
+
+def _with_token(handler: HTTPRouteHandler, token: str | None) -> HTTPRouteHandler:
+    """This app's copy of a guarded route (the module-level handler is shared by every app
+    built in this process): behind the token, and documented so, only when there is one."""
+    own = copy(handler)
+    if token:
+        own.guards = [bearer_guard(token)]
+        own.security = [{TOKEN_SCHEME: []}]
+    return own
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+_QUOTED = re.compile(r"[`'](\w+)[`']")
+
+
+def _error(status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, status_code=status, headers=headers)
+
+
+def _on_engram_error(_: Request, exc: EngramError) -> Response:
+    body = ErrorBody(error=str(exc) or type(exc).__name__)
+    if isinstance(exc, ValidationError) and exc.field:
+        body.field = exc.field
+    if isinstance(exc, ProjectResolutionError):
+        body.error_code = exc.code
+        body.available_projects = exc.available_projects
+    if exc.status_code >= 500:
+        log.error("%s", body.error)
+    return _error(exc.status_code, body)
+
+
+def _on_validation(request: Request, exc: ValidationException) -> Response:
+    """litestar's own 400s (types, constraints, missing fields, malformed JSON) → one line
+    naming the field."""
+    details = exc.extra if isinstance(exc.extra, list) else []
+    for detail in details:
+        if not isinstance(detail, dict):
+            continue
+        key, message = str(detail.get("key") or ""), str(detail.get("message") or "")
+        source = str(detail.get("source") or "")
+        if source == "body":
+            if message == f"'{key}'":  # no body at all
+                return _error(400, ErrorBody(error="a JSON request body is required"))
+            named = _QUOTED.search(message)
+            field = named.group(1) if key == "data" and named else key
+            where = "" if key == "data" else f"{key}: "
+            return _error(400, ErrorBody(error=f"invalid body: {where}{message}", field=field))
+        where = f"{source} parameter " if source else ""
+        return _error(400, ErrorBody(error=f"invalid {where}{key}: {message}", field=key or None))
+    named = _QUOTED.search(exc.detail)
+    return _error(400, ErrorBody(error=exc.detail, field=named.group(1) if named else None))
+
+
+def _on_http_error(request: Request, exc: HTTPException) -> Response:
+    status = exc.status_code
+    message = exc.detail
+    if status == 404:
+        message = f"not found: {request.method} {request.url.path}"
+    elif status == 405:
+        allowed = (exc.headers or {}).get("allow", "")
+        message = f"method {request.method} not allowed on {request.url.path} (allowed: {allowed})"
+    elif status == 413:
+        try:
+            limit = request.route_handler.resolve_request_max_body_size() or 0
+        except Exception:  # no handler resolved: fall back to the general limit
+            limit = BODY_LIMIT
+        message = f"request body too large (limit {limit:,} bytes)"
+    elif message.startswith("JSON is malformed"):
+        message = f"invalid JSON body: {message.removeprefix('JSON is malformed: ')}"
+    return _error(status, ErrorBody(error=message), headers=exc.headers)
+
+
+def _on_sqlite_error(request: Request, exc: sqlite3.Error) -> Response:
+    store: Store = request.app.state.store
+    message = describe_sqlite_error(exc, store.path)
+    if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, disk full...
+        log.error("%s", message)
+        return _error(503, ErrorBody(error=message))
+    log.exception("database error on %s %s", request.method, request.url.path)
+    return _error(500, ErrorBody(error=message))
+
+
+def _on_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return _error(
+        500, ErrorBody(error=f"internal error ({type(exc).__name__}); see the server log")
+    )
+
+
+# --- the app ------------------------------------------------------------------------------------
+
+
+def _operation_id(_: HTTPRouteHandler, http_method: str, path_components: list[Any]) -> str:
+    """``GET /observations/{observation_id}`` → ``getObservationsObservationId``: unique by
+    construction (litestar's default uses the function name, which sync handlers hide)."""
+    words = [getattr(c, "name", c) for c in path_components]
+    return http_method.lower() + "".join(
+        part.title() for word in words for part in re.split(r"[^0-9A-Za-z]+", str(word)) if part
+    )
+
+
+def create_app(
+    store: Store,
+    *,
+    config: Config | None = None,
+    token: str | None = None,
+    services: Sequence[BackgroundService] = (),
+    sync_source: StatusSource | None = None,
+) -> Litestar:
+    """The HTTP app over ``store`` (which the caller opens and closes).
+
+    ``token`` (normally ``ENGRAM_HTTP_TOKEN``) guards deletes, export, import and project
+    merges. ``services`` start with the app and stop after the last request: autosync plugs in
+    here. ``sync_source`` is the cloud client whose state ``/sync/status`` reports.
+    """
+    config = config or store.config
+    server = ServerContext(config=config, sync_source=sync_source)
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        started: list[BackgroundService] = []
+        try:
+            for service in services:
+                await service.start()
+                started.append(service)
+            yield
+        finally:
+            for service in reversed(started):
+                await service.stop()
+
+    guarded = [_with_token(handler, token) for handler in GUARDED_ROUTES]
+    security_schemes = (
+        {
+            TOKEN_SCHEME: SecurityScheme(
+                type="http",
+                scheme="bearer",
+                description="ENGRAM_HTTP_TOKEN: deletes, export, import and merges need it",
+            )
+        }
+        if token
+        else None
+    )
+    app = Litestar(
+        route_handlers=[*OPEN_ROUTES, *guarded],
+        dependencies={
+            "store": Provide(lambda: store, sync_to_thread=False),
+            "server": Provide(lambda: server, sync_to_thread=False),
+        },
+        exception_handlers={
+            EngramError: _on_engram_error,
+            ValidationException: _on_validation,
+            HTTPException: _on_http_error,
+            sqlite3.Error: _on_sqlite_error,
+            Exception: _on_unexpected,
+        },
+        request_max_body_size=BODY_LIMIT,
+        lifespan=[lifespan],
+        openapi_config=OpenAPIConfig(
+            title="Engram local API",
+            version=__version__,
+            description="Persistent memory for AI coding agents: the local store over HTTP. "
+            'Every error answers {"error": "..."}.',
+            path="/schema",
+            render_plugins=[
+                JsonRenderPlugin(path=["/", "/openapi.json"]),
+                SwaggerRenderPlugin(path="/swagger"),
+            ],
+            components=Components(security_schemes=security_schemes),
+            use_handler_docstrings=True,
+            operation_id_creator=_operation_id,
+        ),
+        logging_config=None,
+    )
+    app.state.store = store
+    return app

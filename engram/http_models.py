@@ -1,0 +1,372 @@
+"""The wire shapes of the local HTTP API: every request and response body as a msgspec Struct.
+
+litestar validates request bodies against these types (a wrong or missing field is a 400 naming
+it) and builds the OpenAPI document at ``/schema`` from them, so the schema is exactly what the
+server accepts and answers. Response structs mirror ``engram.store.models``; fields that the
+store's ``to_dict`` leaves out when empty (``rank``, ``observation_count``) are omitted here too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta, Struct, field
+
+# SQLite integers are signed 64-bit: anything larger must be refused before it reaches a query.
+MAX_INT = 2**63 - 1
+SessionId = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"\S")]
+Text = Annotated[str, Meta(min_length=1, pattern=r"\S")]  # not blank
+Count = Annotated[int, Meta(ge=0, le=MAX_INT)]
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+class ErrorBody(Struct, omit_defaults=True):
+    """Every failure: ``{"error": "..."}``, plus the field or code when there is one."""
+
+    error: str
+    field: str | None = None
+    error_code: str | None = None
+    available_projects: list[str] | None = None
+
+
+# --- entities -----------------------------------------------------------------------------------
+
+
+class SessionOut(Struct, omit_defaults=True):
+    id: str
+    project: str
+    directory: str
+    started_at: str
+    ended_at: str | None
+    summary: str | None
+    observation_count: int | None = None
+
+
+class ObservationOut(Struct, omit_defaults=True):
+    id: int
+    sync_id: str
+    session_id: str
+    type: str
+    title: str
+    content: str
+    tool_name: str | None
+    project: str
+    scope: str
+    topic_key: str | None
+    revision_count: int
+    duplicate_count: int
+    last_seen_at: str | None
+    created_at: str
+    updated_at: str
+    deleted_at: str | None
+    rank: float | None = None  # search results only: BM25, lower is better
+
+
+class PromptOut(Struct, omit_defaults=True):
+    id: int
+    sync_id: str
+    session_id: str
+    content: str
+    project: str
+    created_at: str
+    rank: float | None = None
+
+
+def to_wire(obj: Any, kind: type[Struct]) -> Any:
+    """A store model (a dataclass) as its wire struct, without a dict in between."""
+    return msgspec.convert(obj, kind, from_attributes=True)
+
+
+def many(objs: list[Any], kind: type[Struct]) -> list[Any]:
+    return [msgspec.convert(o, kind, from_attributes=True) for o in objs]
+
+
+# --- health -------------------------------------------------------------------------------------
+
+
+class Health(Struct):
+    status: str
+    service: str
+    version: str
+    instance_id: str
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+class SessionCreate(Struct):
+    id: SessionId
+    project: str = ""
+    directory: str = ""
+
+
+class SessionEnd(Struct):
+    summary: str | None = None
+
+
+class SessionStatus(Struct):
+    id: str
+    status: str  # created | completed | deleted
+
+
+class SessionDetail(Struct):
+    session: SessionOut
+    observations: list[ObservationOut]
+    prompts: list[PromptOut]
+
+
+# --- observations -------------------------------------------------------------------------------
+
+
+class ObservationCreate(Struct):
+    title: Text
+    content: Text
+    type: str = "manual"
+    session_id: SessionId | None = None  # default: manual-save-<project>
+    project: str = ""
+    scope: str = "project"  # personal | project (anything else is project)
+    topic_key: str | None = None
+    tool_name: str | None = None
+
+
+class ObservationSaved(Struct, omit_defaults=True):
+    """The saved observation, what happened to it and any warnings."""
+
+    id: int
+    status: str  # always "saved"
+    action: str  # created | deduplicated | topic_updated
+    observation: ObservationOut
+    warnings: list[str]
+    truncated: bool
+    suggested_topic_key: str | None = None
+    original_bytes: int | None = None
+    limit_bytes: int | None = None
+
+
+class ObservationPatch(Struct):
+    """Only the fields given change; ``topic_key: ""`` clears the topic."""
+
+    title: str | None = None
+    content: str | None = None
+    type: str | None = None
+    project: str | None = None
+    scope: str | None = None
+    topic_key: str | None = None
+    tool_name: str | None = None
+
+
+class ObservationDeleted(Struct):
+    id: int
+    status: str  # always "deleted"
+    hard_delete: bool
+
+
+class ObservationPage(Struct):
+    observations: list[ObservationOut]
+    total: int
+    offset: int
+    limit: int
+
+
+class PassiveCapture(Struct):
+    content: str
+    session_id: SessionId | None = None
+    project: str = ""
+    source: str = "http-passive"
+
+
+class PassiveResultOut(Struct):
+    extracted: int
+    saved: int
+    duplicates: int
+
+
+# --- timeline -----------------------------------------------------------------------------------
+
+
+class TimelineEntryOut(Struct):
+    id: int
+    type: str
+    title: str
+    content: str
+    created_at: str
+    is_focus: bool
+    sync_id: str
+
+
+class TimelineOut(Struct):
+    focus: ObservationOut
+    before: list[TimelineEntryOut]
+    after: list[TimelineEntryOut]
+    session_info: SessionOut | None
+    total_in_range: int
+
+
+# --- prompts ------------------------------------------------------------------------------------
+
+
+class PromptCreate(Struct):
+    content: Text
+    session_id: SessionId | None = None
+    project: str = ""
+
+
+class PromptSaved(Struct):
+    id: int
+    status: str  # always "saved"
+    prompt: PromptOut
+
+
+class PromptDeleted(Struct):
+    id: int
+    status: str  # always "deleted"
+
+
+# --- context, stats, projects -------------------------------------------------------------------
+
+
+class ContextOut(Struct):
+    project: str | None
+    context: str  # "" when there is nothing to show
+
+
+class StatsOut(Struct):
+    total_sessions: int
+    total_observations: int
+    total_prompts: int
+    projects: list[str]
+
+
+class ProjectInfoOut(Struct):
+    name: str
+    observation_count: int
+    session_count: int
+    prompt_count: int
+    directories: list[str]
+
+
+class ProjectList(Struct):
+    projects: list[ProjectInfoOut]
+    count: int
+
+
+class ProjectMerge(Struct):
+    sources: list[str] = field(name="from")
+    to: str
+
+
+class ProjectMigrate(Struct):
+    old_project: str
+    new_project: str
+
+
+class MergeResultOut(Struct):
+    canonical: str
+    sources_merged: list[str]
+    observations_updated: int
+    sessions_updated: int
+    prompts_updated: int
+
+
+class CurrentProject(Struct):
+    project: str
+    project_source: str
+    project_path: str
+    cwd: str
+    available_projects: list[str]
+    warning: str
+
+
+class TopicKeyRequest(Struct):
+    type: str = ""
+    title: str = ""
+    content: str = ""
+
+
+class TopicKey(Struct):
+    topic_key: str
+
+
+# --- export / import ----------------------------------------------------------------------------
+
+
+class ExportSession(Struct):
+    id: str
+    project: str | None = None
+    directory: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    summary: str | None = None
+
+
+class ExportObservation(Struct, kw_only=True):
+    id: Count | None = None  # local id of the exporting machine: ignored on import
+    sync_id: str | None = None
+    session_id: str
+    type: str | None = None
+    title: str
+    content: str
+    tool_name: str | None = None
+    project: str | None = None
+    scope: str | None = None
+    topic_key: str | None = None
+    revision_count: Count | None = None
+    duplicate_count: Count | None = None
+    last_seen_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    deleted_at: str | None = None
+
+
+class ExportPrompt(Struct, kw_only=True):
+    id: Count | None = None
+    sync_id: str | None = None
+    session_id: str
+    content: str
+    project: str | None = None
+    created_at: str | None = None
+
+
+class ExportDocument(Struct):
+    """The JSON backup (version ``0.1.0``). Empty lists may be ``null`` (the Go tool writes
+    them so)."""
+
+    version: str
+    exported_at: str | None = None
+    sessions: list[ExportSession] | None = None
+    observations: list[ExportObservation] | None = None
+    prompts: list[ExportPrompt] | None = None
+
+
+class ImportResultOut(Struct):
+    sessions_imported: int
+    observations_imported: int
+    prompts_imported: int
+    skipped: int
+
+
+# --- sync status --------------------------------------------------------------------------------
+
+
+class UpgradeStatus(Struct):
+    stage: str | None
+    reason_code: str | None
+    reason_message: str | None
+
+
+class SyncStatus(Struct):
+    project: str
+    enabled: bool
+    phase: str
+    last_error: str | None
+    consecutive_failures: int
+    backoff_until: str | None
+    last_sync_at: str | None
+    reason_code: str | None
+    reason_message: str | None
+    deferred_count: int
+    dead_count: int
+    upgrade: UpgradeStatus
