@@ -43,6 +43,8 @@ class Config:
     max_search_results: int = 20
     default_search_limit: int = 10
     dedupe_window_minutes: int = 15
+    #: BM25 weight of the session-context column (0 disables matching through it).
+    search_context_weight: float = 0.5
     #: How long a write waits for another process's transaction before giving up.
     busy_timeout_ms: int = 10_000
     http_host: str = DEFAULT_HOST

@@ -9,8 +9,11 @@ from engram.project import project_name
 from engram.store.base import StoreBase
 from engram.store.models import Observation, Prompt
 from engram.store.query import build_match, check_match_mode
+from engram.store.schema import OBSERVATIONS_FTS_WEIGHTS
 
 TOPIC_FAST_PATH_RANK = -1000.0
+#: FTS columns a memory's own text lives in (everything but the session context).
+OWN_COLUMNS = "{title content tool_name type project topic_key}"
 
 
 class SearchMixin(StoreBase):
@@ -65,11 +68,15 @@ class SearchMixin(StoreBase):
                 results.append(Observation.from_row(row))
         match = build_match(raw, mode)
         if match is not None and len(results) < limit:
+            weight = float(self.config.search_context_weight)
+            if weight <= 0:
+                match = f"{OWN_COLUMNS} : ({match})"
+            weights = ", ".join(str(w) for w in (*OBSERVATIONS_FTS_WEIGHTS[:-1], max(weight, 0.0)))
             rows = self.db.rows(
-                f"""SELECT o.*, observations_fts.rank AS rank
+                f"""SELECT o.*, bm25(observations_fts, {weights}) AS rank
                     FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid
                     WHERE observations_fts MATCH ? AND {where}
-                    ORDER BY observations_fts.rank LIMIT ?""",
+                    ORDER BY rank LIMIT ?""",
                 [match, *params, limit + len(seen)],
             )
             for row in rows:

@@ -113,3 +113,22 @@ def test_limits(store: Store) -> None:
         store.search("cache", limit="many")
     with pytest.raises(ValidationError, match="empty"):
         store.search("   ")
+
+
+def test_session_context_weight_zero_matches_only_a_memory_s_own_text(tmp_path) -> None:
+    from engram.config import Config
+
+    for weight, expected in ((0.5, ["Raised session TTL to 8h"]), (0.0, [])):
+        with Store.open(
+            config=Config(data_dir=tmp_path / str(weight), search_context_weight=weight)
+        ) as s:
+            s.add_prompt(
+                "the login page keeps timing out after lunch", session_id="s1", project="acme"
+            )
+            s.add_observation(
+                title="Raised session TTL to 8h",
+                content="Users were logged out",
+                session_id="s1",
+                project="acme",
+            )
+            assert [o.title for o in s.search("lunch")] == expected
