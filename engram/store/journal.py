@@ -298,6 +298,74 @@ class Journal:
             or 0
         )
 
+    def targets(self) -> list[str]:
+        """Every target (``git:<dir>``, ``cloud:<server>``) this replica has delivered to or
+        quarantined rows for, sorted: the sync destinations it knows about."""
+        rows = self.db.rows(
+            "SELECT DISTINCT target FROM sync_delivery"
+            " UNION SELECT DISTINCT target FROM sync_quarantine ORDER BY 1"
+        )
+        return [r[0] for r in rows]
+
+    def pending_sessions(
+        self,
+        target: str,
+        *,
+        projects: Iterable[str],
+        include_personal: bool = False,
+    ) -> list[JournalEntry]:
+        """Session rows outside ``projects`` that a project-scoped export must carry anyway.
+
+        A memory or prompt of project P may live in a session recorded under another project;
+        without its session row a receiver keeps a stub. So a session row ``target`` lacks
+        travels when a pending observation/prompt of the selection names it, or when ``target``
+        already holds an earlier row of that session (so its later end and summary follow).
+        """
+        names = sorted(set(projects))
+        where, params = self._selection(names, include_personal)
+        outside = f"s.project NOT IN ({', '.join('?' for _ in names)})" if names else "1"
+        sql = f"""SELECT s.* FROM sync_journal s
+                  WHERE s.entity = 'session' AND {outside}
+                    AND NOT EXISTS (SELECT 1 FROM sync_delivery d
+                                    WHERE d.target = ? AND d.seq = s.seq)
+                    AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
+                                    WHERE q.target = ? AND q.seq = s.seq)
+                    AND (s.key IN (SELECT json_extract(j.record, '$.payload.session_id')
+                                   FROM sync_journal j
+                                   WHERE j.entity IN ('observation', 'prompt') AND {where}
+                                     AND NOT EXISTS (SELECT 1 FROM sync_delivery d
+                                                     WHERE d.target = ? AND d.seq = j.seq))
+                         OR EXISTS (SELECT 1 FROM sync_journal h
+                                    JOIN sync_delivery d ON d.seq = h.seq AND d.target = ?
+                                    WHERE h.entity = 'session' AND h.key = s.key))
+                  ORDER BY s.seq"""
+        args = [*names, target, target, *params, target, target]
+        return [JournalEntry.from_row(r) for r in self.db.rows(sql, args)]
+
+    # --- chunks a target holds --------------------------------------------------------------
+
+    def chunk_ids(self, target: str) -> set[str]:
+        """Ids of the chunks of ``target`` already applied here (or written from here)."""
+        rows = self.db.rows("SELECT chunk_id FROM sync_chunks WHERE target_key = ?", (target,))
+        return {r[0] for r in rows}
+
+    def record_chunk(self, target: str, chunk_id: str) -> None:
+        """Remember that chunk ``chunk_id`` of ``target`` is held here (joins an open write)."""
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO sync_chunks(target_key, chunk_id, imported_at)"
+                " VALUES (?, ?, ?)",
+                (target, chunk_id, now_text()),
+            )
+
+    def forget_target(self, target: str) -> None:
+        """Drop what this store believes ``target`` holds (delivery marks and chunk ids), so a
+        transport can rebuild it from what the target really has (e.g. a sync directory whose
+        chunk files changed under it)."""
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM sync_delivery WHERE target = ?", (target,))
+            conn.execute("DELETE FROM sync_chunks WHERE target_key = ?", (target,))
+
     def mark_delivered(self, target: str, seqs: Iterable[int]) -> int:
         """Record that ``target`` durably holds these journal rows. Returns how many were new."""
         now = now_text()

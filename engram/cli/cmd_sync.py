@@ -1,0 +1,200 @@
+"""``engram sync``: share memories through the repository's ``.engram/`` directory.
+
+``engram sync`` exports, ``--import`` applies what teammates pushed, ``--status`` reports. The
+command picks a *transport* (git today) and an *action*; each pair has its own handler in
+``HANDLERS``, so another transport (the cloud client) is added as a flag and three handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from engram.cli.common import add_json_flag, emit, open_store, resolve_project, wants_json
+
+if TYPE_CHECKING:
+    from engram.sync.git_sync import ChunkProblem, GitSync
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sync",
+        help="share memories through git (.engram/ chunks)",
+        description="Export this project's new memories, edits and deletes as a chunk under "
+        ".engram/ (commit and push it), import the chunks teammates pushed (--import), or "
+        "show what is where (--status).",
+    )
+    action = p.add_mutually_exclusive_group()
+    action.add_argument(
+        "--import",
+        dest="import_",
+        action="store_true",
+        help="apply every chunk in the directory not applied yet",
+    )
+    action.add_argument("--status", action="store_true", help="chunks here, applied, pending")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--project", help="project to export (default: detected from the directory)")
+    where.add_argument("--all", action="store_true", help="export every project")
+    p.add_argument(
+        "--dir",
+        help="sync directory (default: .engram/ at the top of the git repository)",
+    )
+    p.add_argument(
+        "--include-personal",
+        action="store_true",
+        help="also export personal-scope memories (they stay on this machine otherwise)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_sync)
+
+
+def _selection(args: argparse.Namespace) -> list[str] | None:
+    return None if args.all else [resolve_project(args.project).project]
+
+
+def _describe(projects: list[str] | None) -> str:
+    return "all projects" if projects is None else f'project "{projects[0]}"'
+
+
+def _git(args: argparse.Namespace, store) -> GitSync:
+    from engram.cli.progress import factory
+    from engram.sync.git_sync import GitSync
+    from engram.sync.gitdir import locate
+
+    quiet = args.quiet or wants_json(args)
+    return GitSync(store, locate(args.dir), progress=factory(quiet=quiet))
+
+
+def _warn(problems: list[ChunkProblem]) -> None:
+    for problem in problems:
+        sys.stderr.write(f"engram: warning: {problem}\n")
+
+
+def git_export(args: argparse.Namespace) -> int:
+    projects = _selection(args)
+    if not wants_json(args):
+        if projects is None:
+            print("Exporting ALL memories (all projects)...", flush=True)
+        else:
+            print(f'Exporting memories for project "{projects[0]}"...', flush=True)
+    with open_store() as store:
+        sync = _git(args, store)
+        report = sync.export(projects=projects, include_personal=args.include_personal)
+        shown = sync.dir.display()
+    _warn(report.problems)
+    data = report.to_dict()
+    if report.nothing_new:
+        human = (
+            f"Nothing new to sync — every mutation of {_describe(projects)} is already in {shown}"
+        )
+        emit(args, human, data)
+        return 0
+    ids = [c.id for c in report.chunks]
+    lines = [
+        f"Created chunk {ids[0]}"
+        if len(ids) == 1
+        else f"Created {len(ids)} chunks: " + ", ".join(ids)
+    ]
+    lines += [
+        f"  Sessions:     {data['sessions']}",
+        f"  Observations: {data['observations']}",
+        f"  Prompts:      {data['prompts']}",
+        f"  Mutations:    {data['mutations']}",
+        "",
+        "Add to git:",
+        f'  git add {shown} && git commit -m "sync engram memories"',
+    ]
+    emit(args, "\n".join(lines), data)
+    return 0
+
+
+def git_import(args: argparse.Namespace) -> int:
+    with open_store() as store:
+        sync = _git(args, store)
+        if args.dir and not sync.dir.exists():
+            from engram.errors import NotFoundError
+
+            raise NotFoundError(f"no sync directory at {sync.dir.path}")
+        report = sync.import_chunks()
+        shown = sync.dir.display()
+    data = report.to_dict()
+    lines: list[str] = []
+    if report.manifest_rebuilt and report.warnings:
+        lines.append("Note: manifest.json was out of date or damaged; rebuilt from the chunks.")
+    for warning in report.warnings:
+        lines.append(f"  {warning}")
+    if not report.chunks_imported and not report.failures:
+        lines.append("Already up to date — no new chunks to import.")
+        if report.chunks_already:
+            lines.append(f"({report.chunks_already} chunks already imported)")
+    if report.chunks_imported:
+        applied = report.applied
+        lines += [
+            f"Imported {len(report.chunks_imported)} new chunk(s) from {shown}",
+            f"  Sessions:     {applied.sessions} change(s)",
+            f"  Observations: {applied.observations} change(s)",
+            f"  Prompts:      {applied.prompts} change(s)",
+            f"  Unchanged:    {applied.duplicates} already here, {applied.stale} older than local",
+            f"Skipped: {report.chunks_already} (already imported)",
+        ]
+        if report.skipped_relations:
+            lines.append(
+                f"Skipped {report.skipped_relations} relation mutation(s): not supported yet"
+            )
+    if report.failures:
+        lines.append(
+            f"Failed: {len(report.failures)} chunk(s) not applied (nothing of them was "
+            "written; the next import tries again):"
+        )
+        lines += [f"  {failure}" for failure in report.failures]
+    emit(args, "\n".join(lines), data)
+    if report.failures and not wants_json(args):
+        sys.stderr.write(f"engram: error: {len(report.failures)} chunk(s) could not be imported\n")
+    return 1 if report.failures else 0
+
+
+def git_status(args: argparse.Namespace) -> int:
+    projects = _selection(args)
+    with open_store() as store:
+        sync = _git(args, store)
+        if args.dir and not sync.dir.exists():
+            from engram.errors import NotFoundError
+
+            raise NotFoundError(f"no sync directory at {sync.dir.path}")
+        report = sync.status(projects=projects, include_personal=args.include_personal)
+        shown = sync.dir.display()
+    lines = [
+        f"Sync status ({shown}):",
+        f"  Local chunks:    {report.applied}",
+        f"  Remote chunks:   {report.chunks}",
+        f"  Pending import:  {len(report.pending_import)}",
+        f"  Pending export:  {report.pending_export} mutation(s) of {_describe(projects)}",
+        f"  Manifest:        {report.manifest}"
+        + ("" if report.manifest == "ok" else " (rebuilt by the next engram sync)"),
+    ]
+    if report.chunks:
+        who = ", ".join(f"{name} ({count} chunks)" for name, count in report.contributors.items())
+        lines.append(
+            f"{report.chunks} chunks, {report.memories} memories, {report.sessions} sessions"
+            f" — contributors: {who}"
+        )
+    else:
+        lines.append("No chunks synced yet.")
+    lines += [f"  problem: {p}" for p in report.problems]
+    emit(args, "\n".join(lines), report.to_dict())
+    return 0
+
+
+#: (transport, action) → handler. A new transport adds its flag and its three handlers here.
+HANDLERS = {
+    ("git", "export"): git_export,
+    ("git", "import"): git_import,
+    ("git", "status"): git_status,
+}
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    action = "import" if args.import_ else "status" if args.status else "export"
+    return HANDLERS[("git", action)](args)
