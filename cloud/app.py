@@ -1,0 +1,116 @@
+"""The litestar application of the team server: :func:`create_app` wires settings, the database
+engine, authentication and every route; ``GET /health`` (liveness, no database) and
+``GET /health/ready`` (readiness: the database answers) serve load balancers.
+
+Tests build an app with ``create_app(settings)`` on a migrated database and drive it with
+litestar's ``TestClient``; ``engram cloud serve`` runs the same app under uvicorn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
+from engram_cloud.compression import response_compression
+from engram_cloud.db import create_db_engine, describe_db_error
+from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
+from engram_cloud.settings import Settings, load_settings
+from litestar import Litestar, Request, get
+from litestar.datastructures import State
+from litestar.di import NamedDependency, Provide
+from litestar.openapi import OpenAPIConfig
+from sqlalchemy import Engine, text
+
+from engram import __version__
+
+SERVICE = "engram-cloud"
+
+
+def provide_principal(request: Request) -> Principal:
+    """The authenticated caller (401 envelope when the credentials are missing or wrong)."""
+    state = request.app.state
+    if state.settings.insecure:
+        return INSECURE_PRINCIPAL
+    with state.engine.begin() as conn:
+        return authenticate(conn, state.settings, request.headers.get("authorization"))
+
+
+def provide_admin(principal: NamedDependency[Principal]) -> Principal:
+    """The caller, if an admin (403 otherwise)."""
+    if not principal.is_admin:
+        raise ApiError(403, "policy", "policy_forbidden", "forbidden: admin role required")
+    return principal
+
+
+@get("/health", sync_to_thread=False, include_in_schema=False)
+def health() -> object:
+    """Liveness: the process answers (the reference's exact body)."""
+    return json_response({"service": SERVICE, "status": "ok"})
+
+
+@get("/health/ready", sync_to_thread=True, include_in_schema=False)
+def ready(request: Request) -> object:
+    """Readiness: the database answers a query."""
+    try:
+        with request.app.state.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as exc:  # any failure means "not ready", with the reason
+        return json_response(
+            {"service": SERVICE, "status": "unavailable", "database": describe_db_error(exc)},
+            503,
+        )
+    return json_response({"service": SERVICE, "status": "ok", "database": "ok"})
+
+
+@get("/api/v1/whoami", sync_to_thread=False)
+def whoami(request: Request, principal: NamedDependency[Principal]) -> object:
+    """Who the server thinks the caller is, and which projects they may sync."""
+    projects = readable_projects(request.app.state.settings, principal)
+    return json_response(
+        {
+            "principal_id": principal.id,
+            "username": principal.username,
+            "display_name": principal.display_name,
+            "kind": principal.kind,
+            "role": principal.role,
+            "source": principal.source,
+            "projects": "*" if projects is None else sorted(projects),
+            "mode": request.app.state.settings.mode,
+            "version": __version__,
+        }
+    )
+
+
+def create_app(settings: Settings, *, engine: Engine | None = None) -> Litestar:
+    """The server application. ``engine`` defaults to one built from the settings (and disposed
+    when the app shuts down); the schema must already be migrated (see ``engram cloud migrate``)."""
+    owns_engine = engine is None
+    engine = engine or create_db_engine(settings.database_url, pool_size=settings.pool_size)
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if owns_engine:
+                engine.dispose()
+
+    return Litestar(
+        route_handlers=[health, ready, whoami],
+        dependencies={
+            "principal": Provide(provide_principal, sync_to_thread=True),
+            "admin": Provide(provide_admin, sync_to_thread=False),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,
+        state=State({"settings": settings, "engine": engine}),
+        lifespan=[lifespan],
+        request_max_body_size=settings.max_push_bytes,
+        compression_config=response_compression(),
+        openapi_config=OpenAPIConfig(title="Engram cloud", version=__version__, path="/schema"),
+    )
+
+
+def create_app_from_env() -> Litestar:
+    """uvicorn's factory when the server runs several worker processes."""
+    return create_app(load_settings())

@@ -1,0 +1,329 @@
+"""The cloud schema as SQLAlchemy Core tables (alembic in ``migrations/`` owns its history; a test
+checks that the migrated database matches these definitions exactly).
+
+Groups:
+
+* **log** — ``cloud_mutations`` (the commit-ordered mutation log, exactly-once by ``mid``) and
+  ``cloud_chunks`` (chunks pushed through the older chunk routes).
+* **read model** — ``cloud_sessions``, ``cloud_observations``, ``cloud_prompts`` keyed by
+  ``(project, id)``, holding the winning state per entity; ``cloud_tombstones`` remembers hard
+  deletes so an older upsert cannot resurrect them. Observations and prompts carry a generated
+  ``search`` tsvector with a GIN index. Timestamps inside entities are the store's text
+  (``YYYY-MM-DD HH:MM:SS``), copied verbatim from payloads.
+* **policy** — ``cloud_project_controls`` (pause), ``cloud_sync_audit_log``.
+* **identity** — ``cloud_principals`` (humans and service accounts), ``cloud_principal_tokens``
+  (peppered hashes only), ``cloud_project_grants``, ``cloud_auth_audit_log``,
+  ``cloud_login_attempts`` (dashboard login rate limiting, kept in PostgreSQL so several server
+  processes share it).
+* **fleet** — ``cloud_workers``: the last heartbeat of every client machine.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Computed,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP, TSVECTOR
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+TSTZ = TIMESTAMP(timezone=True)
+#: The text-search configuration of the read model (stemming, English stop words).
+TS_CONFIG = "english"
+
+
+def _created_at(name: str = "created_at") -> Column:
+    return Column(name, TSTZ, nullable=False, server_default=func.now())
+
+
+# --- log ---------------------------------------------------------------------------------------
+
+mutations = Table(
+    "cloud_mutations",
+    metadata,
+    Column("seq", BigInteger, Identity(), primary_key=True),
+    Column("mid", Text, nullable=False),
+    Column("record_hash", LargeBinary, nullable=False),
+    Column("project", Text, nullable=False),
+    Column("entity", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("op", Text, nullable=False),
+    Column("hlc", Text, nullable=False),
+    Column("origin", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("record", Text, nullable=False),  # the record's JSON text, as served by pull
+    Column("created_by", Text, nullable=False, server_default=""),
+    Column("principal_id", BigInteger),
+    Column("source", Text, nullable=False, server_default="mutation_push"),
+    _created_at("received_at"),
+    UniqueConstraint("mid"),
+    Index(None, "project", "seq"),
+)
+
+chunks = Table(
+    "cloud_chunks",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("project", Text, nullable=False),
+    Column("chunk_id", Text, nullable=False),
+    Column("created_by", Text, nullable=False),
+    Column("client_created_at", TSTZ),
+    _created_at(),
+    Column("payload", Text, nullable=False),  # canonical JSON of the chunk document
+    Column("sessions_count", Integer, nullable=False, server_default="0"),
+    Column("observations_count", Integer, nullable=False, server_default="0"),
+    Column("prompts_count", Integer, nullable=False, server_default="0"),
+    Column("mutations_count", Integer, nullable=False, server_default="0"),
+    Column("principal_id", BigInteger),
+    UniqueConstraint("project", "chunk_id"),
+)
+
+# --- read model --------------------------------------------------------------------------------
+
+
+def _weighted(*parts: tuple[str, str]) -> str:
+    return " || ".join(
+        f"setweight(to_tsvector('{TS_CONFIG}'::regconfig, coalesce({col}, '')), '{w}')"
+        for col, w in parts
+    )
+
+
+OBSERVATION_SEARCH = _weighted(
+    ("title", "A"), ("content", "B"), ("topic_key", "C"), ("type", "C"), ("tool_name", "D")
+)
+PROMPT_SEARCH = _weighted(("content", "A"))
+
+sessions = Table(
+    "cloud_sessions",
+    metadata,
+    Column("project", Text, nullable=False),
+    Column("id", Text, nullable=False),
+    Column("directory", Text, nullable=False, server_default=""),
+    Column("started_at", Text, nullable=False),
+    Column("ended_at", Text),
+    Column("summary", Text),
+    Column("hlc", Text, nullable=False),  # '' for a stub that only holds a place
+    Column("contributor", Text, nullable=False, server_default=""),
+    Column("applied_at", TSTZ, nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("project", "id"),
+    Index(None, "project", "started_at"),
+)
+
+observations = Table(
+    "cloud_observations",
+    metadata,
+    Column("project", Text, nullable=False),
+    Column("sync_id", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("tool_name", Text),
+    Column("scope", Text, nullable=False, server_default="project"),
+    Column("topic_key", Text),
+    Column("revision_count", Integer, nullable=False, server_default="1"),
+    Column("duplicate_count", Integer, nullable=False, server_default="1"),
+    Column("last_seen_at", Text),
+    Column("created_at", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+    Column("deleted_at", Text),
+    Column("hlc", Text, nullable=False),
+    Column("contributor", Text, nullable=False, server_default=""),
+    Column("applied_at", TSTZ, nullable=False, server_default=func.now()),
+    Column("search", TSVECTOR, Computed(OBSERVATION_SEARCH, persisted=True)),
+    PrimaryKeyConstraint("project", "sync_id"),
+    Index(None, "project", "created_at"),
+    Index(None, "project", "session_id"),
+    Index("ix_cloud_observations_search", "search", postgresql_using="gin"),
+)
+
+prompts = Table(
+    "cloud_prompts",
+    metadata,
+    Column("project", Text, nullable=False),
+    Column("sync_id", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("hlc", Text, nullable=False),
+    Column("contributor", Text, nullable=False, server_default=""),
+    Column("applied_at", TSTZ, nullable=False, server_default=func.now()),
+    Column("search", TSVECTOR, Computed(PROMPT_SEARCH, persisted=True)),
+    PrimaryKeyConstraint("project", "sync_id"),
+    Index(None, "project", "session_id"),
+    Index("ix_cloud_prompts_search", "search", postgresql_using="gin"),
+)
+
+tombstones = Table(
+    "cloud_tombstones",
+    metadata,
+    Column("project", Text, nullable=False),
+    Column("entity", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("hlc", Text, nullable=False),
+    Column("deleted_at", Text),
+    PrimaryKeyConstraint("project", "entity", "key"),
+)
+
+# --- policy ------------------------------------------------------------------------------------
+
+project_controls = Table(
+    "cloud_project_controls",
+    metadata,
+    Column("project", Text, primary_key=True),
+    Column("sync_enabled", Boolean, nullable=False, server_default=text("true")),
+    Column("paused_reason", Text),
+    Column("updated_by", Text),
+    Column("updated_at", TSTZ, nullable=False, server_default=func.now()),
+)
+
+sync_audit_log = Table(
+    "cloud_sync_audit_log",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    _created_at("occurred_at"),
+    Column("contributor", Text, nullable=False),
+    Column("project", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("outcome", Text, nullable=False),
+    Column("entry_count", Integer, nullable=False, server_default="0"),
+    Column("reason_code", Text),
+    Column("principal_id", BigInteger),
+    Column("metadata", JSONB),
+    Index("ix_cloud_sync_audit_log_occurred_at", text("occurred_at DESC")),
+    Index(None, "contributor", "project"),
+    Index(None, "outcome"),
+)
+
+# --- identity ----------------------------------------------------------------------------------
+
+principals = Table(
+    "cloud_principals",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("kind", Text, nullable=False),
+    Column("username", Text, nullable=False),
+    Column("email", Text),
+    Column("display_name", Text, nullable=False),
+    Column("role", Text, nullable=False, server_default="member"),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    _created_at(),
+    Column("updated_at", TSTZ, nullable=False, server_default=func.now()),
+    UniqueConstraint("username"),
+    UniqueConstraint("email"),
+    CheckConstraint("kind IN ('human', 'service_account')", name="kind"),
+    CheckConstraint("role IN ('admin', 'member')", name="role"),
+)
+
+principal_tokens = Table(
+    "cloud_principal_tokens",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column(
+        "principal_id",
+        BigInteger,
+        ForeignKey("cloud_principals.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("token_prefix", Text, nullable=False),
+    Column("token_hash", LargeBinary, nullable=False),
+    Column("name", Text, nullable=False, server_default=""),
+    Column("created_by_principal_id", BigInteger),
+    _created_at(),
+    Column("last_used_at", TSTZ),
+    Column("revoked_at", TSTZ),
+    Column("revoked_by_principal_id", BigInteger),
+    Column("revocation_reason", Text),
+    UniqueConstraint("token_hash"),
+    Index(None, "principal_id"),
+)
+
+project_grants = Table(
+    "cloud_project_grants",
+    metadata,
+    Column(
+        "principal_id",
+        BigInteger,
+        ForeignKey("cloud_principals.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("project", Text, nullable=False),  # a project name, or * for every allowed project
+    Column("granted_by_principal_id", BigInteger),
+    _created_at(),
+    PrimaryKeyConstraint("principal_id", "project"),
+)
+
+auth_audit_log = Table(
+    "cloud_auth_audit_log",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    _created_at("occurred_at"),
+    Column("actor_principal_id", BigInteger),
+    Column("actor_source", Text, nullable=False),
+    Column("target_principal_id", BigInteger),
+    Column("project", Text),
+    Column("action", Text, nullable=False),
+    Column("outcome", Text, nullable=False),
+    Column("reason_code", Text),
+    Column("metadata", JSONB),
+    Index("ix_cloud_auth_audit_log_occurred_at", text("occurred_at DESC")),
+)
+
+login_attempts = Table(
+    "cloud_login_attempts",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("key", Text, nullable=False),  # what is rate-limited: a client address, a username…
+    _created_at("attempted_at"),
+    Column("succeeded", Boolean, nullable=False, server_default=text("false")),
+    Index(None, "key", "attempted_at"),
+)
+
+# --- fleet -------------------------------------------------------------------------------------
+
+workers = Table(
+    "cloud_workers",
+    metadata,
+    Column("origin", Text, primary_key=True),
+    Column("hostname", Text, nullable=False),
+    Column("version", Text, nullable=False, server_default=""),
+    Column("projects", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
+    Column("pending", Integer, nullable=False, server_default="0"),
+    Column("quarantined", Integer, nullable=False, server_default="0"),
+    Column("last_push_at", TSTZ),
+    Column("last_pull_at", TSTZ),
+    Column("last_seen_at", TSTZ, nullable=False, server_default=func.now()),
+    _created_at("first_seen_at"),
+    Column("status", Text, nullable=False, server_default="online"),
+    Column("principal_id", BigInteger),
+    Column("principal_name", Text, nullable=False, server_default=""),
+    Index(None, "hostname"),
+)
+
+READ_MODEL_TABLES = (sessions, observations, prompts, tombstones)
+ENTITY_TABLES = {"session": sessions, "observation": observations, "prompt": prompts}
+ENTITY_KEY = {"session": "id", "observation": "sync_id", "prompt": "sync_id"}

@@ -1,0 +1,195 @@
+"""The cloud server's settings: every ``ENGRAM_*`` variable it reads, validated once at start-up.
+
+:func:`load_settings` refuses a bad configuration with :class:`SettingsError`, whose message is
+one line naming the variable and what to do — no allowlist, a missing, weak or example JWT
+secret in authenticated mode, a shared token or an admin token together with insecure mode.
+(Whether the database answers is checked by :func:`engram_cloud.db.check_database`.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from engram.project import project_name
+
+DEFAULT_PORT = 8080
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_MAX_PUSH_BYTES = 8 * 1024 * 1024
+MAX_BATCH = 500  # mutations per push (DESIGN §5)
+DEFAULT_PULL_LIMIT = 500
+MAX_PULL_LIMIT = 1000
+MAX_WAIT_SECONDS = 30.0
+MIN_SECRET_BYTES = 32
+ALL_PROJECTS = "*"
+
+#: The placeholder written in docs/cloud.env.example and docker-compose.cloud.yml: a server
+#: started with it unchanged would sign sessions with a secret everybody knows.
+EXAMPLE_JWT_SECRET = "replace-me-with-a-random-secret-of-at-least-32-bytes"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+
+
+class SettingsError(Exception):
+    """The configuration cannot be served; the message is one line saying why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Validated server settings (build with :func:`load_settings`, or directly in tests)."""
+
+    database_url: str
+    allowed_projects: frozenset[str]
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str | None = None  # legacy shared bearer token
+    jwt_secret: str | None = None  # dashboard session signing
+    insecure: bool = False  # ENGRAM_CLOUD_INSECURE_NO_AUTH=1: no authentication at all
+    admin_token: str | None = None  # legacy dashboard/admin token
+    token_pepper: bytes = field(default=b"", repr=False)
+    max_push_bytes: int = DEFAULT_MAX_PUSH_BYTES
+    max_batch: int = MAX_BATCH
+    default_pull_limit: int = DEFAULT_PULL_LIMIT
+    max_pull_limit: int = MAX_PULL_LIMIT
+    max_wait_seconds: float = MAX_WAIT_SECONDS
+    dashboard_enable_delete: bool = False
+    pool_size: int = 10
+
+    def __post_init__(self) -> None:
+        if not self.token_pepper:
+            object.__setattr__(self, "token_pepper", derive_pepper(self.jwt_secret))
+
+    @property
+    def allows_every_project(self) -> bool:
+        return ALL_PROJECTS in self.allowed_projects
+
+    def project_allowed(self, project: str) -> bool:
+        """Whether the server allowlist admits ``project`` (already normalized, non-empty)."""
+        return bool(project) and (self.allows_every_project or project in self.allowed_projects)
+
+    @property
+    def mode(self) -> str:
+        return "insecure" if self.insecure else "authenticated"
+
+
+def derive_pepper(jwt_secret: str | None) -> bytes:
+    """The managed-token pepper when ``ENGRAM_CLOUD_TOKEN_PEPPER`` is unset: a key derived from the
+    JWT secret (never the secret itself), or a fixed development value in insecure mode."""
+    base = (jwt_secret or "engram-cloud-insecure-development").encode()
+    return hmac.new(base, b"engram-cloud-token-pepper", hashlib.sha256).digest()
+
+
+def parse_allowlist(raw: str) -> frozenset[str]:
+    """Comma list → normalized, de-duplicated names; ``*`` stands for every project."""
+    names = set()
+    for part in raw.split(","):
+        part = part.strip()
+        if part == ALL_PROJECTS:
+            names.add(ALL_PROJECTS)
+        elif part:
+            name = project_name(part)
+            if name:
+                names.add(name)
+    return frozenset(names)
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise SettingsError(f"{name} must be 1 or 0, got {env[name]!r}")
+
+
+def _int(
+    env: Mapping[str, str], name: str, default: int, minimum: int = 1, maximum: int | None = None
+) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise SettingsError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def _secret_problem(secret: str) -> str | None:
+    if secret == EXAMPLE_JWT_SECRET:
+        return "is the example value from the documentation; generate one (openssl rand -hex 32)"
+    if len(secret.encode()) < MIN_SECRET_BYTES:
+        return f"is too weak: use at least {MIN_SECRET_BYTES} bytes (openssl rand -hex 32)"
+    if len(set(secret)) < 8:
+        return "is too weak: it repeats a few characters; use a random value (openssl rand -hex 32)"
+    return None
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate the server settings from ``env`` (default: the process environment)."""
+    from engram_cloud.db import normalize_database_url
+
+    env = os.environ if env is None else env
+    raw_url = env.get("ENGRAM_DATABASE_URL", "").strip()
+    if not raw_url:
+        raise SettingsError(
+            "ENGRAM_DATABASE_URL is not set (e.g. postgresql://engram:PASSWORD@localhost/engram)"
+        )
+    database_url = normalize_database_url(raw_url)
+    insecure = _flag(env, "ENGRAM_CLOUD_INSECURE_NO_AUTH")
+    token = env.get("ENGRAM_CLOUD_TOKEN", "").strip() or None
+    admin_token = env.get("ENGRAM_CLOUD_ADMIN", "").strip() or None
+    jwt_secret = env.get("ENGRAM_JWT_SECRET", "").strip() or None
+    pepper_raw = env.get("ENGRAM_CLOUD_TOKEN_PEPPER", "").strip()
+    if insecure and token:
+        raise SettingsError(
+            "ENGRAM_CLOUD_INSECURE_NO_AUTH=1 cannot be combined with ENGRAM_CLOUD_TOKEN: "
+            "choose authenticated or insecure mode"
+        )
+    if insecure and admin_token:
+        raise SettingsError("ENGRAM_CLOUD_ADMIN is refused in insecure mode (there is no login)")
+    if not insecure:
+        if not jwt_secret:
+            raise SettingsError(
+                "ENGRAM_JWT_SECRET is required in authenticated mode (openssl rand -hex 32), "
+                "or set ENGRAM_CLOUD_INSECURE_NO_AUTH=1 for local development"
+            )
+        problem = _secret_problem(jwt_secret)
+        if problem:
+            raise SettingsError(f"ENGRAM_JWT_SECRET {problem}")
+        if admin_token and admin_token == token:
+            raise SettingsError("ENGRAM_CLOUD_ADMIN must differ from ENGRAM_CLOUD_TOKEN")
+    if pepper_raw:
+        problem = _secret_problem(pepper_raw)
+        if problem:
+            raise SettingsError(f"ENGRAM_CLOUD_TOKEN_PEPPER {problem}")
+        if pepper_raw == jwt_secret:
+            raise SettingsError("ENGRAM_CLOUD_TOKEN_PEPPER must differ from ENGRAM_JWT_SECRET")
+    allowed = parse_allowlist(env.get("ENGRAM_CLOUD_ALLOWED_PROJECTS", ""))
+    if not allowed:
+        raise SettingsError(
+            "ENGRAM_CLOUD_ALLOWED_PROJECTS is required: a comma list of project names, "
+            "or * for every project"
+        )
+    port_default = _int(env, "ENGRAM_PORT", DEFAULT_PORT, 1, 65535)
+    return Settings(
+        database_url=database_url,
+        allowed_projects=allowed,
+        host=env.get("ENGRAM_CLOUD_HOST", "").strip() or DEFAULT_HOST,
+        port=_int(env, "ENGRAM_CLOUD_PORT", port_default, 1, 65535),
+        token=token,
+        jwt_secret=jwt_secret,
+        insecure=insecure,
+        admin_token=admin_token,
+        token_pepper=pepper_raw.encode() if pepper_raw else derive_pepper(jwt_secret),
+        max_push_bytes=_int(env, "ENGRAM_CLOUD_MAX_PUSH_BYTES", DEFAULT_MAX_PUSH_BYTES, 1024),
+        dashboard_enable_delete=_flag(env, "ENGRAM_DASHBOARD_ENABLE_DELETE"),
+        pool_size=_int(env, "ENGRAM_CLOUD_DB_POOL_SIZE", 10),
+    )
