@@ -39,6 +39,10 @@ def connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Conne
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
+        # Table, indexes and FTS segments are written together: with SQLite's default 2 MB
+        # page cache they evict each other and bulk imports run 2-3x slower.
+        conn.execute("PRAGMA cache_size=-32768")
+        conn.execute("PRAGMA temp_store=MEMORY")
     except sqlite3.DatabaseError as exc:
         raise StoreUnavailableError(describe_sqlite_error(exc, path)) from exc
     return conn

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -120,170 +121,35 @@ class ExchangeMixin(StoreBase):
 
     # --- import -----------------------------------------------------------------------------
 
-    def import_data(self, data: Any) -> ImportResult:
+    def import_data(
+        self, data: Any, *, progress: Callable[[int, int], None] | None = None
+    ) -> ImportResult:
         """Import an export document in one transaction; rows whose ``sync_id`` (or session id)
-        already exists are skipped, so importing twice changes nothing."""
+        already exists are skipped, so importing twice changes nothing.
+
+        Each imported row gets its deterministic legacy journal entry (DESIGN §3), so every
+        machine importing the same file produces the same mutations. ``progress(done, total)``
+        is called every 1,000 rows.
+        """
         sections = validate_export(data)
         result = ImportResult()
-        newest = ""
+        total = sum(len(v) for v in sections.values())
         with self.db.write() as conn:
-            for item in sections["sessions"]:
-                newest = max(newest, self._import_session(conn, item, result))
-            for item in sections["observations"]:
-                newest = max(newest, self._import_observation(conn, item, result))
-            for item in sections["prompts"]:
-                newest = max(newest, self._import_prompt(conn, item, result))
-            if newest:
-                self.journal.observe(conn, newest)
+            run = _ImportRun(conn)
+            # Prompts before observations: a memory's session context includes its prompt.
+            for section, importer in (("sessions", run.session), ("prompts", run.prompt),
+                                      ("observations", run.observation)):  # fmt: skip
+                for item in sections[section]:
+                    importer(item, result)
+                    run.done += 1
+                    if progress is not None and run.done % 1000 == 0:
+                        progress(run.done, total)
+            run.flush_journal()
+            if run.newest:
+                self.journal.observe(conn, run.newest)
+        if progress is not None:
+            progress(total, total)
         return result
-
-    def _journal_legacy(
-        self,
-        conn: sqlite3.Connection,
-        entity: str,
-        op: str,
-        state: dict[str, Any],
-        updated_at: str,
-        hlc_column: str,
-    ) -> str:
-        record = legacy_record(
-            entity=entity,
-            op=op,
-            payload=state if op == "upsert" else {**state, "hard": False},
-            updated_at=updated_at,
-            project=state["project"],
-            scope=state.get("scope", "project"),
-        )
-        if not self.journal.has_mid(conn, record["mid"]):
-            self.journal.append_record(conn, record, source="local")
-        conn.execute(hlc_column, (record["hlc"], record["key"]))
-        return record["hlc"]
-
-    def _tombstoned(self, conn: sqlite3.Connection, entity: str, key: str) -> bool:
-        return (
-            conn.execute(
-                "SELECT 1 FROM sync_tombstones WHERE entity = ? AND key = ?", (entity, key)
-            ).fetchone()
-            is not None
-        )
-
-    def _import_session(self, conn, item: dict[str, Any], result: ImportResult) -> str:
-        sid = item["id"].strip()
-        if conn.execute(
-            "SELECT 1 FROM sessions WHERE id = ?", (sid,)
-        ).fetchone() or self._tombstoned(conn, "session", sid):
-            result.skipped += 1
-            return ""
-        state = {
-            "id": sid,
-            "project": project_name(item.get("project")),
-            "directory": item.get("directory") or "",
-            "started_at": item.get("started_at") or EPOCH_TEXT,
-            "ended_at": item.get("ended_at"),
-            "summary": item.get("summary"),
-        }
-        conn.execute(
-            """INSERT INTO sessions(id, project, directory, started_at, ended_at, summary)
-               VALUES (:id, :project, :directory, :started_at, :ended_at, :summary)""",
-            state,
-        )
-        result.sessions_imported += 1
-        return self._journal_legacy(
-            conn,
-            "session",
-            "upsert",
-            state,
-            state["ended_at"] or state["started_at"],
-            "UPDATE sessions SET hlc = ? WHERE id = ?",
-        )
-
-    def _import_stub_session(self, conn, session_id: str, project: str) -> None:
-        if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
-            conn.execute(
-                "INSERT INTO sessions(id, project, directory, started_at, hlc)"
-                " VALUES (?, ?, '', ?, '')",
-                (session_id, project, EPOCH_TEXT),
-            )
-
-    def _import_observation(self, conn, item: dict[str, Any], result: ImportResult) -> str:
-        sync_id = (item.get("sync_id") or "").strip() or "obs-" + secrets.token_hex(8)
-        if conn.execute(
-            "SELECT 1 FROM observations WHERE sync_id = ?", (sync_id,)
-        ).fetchone() or self._tombstoned(conn, "observation", sync_id):
-            result.skipped += 1
-            return ""
-        created = item.get("created_at") or EPOCH_TEXT
-        state = {
-            "sync_id": sync_id,
-            "session_id": item["session_id"].strip(),
-            "type": (item.get("type") or "").strip() or "manual",
-            "title": item["title"],
-            "content": item["content"],
-            "tool_name": item.get("tool_name"),
-            "project": project_name(item.get("project")),
-            "scope": normalize_scope(item.get("scope")),
-            "topic_key": normalize_topic_key(item.get("topic_key")),
-            "revision_count": max(1, item.get("revision_count") or 1),
-            "duplicate_count": max(1, item.get("duplicate_count") or 1),
-            "last_seen_at": item.get("last_seen_at"),
-            "created_at": created,
-            "updated_at": item.get("updated_at") or created,
-            "deleted_at": item.get("deleted_at"),
-        }
-        self._import_stub_session(conn, state["session_id"], state["project"])
-        conn.execute(
-            """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
-                   project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
-                   last_seen_at, created_at, updated_at, deleted_at, search_context)
-               VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
-                   :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
-                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context)""",
-            {
-                **state,
-                "normalized_hash": normalized_hash(state["content"]),
-                "search_context": session_context(conn, state["session_id"], created),
-            },
-        )
-        result.observations_imported += 1
-        op = "delete" if state["deleted_at"] else "upsert"
-        return self._journal_legacy(
-            conn,
-            "observation",
-            op,
-            state,
-            state["updated_at"],
-            "UPDATE observations SET hlc = ? WHERE sync_id = ?",
-        )
-
-    def _import_prompt(self, conn, item: dict[str, Any], result: ImportResult) -> str:
-        sync_id = (item.get("sync_id") or "").strip() or "prompt-" + secrets.token_hex(8)
-        if conn.execute(
-            "SELECT 1 FROM user_prompts WHERE sync_id = ?", (sync_id,)
-        ).fetchone() or self._tombstoned(conn, "prompt", sync_id):
-            result.skipped += 1
-            return ""
-        state = {
-            "sync_id": sync_id,
-            "session_id": item["session_id"].strip(),
-            "content": item["content"],
-            "project": project_name(item.get("project")),
-            "created_at": item.get("created_at") or EPOCH_TEXT,
-        }
-        self._import_stub_session(conn, state["session_id"], state["project"])
-        conn.execute(
-            """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at)
-               VALUES (:sync_id, :session_id, :content, :project, :created_at)""",
-            state,
-        )
-        result.prompts_imported += 1
-        return self._journal_legacy(
-            conn,
-            "prompt",
-            "upsert",
-            state,
-            state["created_at"],
-            "UPDATE user_prompts SET hlc = ? WHERE sync_id = ?",
-        )
 
     # --- canonical export -------------------------------------------------------------------
 
@@ -316,3 +182,125 @@ class ExchangeMixin(StoreBase):
             )
             document["tombstones"] = [t for t in tombstones if keep(t)]
         return orjson.dumps(document, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+
+
+class _ImportRun:
+    """One import transaction: keys already present are loaded once, journal rows are written
+    in one batch at the end, and each row costs one insert plus its session-context lookups."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.done = 0
+        self.newest = ""
+        self.records: list[tuple] = []
+        self.sessions = {r[0] for r in conn.execute("SELECT id FROM sessions")}
+        self.observations = {r[0] for r in conn.execute("SELECT sync_id FROM observations")}
+        self.prompts = {r[0] for r in conn.execute("SELECT sync_id FROM user_prompts")}
+        self.tombstones = {
+            (r[0], r[1]) for r in conn.execute("SELECT entity, key FROM sync_tombstones")
+        }
+        self.now = now_text()
+
+    def _skip(self, entity: str, key: str, present: set[str], result: ImportResult) -> bool:
+        if key in present or (entity, key) in self.tombstones:
+            result.skipped += 1
+            return True
+        present.add(key)
+        return False
+
+    def _journal(self, entity: str, op: str, state: dict[str, Any], updated_at: str) -> str:
+        record = legacy_record(
+            entity=entity, op=op, payload=state if op == "upsert" else {**state, "hard": False},
+            updated_at=updated_at, project=state["project"], scope=state.get("scope", "project"),
+        )  # fmt: skip
+        self.records.append(
+            (record["mid"], record["hlc"], record["origin"], entity, record["key"], op,
+             record["project"], record["scope"], orjson.dumps(record).decode(), self.now)
+        )  # fmt: skip
+        self.newest = max(self.newest, record["hlc"])
+        return record["hlc"]
+
+    def flush_journal(self) -> None:
+        self.conn.executemany(
+            """INSERT OR IGNORE INTO sync_journal(mid, hlc, origin, entity, key, op, project,
+                   scope, record, source, recorded_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'local', ?)""",
+            self.records,
+        )
+        self.records.clear()
+
+    def _stub_session(self, session_id: str, project: str) -> None:
+        if session_id not in self.sessions and ("session", session_id) not in self.tombstones:
+            self.conn.execute(
+                "INSERT INTO sessions(id, project, directory, started_at, hlc) VALUES (?, ?, '', ?, '')",
+                (session_id, project, EPOCH_TEXT),
+            )
+            self.sessions.add(session_id)
+
+    def session(self, item: dict[str, Any], result: ImportResult) -> None:
+        sid = item["id"].strip()
+        if self._skip("session", sid, self.sessions, result):
+            return
+        state = {
+            "id": sid, "project": project_name(item.get("project")),
+            "directory": item.get("directory") or "",
+            "started_at": item.get("started_at") or EPOCH_TEXT,
+            "ended_at": item.get("ended_at"), "summary": item.get("summary"),
+        }  # fmt: skip
+        hlc = self._journal("session", "upsert", state, state["ended_at"] or state["started_at"])
+        self.conn.execute(
+            """INSERT INTO sessions(id, project, directory, started_at, ended_at, summary, hlc)
+               VALUES (:id, :project, :directory, :started_at, :ended_at, :summary, :hlc)""",
+            {**state, "hlc": hlc},
+        )
+        result.sessions_imported += 1
+
+    def observation(self, item: dict[str, Any], result: ImportResult) -> None:
+        sync_id = (item.get("sync_id") or "").strip() or "obs-" + secrets.token_hex(8)
+        if self._skip("observation", sync_id, self.observations, result):
+            return
+        created = item.get("created_at") or EPOCH_TEXT
+        state = {
+            "sync_id": sync_id, "session_id": item["session_id"].strip(),
+            "type": (item.get("type") or "").strip() or "manual",
+            "title": item["title"], "content": item["content"],
+            "tool_name": item.get("tool_name"), "project": project_name(item.get("project")),
+            "scope": normalize_scope(item.get("scope")),
+            "topic_key": normalize_topic_key(item.get("topic_key")),
+            "revision_count": max(1, item.get("revision_count") or 1),
+            "duplicate_count": max(1, item.get("duplicate_count") or 1),
+            "last_seen_at": item.get("last_seen_at"), "created_at": created,
+            "updated_at": item.get("updated_at") or created, "deleted_at": item.get("deleted_at"),
+        }  # fmt: skip
+        self._stub_session(state["session_id"], state["project"])
+        op = "delete" if state["deleted_at"] else "upsert"
+        hlc = self._journal("observation", op, state, state["updated_at"])
+        self.conn.execute(
+            """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
+                   project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
+                   last_seen_at, created_at, updated_at, deleted_at, search_context, hlc)
+               VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
+                   :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
+                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context, :hlc)""",
+            {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
+             "search_context": session_context(self.conn, state["session_id"], created)},
+        )  # fmt: skip
+        result.observations_imported += 1
+
+    def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
+        sync_id = (item.get("sync_id") or "").strip() or "prompt-" + secrets.token_hex(8)
+        if self._skip("prompt", sync_id, self.prompts, result):
+            return
+        state = {
+            "sync_id": sync_id, "session_id": item["session_id"].strip(),
+            "content": item["content"], "project": project_name(item.get("project")),
+            "created_at": item.get("created_at") or EPOCH_TEXT,
+        }  # fmt: skip
+        self._stub_session(state["session_id"], state["project"])
+        hlc = self._journal("prompt", "upsert", state, state["created_at"])
+        self.conn.execute(
+            """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)
+               VALUES (:sync_id, :session_id, :content, :project, :created_at, :hlc)""",
+            {**state, "hlc": hlc},
+        )
+        result.prompts_imported += 1

@@ -179,6 +179,7 @@ class Journal:
         *,
         source: str,
         text: str | None = None,
+        record_delivery: bool = True,
     ) -> int:
         """Journal a record; ``text`` keeps the exact bytes received from elsewhere."""
         cursor = conn.execute(
@@ -200,7 +201,7 @@ class Journal:
             ),
         )
         seq = int(cursor.lastrowid or 0)
-        if source != "local":
+        if source != "local" and record_delivery:
             # Arrived through a target: that target already holds it, never send it back.
             conn.execute(
                 "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",

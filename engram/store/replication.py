@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from engram.errors import InvalidMutationError
-from engram.store.base import StoreBase
+from engram.store.base import TABLES, StoreBase
 from engram.store.models import ApplyResult
 from engram.store.mutation import EPOCH_TEXT, KEY_FIELD, full_state, hlc_text, validate_record
 from engram.store.observations import session_context
@@ -57,67 +57,99 @@ class ReplicationMixin(StoreBase):
             return result
         newest = max(record["hlc"] for record, _ in parsed)
         with self.db.write() as conn:
+            batch = _ApplyBatch(self, conn, source)
             for record, text in parsed:
-                self._apply_one(conn, record, text, source, result)
+                batch.apply(record, text, result)
+            batch.finish()
             self.journal.observe(conn, newest)
         return result
 
-    def _apply_one(
-        self,
-        conn: sqlite3.Connection,
-        record: dict[str, Any],
-        text: str | None,
-        source: str,
-        result: ApplyResult,
-    ) -> None:
-        known = conn.execute(
+
+class _ApplyBatch:
+    """Applying one batch: every mutation costs a duplicate check, a clock lookup, its journal
+    row and its state write; deliveries are recorded together at the end."""
+
+    def __init__(self, store: ReplicationMixin, conn: sqlite3.Connection, source: str) -> None:
+        self.store = store
+        self.conn = conn
+        self.source = source
+        self.delivered: list[int] = []
+        self.sessions: set[str] = set()  # session ids known to exist (or be tombstoned)
+        self.now = now_text()
+
+    def finish(self) -> None:
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
+            [(self.source, seq, self.now) for seq in self.delivered],
+        )
+
+    def _journal(self, record: dict[str, Any], text: str | None) -> None:
+        seq = self.store.journal.append_record(
+            self.conn, record, source=self.source, text=text, record_delivery=False
+        )
+        self.delivered.append(seq)
+
+    def _version(self, entity: str, key: str) -> tuple[str, str | None]:
+        """The winning clock of an entity and where it lives: ``row``, ``tombstone`` or None."""
+        row = self.conn.execute(
+            f"SELECT hlc FROM {TABLES[entity]} WHERE {KEY_FIELD[entity]} = ?", (key,)
+        ).fetchone()
+        if row is not None:
+            return str(row[0]), "row"
+        row = self.conn.execute(
+            "SELECT hlc FROM sync_tombstones WHERE entity = ? AND key = ?", (entity, key)
+        ).fetchone()
+        return ("", None) if row is None else (str(row[0]), "tombstone")
+
+    def apply(self, record: dict[str, Any], text: str | None, result: ApplyResult) -> None:
+        known = self.conn.execute(
             "SELECT seq FROM sync_journal WHERE mid = ?", (record["mid"],)
         ).fetchone()
         if known is not None:
-            conn.execute(
-                "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
-                (source, known[0], now_text()),
-            )
+            self.delivered.append(int(known[0]))
             result.duplicates += 1
             return
         entity, key, hlc = record["entity"], record["key"], record["hlc"]
-        current = self._current_hlc(conn, entity, key)
-        self.journal.append_record(conn, record, source=source, text=text)
+        current, where = self._version(entity, key)
+        self._journal(record, text)
         if hlc <= current:
             result.stale += 1
             return
+        if where == "tombstone":
+            self.conn.execute(
+                "DELETE FROM sync_tombstones WHERE entity = ? AND key = ?", (entity, key)
+            )
         state = full_state(record)
         if record["op"] == "delete" and state is None:
-            self._apply_delete(conn, record)
+            self._delete(record, exists=where == "row")
         else:
             assert state is not None
-            self._write_state(conn, entity, state, hlc)
+            self._write(entity, state, hlc, exists=where == "row")
         result.applied += 1
         attr = {"session": "sessions", "observation": "observations", "prompt": "prompts"}[entity]
         setattr(result, attr, getattr(result, attr) + 1)
 
-    def _ensure_stub_session(self, conn: sqlite3.Connection, session_id: str, project: str) -> None:
+    def _stub_session(self, session_id: str, project: str) -> None:
         """A mutation may arrive before its session: hold its place with a stub at the lowest
         clock, which the real session then overwrites."""
-        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+        if session_id in self.sessions:
             return
-        if conn.execute(
+        self.sessions.add(session_id)
+        if self.conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            return
+        if self.conn.execute(
             "SELECT 1 FROM sync_tombstones WHERE entity = 'session' AND key = ?", (session_id,)
         ).fetchone():
             return
-        conn.execute(
+        self.conn.execute(
             "INSERT INTO sessions(id, project, directory, started_at, hlc) VALUES (?, ?, '', ?, '')",
             (session_id, project, STUB_STARTED_AT),
         )
 
-    def _write_state(
-        self, conn: sqlite3.Connection, entity: str, state: dict[str, Any], hlc: str
-    ) -> None:
-        key_field = KEY_FIELD[entity]
-        conn.execute(
-            "DELETE FROM sync_tombstones WHERE entity = ? AND key = ?", (entity, state[key_field])
-        )
+    def _write(self, entity: str, state: dict[str, Any], hlc: str, *, exists: bool) -> None:
+        conn = self.conn
         if entity == "session":
+            self.sessions.add(state["id"])
             conn.execute(
                 """INSERT INTO sessions(id, project, directory, started_at, ended_at, summary, hlc)
                    VALUES (:id, :project, :directory, :started_at, :ended_at, :summary, :hlc)
@@ -128,7 +160,7 @@ class ReplicationMixin(StoreBase):
                 {**state, "hlc": hlc},
             )
             return
-        self._ensure_stub_session(conn, state["session_id"], state["project"])
+        self._stub_session(state["session_id"], state["project"])
         if entity == "prompt":
             conn.execute(
                 """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)
@@ -140,9 +172,6 @@ class ReplicationMixin(StoreBase):
             )
             return
         values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
-        exists = conn.execute(
-            "SELECT 1 FROM observations WHERE sync_id = ?", (state["sync_id"],)
-        ).fetchone()
         if exists:
             conn.execute(
                 """UPDATE observations SET session_id = :session_id, type = :type,
@@ -155,41 +184,35 @@ class ReplicationMixin(StoreBase):
                    WHERE sync_id = :sync_id""",
                 values,
             )
-        else:
-            values["search_context"] = session_context(
-                conn, state["session_id"], state["created_at"]
-            )
-            conn.execute(
-                """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
-                       project, scope, topic_key, normalized_hash, revision_count,
-                       duplicate_count, last_seen_at, created_at, updated_at, deleted_at,
-                       search_context, hlc)
-                   VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
-                       :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
-                       :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
-                       :hlc)""",
-                values,
-            )
+            return
+        values["search_context"] = session_context(conn, state["session_id"], state["created_at"])
+        conn.execute(
+            """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
+                   project, scope, topic_key, normalized_hash, revision_count,
+                   duplicate_count, last_seen_at, created_at, updated_at, deleted_at,
+                   search_context, hlc)
+               VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
+                   :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
+                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
+                   :hlc)""",
+            values,
+        )
 
-    def _apply_delete(self, conn: sqlite3.Connection, record: dict[str, Any]) -> None:
+    def _delete(self, record: dict[str, Any], *, exists: bool) -> None:
         """A hard delete, or a soft delete that carries only key fields."""
         entity, key, hlc = record["entity"], record["key"], record["hlc"]
         payload = record["payload"]
         deleted_at = payload.get("deleted_at") or hlc_text(hlc)
         hard = entity != "observation" or bool(payload.get("hard", False))
-        if entity == "observation" and not hard:
-            row = conn.execute("SELECT 1 FROM observations WHERE sync_id = ?", (key,)).fetchone()
-            if row is not None:
-                conn.execute(
-                    """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?
-                       WHERE sync_id = ?""",
-                    (deleted_at, deleted_at, hlc, key),
-                )
-                return
-        else:
-            table = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
-            conn.execute(f"DELETE FROM {table[entity]} WHERE {KEY_FIELD[entity]} = ?", (key,))
-        conn.execute(
+        if not hard and exists:
+            self.conn.execute(
+                "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE sync_id = ?",
+                (deleted_at, deleted_at, hlc, key),
+            )
+            return
+        if exists:
+            self.conn.execute(f"DELETE FROM {TABLES[entity]} WHERE {KEY_FIELD[entity]} = ?", (key,))
+        self.conn.execute(
             """INSERT INTO sync_tombstones(entity, key, hlc, project, deleted_at)
                VALUES (?, ?, ?, ?, ?)
                ON CONFLICT(entity, key) DO UPDATE SET hlc = excluded.hlc,

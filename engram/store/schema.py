@@ -60,8 +60,7 @@ CREATE INDEX IF NOT EXISTS observations_project ON observations(project, created
 CREATE INDEX IF NOT EXISTS observations_created ON observations(created_at DESC);
 CREATE INDEX IF NOT EXISTS observations_topic
     ON observations(topic_key, project, scope, updated_at DESC);
-CREATE INDEX IF NOT EXISTS observations_dedupe
-    ON observations(normalized_hash, project, scope, type, title, created_at DESC);
+CREATE INDEX IF NOT EXISTS observations_dedupe ON observations(normalized_hash, project);
 
 CREATE TABLE IF NOT EXISTS user_prompts (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
