@@ -8,6 +8,7 @@ command picks a *transport* (git today) and an *action*; each pair has its own h
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -121,10 +122,13 @@ def git_import(args: argparse.Namespace) -> int:
         shown = sync.dir.display()
     data = report.to_dict()
     lines: list[str] = []
-    if report.manifest_rebuilt and report.warnings:
-        lines.append("Note: manifest.json was out of date or damaged; rebuilt from the chunks.")
     for warning in report.warnings:
-        lines.append(f"  {warning}")
+        lines.append(f"Note: {warning}")
+    if report.manifest_rebuilt:
+        lines.append(
+            f"manifest.json had git conflict markers and was rebuilt from the chunks: "
+            f"'git add {os.path.join(shown, 'manifest.json')}' to finish the merge."
+        )
     if not report.chunks_imported and not report.failures:
         lines.append("Already up to date — no new chunks to import.")
         if report.chunks_already:

@@ -7,7 +7,9 @@ these; so can any other face).
   marks the mutations they share with the local journal as held, so a mutation that reached this
   machine by another route (the cloud) is not written into the directory a second time.
 * **Import** applies every chunk not applied yet, one transaction per chunk, after checking its
-  hash; a bad chunk is reported by name and skipped, the others still import.
+  hash; a bad chunk is reported by name and skipped, the others still import. It changes no
+  tracked file, except a manifest that git left with conflict markers (rebuilt: that is the
+  resolution). Export rebuilds the manifest every time.
 * **Status** reports chunks, what is applied and pending, and contributors.
 
 The directory is the truth: if a chunk this machine recorded has vanished from it (a branch
@@ -451,7 +453,11 @@ class GitSync:
                 for chunk in pending:
                     self._apply(chunk, report)
                     advance(chunk.header.counts.get("mutations", 0) if chunk.header else 0)
-            report.manifest_rebuilt = self._rebuild_manifest(listed)
+            if manifest.state == "conflicted":
+                # git stopped on it anyway: rebuilding it is the resolution (then `git add`).
+                # Otherwise import leaves tracked files alone, so a pull right after an import
+                # never finds local changes in the way; the next export rewrites the index.
+                report.manifest_rebuilt = self._rebuild_manifest(listed)
         return report
 
     def _apply(self, chunk: ListedChunk, report: ImportReport) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from engram.store import Store
@@ -40,3 +41,65 @@ def pull(source: SyncDir, destination: SyncDir) -> list[str]:
             target.write_bytes(path.read_bytes())
             copied.append(path.name)
     return copied
+
+
+def synthetic_records(count: int, *, project: str = "acme", size: int = 800) -> list[str]:
+    """``count`` observation mutations of another replica (one session), as chunk lines: a
+    quick way to give a store a large journal."""
+    from engram.store.mutation import build_record, format_hlc, new_mid, new_origin
+
+    origin = new_origin()
+    session = {
+        "id": "s-synthetic",
+        "project": project,
+        "directory": "/src",
+        "started_at": "2026-01-01 00:00:00",
+        "ended_at": None,
+        "summary": None,
+    }
+    records = [
+        build_record(
+            mid=new_mid(),
+            hlc=format_hlc(1_700_000_000_000, 0, origin),
+            origin=origin,
+            entity="session",
+            key="s-synthetic",
+            op="upsert",
+            project=project,
+            scope="project",
+            payload=session,
+        )
+    ]
+    for i in range(count - 1):
+        key = f"obs-{i:016x}"
+        payload = {
+            "sync_id": key,
+            "session_id": "s-synthetic",
+            "type": "discovery",
+            "title": f"synthetic memory {i}",
+            "content": f"number {i} " + "z" * size,
+            "tool_name": None,
+            "project": project,
+            "scope": "project",
+            "topic_key": None,
+            "revision_count": 1,
+            "duplicate_count": 1,
+            "last_seen_at": None,
+            "created_at": "2026-01-01 00:00:00",
+            "updated_at": "2026-01-01 00:00:00",
+            "deleted_at": None,
+        }
+        records.append(
+            build_record(
+                mid=new_mid(),
+                hlc=format_hlc(1_700_000_000_001 + i, 0, origin),
+                origin=origin,
+                entity="observation",
+                key=key,
+                op="upsert",
+                project=project,
+                scope="project",
+                payload=payload,
+            )
+        )
+    return [orjson.dumps(r).decode() for r in records]
