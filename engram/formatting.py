@@ -35,7 +35,16 @@ def save_result(result: SaveResult) -> str:
     return "\n".join(lines)
 
 
-def search_results(query: str, results: Sequence[Observation], preview_bytes: int = 300) -> str:
+CUT_PREVIEW_HINT = "Previews are cut: fetch a memory's full text by its #id."
+
+
+def search_results(
+    query: str,
+    results: Sequence[Observation],
+    preview_bytes: int = 300,
+    cut_hint: str = CUT_PREVIEW_HINT,
+) -> str:
+    """Numbered results with previews; ``cut_hint`` ends the text when a preview was cut."""
     if not results:
         return f"No memories found for: {quoted(query)}"
     lines = [f"Found {len(results)} memories:", ""]
@@ -52,7 +61,7 @@ def search_results(query: str, results: Sequence[Observation], preview_bytes: in
             "",
         ]
     if cut_any:
-        lines.append("Previews are cut: fetch a memory's full text by its #id.")
+        lines.append(cut_hint)
     return "\n".join(lines).rstrip() + "\n"
 
 
