@@ -1,0 +1,100 @@
+"""``engram mcp`` (the MCP stdio server), ``engram setup <agent>`` and ``engram protocol``.
+
+Handlers import their modules lazily: the MCP SDK is only loaded by ``engram mcp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from engram.cli.common import add_json_flag, emit
+
+AGENT_HELP = "claude-code, claude-desktop, codex, gemini-cli, opencode, cursor or vscode"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help="run the MCP server for agents (stdio)",
+        description="Serve the mem_* tools over MCP on standard input/output. Agents start "
+        "this command themselves: see 'engram setup'.",
+    )
+    p.add_argument(
+        "--tools",
+        default="",
+        metavar="LIST",
+        help="tools to expose: profiles agent, admin, all (default) and/or tool names, "
+        "comma-separated",
+    )
+    p.add_argument(
+        "--project",
+        help="save to this project instead of the one detected from the working directory "
+        "(also ENGRAM_PROJECT)",
+    )
+    p.set_defaults(func=cmd_mcp)
+
+    p = sub.add_parser(
+        "setup",
+        help="add Engram's MCP server to an agent's configuration",
+        description=f"Write Engram's MCP server entry into the agent's config file ({AGENT_HELP})"
+        ", keeping the rest of the file and a .bak copy. Without an agent, list them.",
+    )
+    p.add_argument("agent", nargs="?", help=AGENT_HELP)
+    p.add_argument(
+        "--print",
+        dest="print_only",
+        action="store_true",
+        help="show the entry and where it goes; change nothing",
+    )
+    p.add_argument("--config", metavar="PATH", help="edit this file instead of the default one")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_setup)
+
+    p = sub.add_parser(
+        "protocol",
+        help="print the memory protocol for an agent's instructions file",
+        description="Print the instructions that teach an agent when to save and how to search "
+        "(append them to CLAUDE.md, AGENTS.md, GEMINI.md…).",
+    )
+    add_json_flag(p)
+    p.set_defaults(func=cmd_protocol)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from engram import mcp_server
+
+    mcp_server.run(tools=args.tools, project=args.project)
+    return 0
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from engram import agent_setup
+
+    if not args.agent:
+        command = agent_setup.server_command()
+        rows = [
+            {
+                "agent": agent.key,
+                "name": agent.name,
+                "path": str(agent.config_path()),
+                "status": agent_setup.status(agent, command=command),
+            }
+            for agent in agent_setup.AGENTS.values()
+        ]
+        width = max(len(r["agent"]) for r in rows)
+        human = "\n".join(
+            f"{r['agent'].ljust(width)}  {r['status']:<31}  {r['path']}" for r in rows
+        )
+        human += "\n\nRun 'engram setup <agent>' to configure one (--print to preview)."
+        emit(args, human, {"agents": rows})
+        return 0
+    result = agent_setup.setup(args.agent, config=args.config, print_only=args.print_only)
+    emit(args, result.message(), result.to_dict())
+    return 0
+
+
+def cmd_protocol(args: argparse.Namespace) -> int:
+    from engram.protocol import PROTOCOL
+
+    emit(args, PROTOCOL, {"protocol": PROTOCOL})
+    return 0
