@@ -85,7 +85,12 @@ class _ApplyBatch:
 
     def _journal(self, record: dict[str, Any], text: str | None) -> None:
         seq = self.store.journal.append_record(
-            self.conn, record, source=self.source, text=text, record_delivery=False
+            self.conn,
+            record,
+            source=self.source,
+            text=text,
+            record_delivery=False,
+            recorded_at=self.now,
         )
         self.delivered.append(seq)
 
