@@ -29,13 +29,13 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from litestar import Controller, Litestar, Request, Response, delete, get, patch, post
 from litestar.connection import ASGIConnection
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
-from litestar.params import Parameter
+from litestar.params import FromPath, FromQuery, JSONBody, PathParameter, QueryParameter
 
 from engram import __version__
 from engram.config import Config
@@ -113,27 +113,34 @@ class ServerContext:
 
 # --- shared parameter types ---------------------------------------------------------------------
 
-Project = Annotated[str | None, Parameter(description="only this project (normalized)")]
+StoreArg = NamedDependency[Store]
+ServerArg = NamedDependency[ServerContext]
+
+Project = Annotated[str | None, QueryParameter(description="only this project (normalized)")]
 # `scope` is litestar's name for the ASGI scope, so the Python name differs from the query key.
 ScopeFilter = Annotated[
-    Literal["project", "personal"] | None, Parameter(query="scope", description="only this scope")
+    Literal["project", "personal"] | None,
+    QueryParameter(name="scope", description="only this scope"),
 ]
-TypeFilter = Annotated[str | None, Parameter(description="only this memory type")]
-Since = Annotated[str | None, Parameter(description="created on or after (YYYY-MM-DD or RFC 3339)")]
+TypeFilter = Annotated[str | None, QueryParameter(description="only this memory type")]
+Since = Annotated[
+    str | None, QueryParameter(description="created on or after (YYYY-MM-DD or RFC 3339)")
+]
 Until = Annotated[
-    str | None, Parameter(description="created on or before (YYYY-MM-DD or RFC 3339)")
+    str | None, QueryParameter(description="created on or before (YYYY-MM-DD or RFC 3339)")
 ]
-Offset = Annotated[int, Parameter(ge=0, le=MAX_INT, description="rows to skip")]
+Offset = Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="rows to skip")]
 MatchMode = Annotated[
-    Literal["any", "all"], Parameter(description="any word (ranked, default) or all words")
+    Literal["any", "all"], QueryParameter(description="any word (ranked, default) or all words")
 ]
-ObservationId = Annotated[int, Parameter(ge=1, le=MAX_INT, description="the memory's #id")]
-PromptId = Annotated[int, Parameter(ge=1, le=MAX_INT, description="the prompt's #id")]
+ObservationId = Annotated[int, PathParameter(ge=1, le=MAX_INT, description="the memory's #id")]
+PromptId = Annotated[int, PathParameter(ge=1, le=MAX_INT, description="the prompt's #id")]
+SessionId = FromPath[str]
 
 
 def _limit(default: int, maximum: int = LIST_MAX, note: str = "") -> Any:
     return Annotated[
-        int, Parameter(ge=1, le=maximum, description=f"how many (default {default}){note}")
+        int, QueryParameter(ge=1, le=maximum, description=f"how many (default {default}){note}")
     ]
 
 
@@ -179,7 +186,7 @@ def _current_project(config: Config) -> ProjectResolution:
 
 
 @_get("/health", tags=["server"], responses=_errors(), summary="Is the server up?")
-def health(store: Store) -> Health:
+def health(store: StoreArg) -> Health:
     store.count_sessions()  # touches the database: a broken store answers 503, not "ok"
     return Health(status="ok", service="engram", version=__version__, instance_id=store.origin)
 
@@ -189,7 +196,7 @@ class SessionRoutes(Controller):
     tags: ClassVar[list[str]] = ["sessions"]
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Start a session")
-    def create(self, store: Store, data: SessionCreate) -> SessionStatus:
+    def create(self, store: StoreArg, data: JSONBody[SessionCreate]) -> SessionStatus:
         """Create a session, or fill in the blank project/directory of an existing one."""
         session = store.create_session(data.id, data.project, data.directory)
         return SessionStatus(id=session.id, status="created")
@@ -200,14 +207,16 @@ class SessionRoutes(Controller):
         responses=_errors(400, 404, 413),
         summary="End a session",
     )
-    def end(self, store: Store, session_id: str, data: SessionEnd | None = None) -> SessionStatus:
+    def end(
+        self, store: StoreArg, session_id: SessionId, data: JSONBody[SessionEnd | None] = None
+    ) -> SessionStatus:
         session = store.end_session(session_id, data.summary if data else None)
         return SessionStatus(id=session.id, status="completed")
 
     @_get("/recent", responses=_errors(400), summary="Recently active sessions")
     def recent(
         self,
-        store: Store,
+        store: StoreArg,
         project: Project = None,
         since: Since = None,
         until: Until = None,
@@ -218,7 +227,7 @@ class SessionRoutes(Controller):
         return many(sessions, SessionOut)
 
     @_get("/{session_id:str}", responses=_errors(400, 404), summary="A session and its memories")
-    def detail(self, store: Store, session_id: str) -> SessionDetail:
+    def detail(self, store: StoreArg, session_id: SessionId) -> SessionDetail:
         session = store.get_session(session_id)
         return SessionDetail(
             session=to_wire(session, SessionOut),
@@ -232,7 +241,7 @@ class ObservationRoutes(Controller):
     tags: ClassVar[list[str]] = ["observations"]
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save a memory")
-    def create(self, store: Store, data: ObservationCreate) -> ObservationSaved:
+    def create(self, store: StoreArg, data: JSONBody[ObservationCreate]) -> ObservationSaved:
         """Same topic key ⇒ that memory is updated; same content within 15 minutes ⇒ a
         duplicate is counted; otherwise a new memory."""
         result = store.add_observation(
@@ -263,7 +272,7 @@ class ObservationRoutes(Controller):
         responses=_errors(400, 413),
         summary="Save the items of a 'Key Learnings' section",
     )
-    def passive(self, store: Store, data: PassiveCapture) -> PassiveResultOut:
+    def passive(self, store: StoreArg, data: JSONBody[PassiveCapture]) -> PassiveResultOut:
         result = store.capture_passive(
             data.content, session_id=data.session_id, project=data.project, source=data.source
         )
@@ -272,7 +281,7 @@ class ObservationRoutes(Controller):
     @_get("/recent", responses=_errors(400), summary="Newest memories")
     def recent(
         self,
-        store: Store,
+        store: StoreArg,
         project: Project = None,
         scope_filter: ScopeFilter = None,
         type: TypeFilter = None,
@@ -288,7 +297,7 @@ class ObservationRoutes(Controller):
     @_get("/", responses=_errors(400), summary="Memories, newest first, a page at a time")
     def page(
         self,
-        store: Store,
+        store: StoreArg,
         project: Project = None,
         scope_filter: ScopeFilter = None,
         type: TypeFilter = None,
@@ -306,7 +315,7 @@ class ObservationRoutes(Controller):
         )
 
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
-    def one(self, store: Store, observation_id: ObservationId) -> ObservationOut:
+    def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
         return to_wire(store.get_observation(observation_id), ObservationOut)
 
     @_patch(
@@ -315,7 +324,7 @@ class ObservationRoutes(Controller):
         summary="Change some fields of a memory",
     )
     def update(
-        self, store: Store, observation_id: ObservationId, data: ObservationPatch
+        self, store: StoreArg, observation_id: ObservationId, data: JSONBody[ObservationPatch]
     ) -> ObservationOut:
         changed = store.update_observation(
             observation_id,
@@ -332,8 +341,8 @@ class ObservationRoutes(Controller):
 
 @_get("/search", tags=["search"], responses=_errors(400), summary="Search memories")
 def search(
-    store: Store,
-    q: Annotated[str, Parameter(description="words or a question; FTS syntax is just text")],
+    store: StoreArg,
+    q: Annotated[str, QueryParameter(description="words or a question; FTS syntax is just text")],
     type: TypeFilter = None,
     project: Project = None,
     scope_filter: ScopeFilter = None,
@@ -364,10 +373,12 @@ def search(
     summary="Memories saved around one, in its session",
 )
 def timeline(
-    store: Store,
-    observation_id: ObservationId,
-    before: Annotated[int, Parameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
-    after: Annotated[int, Parameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
+    store: StoreArg,
+    observation_id: Annotated[
+        int, QueryParameter(ge=1, le=MAX_INT, description="the memory to center on")
+    ],
+    before: Annotated[int, QueryParameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
+    after: Annotated[int, QueryParameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
 ) -> TimelineOut:
     return to_wire(store.timeline(observation_id, before, after), TimelineOut)
 
@@ -377,21 +388,21 @@ class PromptRoutes(Controller):
     tags: ClassVar[list[str]] = ["prompts"]
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save what the user asked")
-    def create(self, store: Store, data: PromptCreate) -> PromptSaved:
+    def create(self, store: StoreArg, data: JSONBody[PromptCreate]) -> PromptSaved:
         prompt = store.add_prompt(data.content, session_id=data.session_id, project=data.project)
         return PromptSaved(id=prompt.id, status="saved", prompt=to_wire(prompt, PromptOut))
 
     @_get("/recent", responses=_errors(400), summary="Newest prompts")
     def recent(
-        self, store: Store, project: Project = None, limit: RecentLimit = 20, offset: Offset = 0
+        self, store: StoreArg, project: Project = None, limit: RecentLimit = 20, offset: Offset = 0
     ) -> list[PromptOut]:
         return many(store.recent_prompts(project, limit, offset=offset), PromptOut)
 
     @_get("/search", responses=_errors(400), summary="Search prompts")
     def search(
         self,
-        store: Store,
-        q: str,
+        store: StoreArg,
+        q: FromQuery[str],
         project: Project = None,
         limit: SearchLimit = 10,
         match_mode: MatchMode = "any",
@@ -401,7 +412,7 @@ class PromptRoutes(Controller):
 
 
 SectionLimit = Annotated[
-    int, Parameter(ge=-1, le=500, description="0: the default, -1: leave the section out")
+    int, QueryParameter(ge=-1, le=500, description="0: the default, -1: leave the section out")
 ]
 
 
@@ -412,19 +423,19 @@ SectionLimit = Annotated[
     summary="Recent sessions, prompts and memories as markdown",
 )
 def context(
-    store: Store,
-    project: Annotated[str | None, Parameter(description="default: every project")] = None,
+    store: StoreArg,
+    project: Annotated[str | None, QueryParameter(description="default: every project")] = None,
     scope_filter: ScopeFilter = None,
     max_bytes: Annotated[
         int | None,
-        Parameter(
+        QueryParameter(
             ge=1, le=MAX_INT, description=f"cap the text's size (at most {CONTEXT_MAX_BYTES})"
         ),
     ] = None,
     sessions: SectionLimit = 0,
     observations: SectionLimit = 0,
     prompts: SectionLimit = 0,
-    compact: bool = False,
+    compact: FromQuery[bool] = False,
 ) -> ContextOut:
     text = store.context(
         project,
@@ -439,12 +450,12 @@ def context(
 
 
 @_get("/stats", tags=["projects"], responses=_errors(400), summary="How much is stored")
-def stats(store: Store, project: Project = None) -> StatsOut:
+def stats(store: StoreArg, project: Project = None) -> StatsOut:
     return to_wire(store.stats(project), StatsOut)
 
 
 @_get("/projects", tags=["projects"], responses=_errors(), summary="Projects with their counts")
-def projects(store: Store) -> ProjectList:
+def projects(store: StoreArg) -> ProjectList:
     found = many(store.list_projects(), ProjectInfoOut)
     return ProjectList(projects=found, count=len(found))
 
@@ -455,7 +466,7 @@ def projects(store: Store) -> ProjectList:
     responses=_errors(),
     summary="The project of the server's working directory",
 )
-def current_project(server: ServerContext) -> CurrentProject:
+def current_project(server: ServerArg) -> CurrentProject:
     return to_wire(_current_project(server.config).to_dict(), CurrentProject)
 
 
@@ -466,7 +477,7 @@ def current_project(server: ServerContext) -> CurrentProject:
     responses=_errors(400, 413),
     summary="Suggest a topic key for a memory",
 )
-def suggest_topic(data: TopicKeyRequest) -> TopicKey:
+def suggest_topic(data: JSONBody[TopicKeyRequest]) -> TopicKey:
     from engram.text import suggest_topic_key
 
     if not data.title.strip() and not data.content.strip():
@@ -476,10 +487,12 @@ def suggest_topic(data: TopicKeyRequest) -> TopicKey:
 
 @_get("/sync/status", tags=["sync"], responses=_errors(400), summary="Cloud sync state")
 def sync_state(
-    store: Store,
-    server: ServerContext,
-    project: Annotated[str | None, Parameter(description="default: the current project")] = None,
-    all_projects: bool = False,
+    store: StoreArg,
+    server: ServerArg,
+    project: Annotated[
+        str | None, QueryParameter(description="default: the current project")
+    ] = None,
+    all_projects: FromQuery[bool] = False,
 ) -> SyncStatus:
     if all_projects:
         raise ProjectResolutionError(
@@ -499,7 +512,7 @@ def sync_state(
     responses=_errors(400, 401, 404, 409),
     summary="Delete a session (refused while memories reference it)",
 )
-def delete_session(store: Store, session_id: str) -> SessionStatus:
+def delete_session(store: StoreArg, session_id: SessionId) -> SessionStatus:
     store.delete_session(session_id)
     return SessionStatus(id=session_id, status="deleted")
 
@@ -511,9 +524,9 @@ def delete_session(store: Store, session_id: str) -> SessionStatus:
     summary="Delete a memory (soft by default)",
 )
 def delete_observation(
-    store: Store,
+    store: StoreArg,
     observation_id: ObservationId,
-    hard: Annotated[bool, Parameter(description="remove it for good")] = False,
+    hard: Annotated[bool, QueryParameter(description="remove it for good")] = False,
 ) -> ObservationDeleted:
     gone = store.delete_observation(observation_id, hard=hard)
     return ObservationDeleted(id=gone.id, status="deleted", hard_delete=hard)
@@ -525,7 +538,7 @@ def delete_observation(
     responses=_errors(400, 401, 404),
     summary="Delete a prompt",
 )
-def delete_prompt(store: Store, prompt_id: PromptId) -> PromptDeleted:
+def delete_prompt(store: StoreArg, prompt_id: PromptId) -> PromptDeleted:
     gone = store.delete_prompt(prompt_id)
     return PromptDeleted(id=gone.id, status="deleted")
 
@@ -536,7 +549,7 @@ def delete_prompt(store: Store, prompt_id: PromptId) -> PromptDeleted:
     responses=_errors(400, 401),
     summary="Download every session, memory and prompt as JSON",
 )
-def export(store: Store, project: Project = None) -> Response[ExportDocument]:
+def export(store: StoreArg, project: Project = None) -> Response[ExportDocument]:
     # The store's document is returned as is: the same bytes as `engram export`.
     return Response(
         store.export_data(project),
@@ -552,7 +565,7 @@ def export(store: Store, project: Project = None) -> Response[ExportDocument]:
     responses=_errors(400, 401, 413),
     summary="Import a JSON export (all or nothing; rows already present are skipped)",
 )
-def import_(store: Store, data: ExportDocument) -> ImportResultOut:
+def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResultOut:
     import msgspec
 
     return to_wire(store.import_data(msgspec.to_builtins(data)), ImportResultOut)
@@ -565,7 +578,7 @@ def import_(store: Store, data: ExportDocument) -> ImportResultOut:
     responses=_errors(400, 401, 413),
     summary="Move every memory of some projects into another",
 )
-def merge_projects(store: Store, data: ProjectMerge) -> MergeResultOut:
+def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResultOut:
     return to_wire(store.merge_projects(data.sources, data.to), MergeResultOut)
 
 
@@ -576,7 +589,7 @@ def merge_projects(store: Store, data: ProjectMerge) -> MergeResultOut:
     responses=_errors(400, 401, 413),
     summary="Rename a project (moves everything of old_project into new_project)",
 )
-def migrate_project(store: Store, data: ProjectMigrate) -> MergeResultOut:
+def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeResultOut:
     return to_wire(store.merge_projects([data.old_project], data.new_project), MergeResultOut)
 
 
@@ -636,7 +649,10 @@ def _with_token(handler: HTTPRouteHandler, token: str | None) -> HTTPRouteHandle
 
 # --- errors -------------------------------------------------------------------------------------
 
-_QUOTED = re.compile(r"[`'](\w+)[`']")
+# The field a litestar/msgspec message names ("missing required field `x`", "parameter 'q'").
+_NAMED_FIELD = re.compile(r"(?:field|parameter) [`'](\w+)[`']")
+# Python names of parameters whose wire name differs (`scope` is reserved by litestar).
+_WIRE_NAMES = {"scope_filter": "scope"}
 
 
 def _error(status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> Response:
@@ -656,24 +672,25 @@ def _on_engram_error(_: Request, exc: EngramError) -> Response:
 
 
 def _on_validation(request: Request, exc: ValidationException) -> Response:
-    """litestar's own 400s (types, constraints, missing fields, malformed JSON) → one line
-    naming the field."""
+    """litestar's own 400s (types, constraints, missing fields) → one line naming the field."""
     details = exc.extra if isinstance(exc.extra, list) else []
     for detail in details:
         if not isinstance(detail, dict):
             continue
         key, message = str(detail.get("key") or ""), str(detail.get("message") or "")
-        source = str(detail.get("source") or "")
+        key = _WIRE_NAMES.get(key, key)
+        source = getattr(detail.get("source"), "value", detail.get("source")) or ""
+        named = _NAMED_FIELD.search(message)
         if source == "body":
             if message == f"'{key}'":  # no body at all
                 return _error(400, ErrorBody(error="a JSON request body is required"))
-            named = _QUOTED.search(message)
-            field = named.group(1) if key == "data" and named else key
-            where = "" if key == "data" else f"{key}: "
+            path = "" if key == "data" else key
+            field = ".".join(p for p in (path, named.group(1) if named else "") if p) or None
+            where = f"{path}: " if path else ""
             return _error(400, ErrorBody(error=f"invalid body: {where}{message}", field=field))
         where = f"{source} parameter " if source else ""
         return _error(400, ErrorBody(error=f"invalid {where}{key}: {message}", field=key or None))
-    named = _QUOTED.search(exc.detail)
+    named = _NAMED_FIELD.search(exc.detail)
     return _error(400, ErrorBody(error=exc.detail, field=named.group(1) if named else None))
 
 
@@ -726,7 +743,7 @@ def _operation_id(_: HTTPRouteHandler, http_method: str, path_components: list[A
 
 
 def create_app(
-    store: Store,
+    store: StoreArg,
     *,
     config: Config | None = None,
     token: str | None = None,
