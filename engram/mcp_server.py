@@ -260,10 +260,15 @@ def build_server(
         if name == "mem_merge_projects":
             registered.append(_merge_tool(impl))
             continue
-        annotations = ANNOTATIONS[name]
+        annotations, fn = ANNOTATIONS[name], getattr(impl, name)
         registered.append(
             Tool.from_function(
-                getattr(impl, name), name=name, title=annotations.title, annotations=annotations
+                fn,
+                name=name,
+                title=annotations.title,
+                # Docstrings are the descriptions agents read: without the code's indentation.
+                description=" ".join((fn.__doc__ or "").split()),
+                annotations=annotations,
             )
         )
     return EngramMCPServer(

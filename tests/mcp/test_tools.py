@@ -163,7 +163,8 @@ async def test_calls_build_on_each_other(data_dir: Path, workdir: Path) -> None:
         saved = await call(
             s, "mem_save", title="N+1 in user list", content="**What**: added a join", type="bugfix"
         )
-        await call(s, "mem_save", title="Cache headers", content="set max-age on assets")
+        # `observation` is the older name of `content`, still accepted.
+        await call(s, "mem_save", title="Cache headers", observation="set max-age on assets")
         ident = saved_id(saved)
 
         found = await call(s, "mem_search", query="user list query", limit=5)
