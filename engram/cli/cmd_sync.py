@@ -84,12 +84,19 @@ def git_export(args: argparse.Namespace) -> int:
         sync = _git(args, store)
         report = sync.export(projects=projects, include_personal=args.include_personal)
         shown = sync.dir.display()
+        unknown = projects is not None and not store.project_exists(projects[0])
+        known = store.project_names() if unknown else []
     _warn(report.problems)
     data = report.to_dict()
     if report.nothing_new:
         human = (
             f"Nothing new to sync — every mutation of {_describe(projects)} is already in {shown}"
         )
+        if unknown:
+            human = (
+                f'Nothing to sync: this machine has no memories of project "{projects[0]}"'
+                f" (projects here: {', '.join(known) or 'none'}; use --project NAME or --all)"
+            )
         emit(args, human, data)
         return 0
     ids = [c.id for c in report.chunks]

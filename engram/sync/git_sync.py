@@ -359,6 +359,8 @@ class GitSync:
             include_personal=include_personal,
         )
         journal = self.store.journal
+        if not self.dir.exists() and not self._pending_count(projects, include_personal):
+            return report  # nothing to write and nowhere yet: create nothing
         with locked(self.dir):
             report.files_written = ensure_layout(self.dir)
             remove_stale_temp_files(self.dir)
@@ -371,11 +373,7 @@ class GitSync:
             for chunk in listed:
                 if chunk.id not in held:
                     self._index(chunk, report)
-            extra: list[JournalEntry] = []
-            if projects is not None:
-                extra = journal.pending_sessions(
-                    self.target, projects=projects, include_personal=include_personal
-                )
+            extra = self._extra_sessions(projects, include_personal)
             total = len(extra) + journal.count_pending(
                 self.target, projects=projects, include_personal=include_personal
             )
@@ -396,6 +394,25 @@ class GitSync:
                 listed, _ = self._list(manifest)
             report.manifest_rebuilt = self._rebuild_manifest(listed)
         return report
+
+    def _extra_sessions(
+        self, projects: list[str] | None, include_personal: bool
+    ) -> list[JournalEntry]:
+        """Sessions of other projects that the selection's memories need (see the journal)."""
+        if projects is None:
+            return []  # every project is selected: every session row already is
+        return self.store.journal.pending_sessions(
+            self.target, projects=projects, include_personal=include_personal
+        )
+
+    def _pending_count(self, projects: list[str] | None, include_personal: bool) -> int:
+        """Mutations of the selection not yet marked as held by this directory (an upper
+        bound until the directory's unapplied chunks have been indexed by an export)."""
+        return len(self._extra_sessions(projects, include_personal)) + (
+            self.store.journal.count_pending(
+                self.target, projects=projects, include_personal=include_personal
+            )
+        )
 
     def _index(self, chunk: ListedChunk, report: ExportReport) -> None:
         """Mark the journal rows a not-yet-applied chunk already holds as delivered here; a
@@ -441,7 +458,7 @@ class GitSync:
         if not self.dir.exists():
             report.exists = False
             return report
-        with locked(self.dir):
+        with locked(self.dir, required=False):
             manifest = self._read_manifest()
             listed, strangers = self._list(manifest)
             report.warnings.extend(self._manifest_problems(manifest, listed, strangers))
@@ -514,15 +531,7 @@ class GitSync:
             exists=self.dir.exists(),
             projects=projects,
         )
-        report.pending_export = journal.count_pending(
-            self.target, projects=projects, include_personal=include_personal
-        )
-        if projects is not None:
-            report.pending_export += len(
-                journal.pending_sessions(
-                    self.target, projects=projects, include_personal=include_personal
-                )
-            )
+        report.pending_export = self._pending_count(projects, include_personal)
         if not report.exists:
             return report
         manifest = self._read_manifest()

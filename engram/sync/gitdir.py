@@ -167,15 +167,27 @@ def write_atomic(path: Path, data: bytes, *, midway: Callable[[], None] | None =
 
 
 @contextlib.contextmanager
-def locked(sync_dir: SyncDir, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
-    """Hold ``.engram/sync.lock`` (an OS lock, released even if the process is killed)."""
+def locked(
+    sync_dir: SyncDir, timeout: float = LOCK_TIMEOUT_SECONDS, *, required: bool = True
+) -> Iterator[None]:
+    """Hold ``.engram/sync.lock`` (an OS lock, released even if the process is killed).
+
+    ``required=False`` (imports, which only read the directory) goes on unguarded when the
+    lock file cannot be created, e.g. in a read-only checkout.
+    """
     try:
         import fcntl
     except ImportError:  # no advisory locks on this platform: run unguarded
         yield
         return
-    sync_dir.path.mkdir(parents=True, exist_ok=True)
-    handle = open(sync_dir.path / LOCK_FILE, "a+b")  # noqa: SIM115 - held for the whole block
+    try:
+        sync_dir.path.mkdir(parents=True, exist_ok=True)
+        handle = open(sync_dir.path / LOCK_FILE, "a+b")  # noqa: SIM115 - held for the block
+    except OSError:
+        if required:
+            raise
+        yield
+        return
     try:
         deadline = time.monotonic() + timeout
         while True:

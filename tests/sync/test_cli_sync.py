@@ -170,3 +170,14 @@ def test_progress_bar_only_on_a_terminal_and_not_with_quiet(repo: Path, tmp_path
     assert "Exporting mutations" not in piped.stderr
     code, shown = run_on_terminal(["sync", "--import", "--dir", "shown"], tmp_path / "d2", repo)
     assert code == 0 and "Importing chunks" in shown
+
+
+def test_nothing_to_export_creates_nothing_and_names_unknown_projects(
+    repo: Path, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    run_engram("save", "Note", "text", "--project", "acme", data_dir=data_dir, cwd=repo)
+    typo = run_engram("sync", "--project", "acmee", data_dir=data_dir, cwd=repo)
+    assert typo.returncode == 0
+    assert 'no memories of project "acmee" (projects here: acme;' in typo.stdout
+    assert not (repo / ".engram").exists()  # nothing to write: no directory either
