@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from engram_cloud import sync_api
 from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
 from engram_cloud.compression import response_compression
-from engram_cloud.db import create_db_engine, describe_db_error
+from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
 from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
+from engram_cloud.notify import Notifier
 from engram_cloud.settings import Settings, load_settings
 from litestar import Litestar, Request, get
 from litestar.datastructures import State
@@ -87,23 +89,26 @@ def create_app(settings: Settings, *, engine: Engine | None = None) -> Litestar:
     when the app shuts down); the schema must already be migrated (see ``engram cloud migrate``)."""
     owns_engine = engine is None
     engine = engine or create_db_engine(settings.database_url, pool_size=settings.pool_size)
+    notifier = Notifier(libpq_url(settings.database_url))
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        await notifier.start()
         try:
             yield
         finally:
+            await notifier.stop()
             if owns_engine:
                 engine.dispose()
 
     return Litestar(
-        route_handlers=[health, ready, whoami],
+        route_handlers=[health, ready, whoami, *sync_api.ROUTES],
         dependencies={
             "principal": Provide(provide_principal, sync_to_thread=True),
             "admin": Provide(provide_admin, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
-        state=State({"settings": settings, "engine": engine}),
+        state=State({"settings": settings, "engine": engine, "notifier": notifier}),
         lifespan=[lifespan],
         request_max_body_size=settings.max_push_bytes,
         compression_config=response_compression(),

@@ -145,7 +145,9 @@ def _http(_: Request, exc: HTTPException) -> Response[bytes]:
 def _database(request: Request, exc: DBAPIError) -> Response[bytes]:
     from engram_cloud.db import describe_db_error
 
-    log.warning("database error on %s %s: %s", request.method, request.url.path, exc)
+    log.warning(
+        "database error on %s %s: %s", request.method, request.url.path, describe_db_error(exc)
+    )
     return ApiError(
         503,
         "blocked",

@@ -105,17 +105,23 @@ chunks = Table(
 # --- read model --------------------------------------------------------------------------------
 
 
-def _weighted(*parts: tuple[str, str]) -> str:
+def _weighted(*parts: tuple[str, str, int]) -> str:
+    # Each field is cut to a prefix: a tsvector cannot exceed 1 MiB, and a 1 MiB memory of
+    # distinct words would otherwise make its insert fail.
     return " || ".join(
-        f"setweight(to_tsvector('{TS_CONFIG}'::regconfig, coalesce({col}, '')), '{w}')"
-        for col, w in parts
+        f"setweight(to_tsvector('{TS_CONFIG}'::regconfig, left(coalesce({col}, ''), {n})), '{w}')"
+        for col, w, n in parts
     )
 
 
 OBSERVATION_SEARCH = _weighted(
-    ("title", "A"), ("content", "B"), ("topic_key", "C"), ("type", "C"), ("tool_name", "D")
+    ("title", "A", 10_000),
+    ("content", "B", 100_000),
+    ("topic_key", "C", 1_000),
+    ("type", "C", 200),
+    ("tool_name", "D", 1_000),
 )
-PROMPT_SEARCH = _weighted(("content", "A"))
+PROMPT_SEARCH = _weighted(("content", "A", 100_000))
 
 sessions = Table(
     "cloud_sessions",

@@ -21,10 +21,10 @@ depends_on: str | Sequence[str] | None = None
 TSTZ = postgresql.TIMESTAMP(timezone=True)
 
 
-def _weighted(*parts: tuple[str, str]) -> str:
+def _weighted(*parts: tuple[str, str, int]) -> str:
     return " || ".join(
-        f"setweight(to_tsvector('english'::regconfig, coalesce({col}, '')), '{w}')"
-        for col, w in parts
+        f"setweight(to_tsvector('english'::regconfig, left(coalesce({col}, ''), {n})), '{w}')"
+        for col, w, n in parts
     )
 
 
@@ -111,11 +111,11 @@ def upgrade() -> None:
             postgresql.TSVECTOR,
             sa.Computed(
                 _weighted(
-                    ("title", "A"),
-                    ("content", "B"),
-                    ("topic_key", "C"),
-                    ("type", "C"),
-                    ("tool_name", "D"),
+                    ("title", "A", 10_000),
+                    ("content", "B", 100_000),
+                    ("topic_key", "C", 1_000),
+                    ("type", "C", 200),
+                    ("tool_name", "D", 1_000),
                 ),
                 persisted=True,
             ),
@@ -149,7 +149,7 @@ def upgrade() -> None:
         sa.Column(
             "search",
             postgresql.TSVECTOR,
-            sa.Computed(_weighted(("content", "A")), persisted=True),
+            sa.Computed(_weighted(("content", "A", 100_000)), persisted=True),
         ),
         sa.PrimaryKeyConstraint("project", "sync_id", name="pk_cloud_prompts"),
     )

@@ -115,7 +115,8 @@ class PostgresCluster:
 
     def restart(self, mode: str = "fast") -> None:
         """Stop and start the server: every open connection is cut (tests of resilience)."""
-        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-o", self._options, "restart")
+        self.stop(mode)
+        self.start()
 
     def destroy(self) -> None:
         try:

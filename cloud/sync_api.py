@@ -1,0 +1,286 @@
+"""The sync routes: mutation push/pull (what Engram's clients use) and the older chunk routes.
+
+``POST /sync/mutations/push`` checks, in order: body size (413), compression and JSON (400),
+batch shape and size (400), each record on its own (rejected ones are listed, the rest go on),
+that the caller may write every project in the batch (403), that none is paused (409 + audit),
+then stores the batch exactly once (:mod:`engram_cloud.sync_log`).
+
+``GET /sync/mutations/pull`` serves the log in commit order for the projects the caller may
+read, long-polling up to ``wait`` seconds when there is nothing new.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import anyio
+import orjson
+from engram_cloud import controls, sync_log
+from engram_cloud.auth import (
+    Principal,
+    can_access,
+    normalize_project_name,
+    readable_projects,
+    require_projects,
+)
+from engram_cloud.compression import decode_body
+from engram_cloud.errors import ApiError, forbidden, invalid_request, json_response
+from engram_cloud.legacy import entry_candidate
+from engram_cloud.settings import Settings
+from litestar import Request, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import RawBody
+
+MAX_CREATED_BY = 200
+ACTION_MUTATION_PUSH = "mutation_push"
+
+
+def read_json(request: Request, body: bytes, settings: Settings) -> Any:
+    """The request body decompressed and parsed (400/413 envelopes otherwise)."""
+    raw = decode_body(body, request.headers, settings.max_push_bytes)
+    if not raw.strip():
+        raise invalid_request("payload_invalid", "invalid request body: the body is empty")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise invalid_request("payload_invalid", f"invalid request body: {exc}") from None
+
+
+def contributor_of(principal: Principal, created_by: str | None) -> str:
+    """A managed principal is named by the server; others by what the client says."""
+    if principal.is_managed:
+        return principal.label
+    return (created_by or "").strip() or principal.display_name or "unknown"
+
+
+def read_created_by(doc: dict[str, Any]) -> str | None:
+    value = doc.get("created_by")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise invalid_request("payload_invalid", "created_by must be a string")
+    if len(value) > MAX_CREATED_BY:
+        raise invalid_request(
+            "payload_invalid", f"created_by is longer than {MAX_CREATED_BY} characters"
+        )
+    return value
+
+
+def refuse_paused(
+    settings: Settings,
+    engine: Any,
+    principal: Principal,
+    contributor: str,
+    counts: Counter[str],
+    action: str,
+) -> None:
+    """409 ``sync-paused`` (and one audit row per paused project) if any project is paused."""
+    with engine.begin() as conn:
+        paused = controls.paused_projects(conn, counts)
+        for project in sorted(paused):
+            controls.audit(
+                conn,
+                contributor=contributor,
+                project=project,
+                action=action,
+                outcome=controls.OUTCOME_PAUSED,
+                entry_count=counts[project],
+                reason_code="sync-paused",
+                principal_id=principal.id,
+            )
+    if paused:
+        project = sorted(paused)[0]
+        raise ApiError(
+            409,
+            "policy",
+            "sync-paused",
+            f'sync is paused for project "{project}"',
+            extra={
+                "project": project,
+                "project_source": "request_body",
+                "project_path": "",
+                "paused_projects": sorted(paused),
+                "reason": paused[project],
+            },
+        )
+
+
+def refuse_forbidden(
+    settings: Settings,
+    engine: Any,
+    principal: Principal,
+    contributor: str,
+    counts: Counter[str],
+    action: str,
+) -> None:
+    """403 unless the caller may write every project; refusals are audited."""
+    try:
+        require_projects(settings, principal, set(counts))
+    except ApiError:
+        denied = sorted(p for p in counts if not can_access(settings, principal, p))
+        with engine.begin() as conn:
+            for project in denied:
+                controls.audit(
+                    conn,
+                    contributor=contributor,
+                    project=project,
+                    action=action,
+                    outcome=controls.OUTCOME_FORBIDDEN,
+                    entry_count=counts[project],
+                    reason_code="policy_forbidden",
+                    principal_id=principal.id,
+                )
+        raise
+
+
+@post("/sync/mutations/push", sync_to_thread=True, status_code=200)
+def push_mutations(
+    request: Request, body: RawBody, principal: NamedDependency[Principal]
+) -> Response[bytes]:
+    """Append a batch of mutation records; answer which were accepted and which rejected."""
+    settings: Settings = request.app.state.settings
+    engine = request.app.state.engine
+    doc = read_json(request, body, settings)
+    if not isinstance(doc, dict):
+        raise invalid_request("payload_invalid", "request body must be a JSON object")
+    legacy = "mutations" not in doc and "entries" in doc
+    items = doc.get("entries") if legacy else doc.get("mutations")
+    if not isinstance(items, list):
+        raise invalid_request(
+            "payload_invalid", 'request body must hold a "mutations" list of records'
+        )
+    if not items:
+        raise ApiError(
+            400, "repairable", "empty_batch", "mutation batch must contain at least one entry"
+        )
+    if len(items) > settings.max_batch:
+        raise invalid_request(
+            "batch_too_large",
+            f"batch too large: max {settings.max_batch} mutations per request",
+        )
+    created_by = read_created_by(doc)
+    contributor = contributor_of(principal, created_by)
+    if legacy:
+        candidates, rejected = [], []
+        for index, entry in enumerate(items):
+            outcome = entry_candidate(entry, index)
+            (rejected if isinstance(outcome, sync_log.Rejection) else candidates).append(outcome)
+    else:
+        candidates, rejected = sync_log.prepare(items)
+    counts = Counter(c.project for c in candidates)
+    refuse_forbidden(settings, engine, principal, contributor, counts, ACTION_MUTATION_PUSH)
+    refuse_paused(settings, engine, principal, contributor, counts, ACTION_MUTATION_PUSH)
+    with engine.begin() as conn:
+        result = sync_log.push(
+            conn,
+            candidates,
+            contributor=contributor,
+            principal_id=principal.id,
+            source="entries_push" if legacy else "mutation_push",
+        )
+        accepted = Counter(c.project for c in result.accepted)
+        for project in sorted(counts):
+            controls.audit(
+                conn,
+                contributor=contributor,
+                project=project,
+                action=ACTION_MUTATION_PUSH,
+                outcome=controls.OUTCOME_ACCEPTED,
+                entry_count=accepted[project],
+                principal_id=principal.id,
+                metadata={
+                    "submitted": counts[project],
+                    "rejected": counts[project] - accepted[project],
+                },
+            )
+    rejected = sorted([*rejected, *result.rejected], key=lambda r: r.index)
+    answer: dict[str, Any] = {
+        "accepted": [c.mid for c in result.accepted],
+        "rejected": [r.to_dict() for r in rejected],
+        "latest_seq": result.latest_seq,
+    }
+    if legacy:
+        answer["accepted_seqs"] = [result.seqs[c.mid] for c in result.accepted]
+    return json_response(answer)
+
+
+def _int_param(request: Request, names: tuple[str, ...], default: int) -> int:
+    for name in names:
+        raw = request.query_params.get(name)
+        if raw is None or raw == "":
+            continue
+        try:
+            return int(raw)
+        except ValueError:
+            raise invalid_request(
+                "invalid_parameter", f"{name} must be an integer, got {raw[:50]!r}"
+            ) from None
+    return default
+
+
+def pull_parameters(
+    request: Request, settings: Settings, principal: Principal
+) -> tuple[int, frozenset[str] | None, int, float]:
+    """``(since, projects, limit, wait)`` from the query string, checked."""
+    since = _int_param(request, ("since", "since_seq"), 0)
+    if since < 0:
+        raise invalid_request("invalid_parameter", "since must be 0 or more")
+    limit = _int_param(request, ("limit",), settings.default_pull_limit)
+    if limit < 1:
+        raise invalid_request("invalid_parameter", "limit must be at least 1")
+    limit = min(limit, settings.max_pull_limit)
+    raw_wait = request.query_params.get("wait") or "0"
+    try:
+        wait = float(raw_wait)
+    except ValueError:
+        raise invalid_request(
+            "invalid_parameter", f"wait must be a number of seconds, got {raw_wait[:50]!r}"
+        ) from None
+    if not 0 <= wait < float("inf"):
+        raise invalid_request("invalid_parameter", "wait must be 0 or more seconds")
+    wait = min(wait, settings.max_wait_seconds)
+    requested = request.query_params.getall("project", [])
+    if requested:
+        names = {normalize_project_name(p) for p in requested}
+        if "" in names:
+            raise invalid_request("empty_project", "project must not be empty")
+        denied = sorted(p for p in names if not can_access(settings, principal, p))
+        if denied:
+            raise forbidden(projects=[p[:200] for p in denied[:20]])
+        return since, frozenset(names), limit, wait
+    return since, readable_projects(settings, principal), limit, wait
+
+
+@get("/sync/mutations/pull")
+async def pull_mutations(
+    request: Request, principal: NamedDependency[Principal]
+) -> Response[bytes]:
+    """The log after ``since``, in commit order; waits up to ``wait`` s for something new."""
+    settings: Settings = request.app.state.settings
+    engine = request.app.state.engine
+    notifier = request.app.state.notifier
+    since, projects, limit, wait = pull_parameters(request, settings, principal)
+
+    def fetch() -> sync_log.Page:
+        with engine.connect() as conn:
+            return sync_log.pull(conn, since=since, projects=projects, limit=limit)
+
+    deadline = time.monotonic() + wait
+    seen = notifier.latest  # announced before this fetch: only a newer announcement wakes us
+    page = await anyio.to_thread.run_sync(fetch)
+    while not page.rows and (remaining := deadline - time.monotonic()) > 0:
+        await notifier.wait(seen, remaining)
+        seen = notifier.latest
+        page = await anyio.to_thread.run_sync(fetch)
+    return json_response(
+        {
+            "mutations": [{**orjson.loads(record), "seq": seq} for seq, record in page.rows],
+            "next": page.next,
+            "has_more": page.has_more,
+        }
+    )
+
+
+ROUTES = [push_mutations, pull_mutations]
