@@ -128,12 +128,11 @@ _NOT_FOUND_HINT = ". Find the right #id with mem_search."
 
 
 def error_result(message: str, code: str, **extra: Any) -> CallToolResult:
-    """A tool error (``is_error``) whose text is JSON, mirrored in ``structured_content``."""
+    """A tool error (``is_error``) whose text is JSON. No ``structured_content``: some clients
+    check it against the tool's output schema (the success envelope) even on errors."""
     data = {"error": message, "error_code": code, **extra}
     return CallToolResult(
-        content=[TextContent(type="text", text=orjson.dumps(data).decode())],
-        structured_content=data,
-        is_error=True,
+        content=[TextContent(type="text", text=orjson.dumps(data).decode())], is_error=True
     )
 
 

@@ -168,7 +168,7 @@ class Workspace:
 
     def unknown_project(self, name: str) -> ProjectResolutionError:
         known = self.known_projects()
-        similar = find_similar(name, known)
+        similar = find_similar(name, known, max_distance=2)
         hint = f' Did you mean "{similar[0]}"?' if similar else ""
         here = self.default().project
         fallback = f' or omit project to use this directory\'s project "{here}"' if here else ""

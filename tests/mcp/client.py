@@ -54,6 +54,7 @@ async def fail(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     result = await session.call_tool(tool, arguments)
     text = result.content[0].text
     assert result.is_error, f"{tool}({arguments}) should have failed, got: {text}"
+    assert result.structured_content is None  # clients may check it against the output schema
     error = orjson.loads(text)
     assert error["error"] and error["error_code"]
     return error
