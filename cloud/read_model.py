@@ -17,14 +17,13 @@ every writer, so reading the current clocks and then writing is race-free.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from engram_cloud import models
-from sqlalchemy import Connection, and_, delete, func, select, text, tuple_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from engram_cloud import bulk, models
+from sqlalchemy import Connection, and_, delete, func, select, text, update
 
 from engram.store.mutation import EPOCH_TEXT, full_state, hlc_text, is_hard_delete
 
@@ -48,7 +47,6 @@ _FIELDS = {
     ),
     "prompt": ("session_id", "content", "created_at"),
 }
-_CHUNK = 400  # rows per statement (keeps bind parameters well under PostgreSQL's limit)
 
 
 @dataclass(slots=True)
@@ -77,34 +75,20 @@ class ApplyStats:
 Key = tuple[str, str, str]  # (project, entity, key)
 
 
-def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
-
-
 def _current(conn: Connection, keys: set[Key]) -> dict[Key, _State]:
     """The clock and kind of what the database holds for each key."""
     found: dict[Key, _State] = {}
     for entity, table in models.ENTITY_TABLES.items():
+        key_name = models.ENTITY_KEY[entity]
         pairs = sorted((p, k) for p, e, k in keys if e == entity)
-        key_col = table.c[models.ENTITY_KEY[entity]]
-        for part in _chunks(pairs):
-            rows = conn.execute(
-                select(table.c.project, key_col, table.c.hlc).where(
-                    tuple_(table.c.project, key_col).in_(part)
-                )
-            )
-            for project, key, hlc in rows:
-                found[(project, entity, key)] = _State(ROW, hlc, from_db=True)
-    t = models.tombstones
-    for part in _chunks(sorted(keys)):
-        rows = conn.execute(
-            select(t.c.project, t.c.entity, t.c.key, t.c.hlc).where(
-                tuple_(t.c.project, t.c.entity, t.c.key).in_(part)
-            )
-        )
-        for project, entity, key, hlc in rows:
-            found[(project, entity, key)] = _State(TOMB, hlc, from_db=True)
+        match = ("project", key_name)
+        for project, key, hlc in bulk.select_matching(conn, table, match, pairs, (*match, "hlc")):
+            found[(project, entity, key)] = _State(ROW, hlc, from_db=True)
+    names = ("project", "entity", "key")
+    for project, entity, key, hlc in bulk.select_matching(
+        conn, models.tombstones, names, sorted(keys), (*names, "hlc")
+    ):
+        found[(project, entity, key)] = _State(TOMB, hlc, from_db=True)
     return found
 
 
@@ -157,10 +141,9 @@ def apply(conn: Connection, items: Sequence[tuple[dict[str, Any], str]]) -> Appl
 
 
 def _write(conn: Connection, changed: dict[Key, _State], before: dict[Key, str]) -> None:
-    t = models.tombstones
+    tomb_keys = ("project", "entity", "key")
     revived = [k for k, s in changed.items() if s.kind != TOMB and before.get(k) == TOMB]
-    for part in _chunks(revived):
-        conn.execute(delete(t).where(tuple_(t.c.project, t.c.entity, t.c.key).in_(part)))
+    bulk.delete_matching(conn, models.tombstones, tomb_keys, revived)
     for entity in ("session", "observation", "prompt"):
         table = models.ENTITY_TABLES[entity]
         key_name = models.ENTITY_KEY[entity]
@@ -169,18 +152,9 @@ def _write(conn: Connection, changed: dict[Key, _State], before: dict[Key, str])
             for (p, e, k), s in changed.items()
             if e == entity and s.kind == ROW and s.values is not None
         ]
-        for part in _chunks(rows):
-            stmt = pg_insert(table).values(list(part))
-            columns = [c for c in part[0] if c not in ("project", key_name)]
-            conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=["project", key_name],
-                    set_={**{c: stmt.excluded[c] for c in columns}, "applied_at": func.now()},
-                )
-            )
+        bulk.insert(conn, table, rows, conflict=("project", key_name), touch="applied_at")
         gone = [(p, k) for (p, e, k), s in changed.items() if e == entity and s.kind == TOMB]
-        for part in _chunks(gone):
-            conn.execute(delete(table).where(tuple_(table.c.project, table.c[key_name]).in_(part)))
+        bulk.delete_matching(conn, table, ("project", key_name), gone)
         for (p, e, k), s in changed.items():
             if e == entity and s.kind == MARK:
                 conn.execute(
@@ -199,37 +173,28 @@ def _write(conn: Connection, changed: dict[Key, _State], before: dict[Key, str])
         for (p, e, k), s in changed.items()
         if s.kind == TOMB
     ]
-    for part in _chunks(tombs):
-        stmt = pg_insert(t).values(list(part))
-        conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["project", "entity", "key"],
-                set_={"hlc": stmt.excluded.hlc, "deleted_at": stmt.excluded.deleted_at},
-            )
-        )
+    bulk.insert(conn, models.tombstones, tombs, conflict=tomb_keys)
 
 
 def _stub_sessions(conn: Connection, sessions: set[tuple[str, str]]) -> None:
     """Placeholder sessions for applied observations and prompts whose session is not here
     (and was not deleted)."""
-    wanted = sorted(sessions)
-    if not wanted:
+    if not sessions:
         return
-    for part in _chunks(wanted):
-        projects = [p for p, _ in part]
-        ids = [i for _, i in part]
-        conn.execute(
-            text(
-                """INSERT INTO cloud_sessions (project, id, directory, started_at, hlc)
-                   SELECT w.project, w.id, '', :epoch, ''
-                   FROM unnest(CAST(:projects AS text[]), CAST(:ids AS text[])) AS w(project, id)
-                   WHERE NOT EXISTS (
-                       SELECT 1 FROM cloud_tombstones t
-                       WHERE t.project = w.project AND t.entity = 'session' AND t.key = w.id)
-                   ON CONFLICT (project, id) DO NOTHING"""
-            ),
-            {"epoch": EPOCH_TEXT, "projects": projects, "ids": ids},
-        )
+    wanted = sorted(sessions)
+    conn.execute(
+        text(
+            """INSERT INTO cloud_sessions (project, id, directory, started_at, hlc)
+               SELECT w.project, w.id, '', :epoch, ''
+               FROM unnest(CAST(:projects AS text[]), CAST(:ids AS text[])) AS w(project, id)
+               WHERE NOT EXISTS (
+                   SELECT 1 FROM cloud_tombstones t
+                   WHERE t.project = w.project AND t.entity = 'session' AND t.key = w.id)
+               ORDER BY w.project, w.id
+               ON CONFLICT (project, id) DO NOTHING"""
+        ),
+        {"epoch": EPOCH_TEXT, "projects": [p for p, _ in wanted], "ids": [i for _, i in wanted]},
+    )
 
 
 # --- rebuild -----------------------------------------------------------------------------------
@@ -244,13 +209,19 @@ def clear(conn: Connection, project: str | None = None) -> None:
         conn.execute(stmt)
 
 
-def rebuild(conn: Connection, project: str | None = None, *, batch: int = 2000) -> ApplyStats:
+def rebuild(
+    conn: Connection,
+    project: str | None = None,
+    *,
+    batch: int = 2000,
+    progress: Callable[[str], None] | None = None,
+) -> ApplyStats:
     """Recompute the read model from the mutation log (in the caller's transaction, which must
-    hold the push lock so nothing is pushed meanwhile)."""
+    hold the push lock so nothing is pushed meanwhile); ``progress`` hears every ~20 000."""
     clear(conn, project)
     m = models.mutations
     stats = ApplyStats()
-    last = 0
+    last = done = 0
     while True:
         query = select(m.c.seq, m.c.record, m.c.created_by).where(m.c.seq > last)
         if project is not None:
@@ -259,4 +230,7 @@ def rebuild(conn: Connection, project: str | None = None, *, batch: int = 2000) 
         if not rows:
             return stats
         stats.add(apply(conn, [(orjson.loads(r.record), r.created_by) for r in rows]))
+        done += len(rows)
+        if progress is not None and done // 20_000 != (done - len(rows)) // 20_000:
+            progress(f"  {done} mutations replayed…")
         last = rows[-1].seq

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from engram_cloud import models, read_model
-from sqlalchemy import Connection, func, insert, select, text
+from engram_cloud import bulk, models, read_model
+from sqlalchemy import Connection, func, select, text
 
 from engram.errors import InvalidMutationError
 from engram.project import project_name
@@ -151,13 +151,13 @@ def push(
     result = PushResult()
     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PUSH_LOCK})
     m = models.mutations
-    mids = sorted({c.mid for c in candidates})
-    known: dict[str, tuple[int, bytes]] = {}
-    for start in range(0, len(mids), 1000):
-        rows = conn.execute(
-            select(m.c.mid, m.c.seq, m.c.record_hash).where(m.c.mid.in_(mids[start : start + 1000]))
+    mids = sorted({(c.mid,) for c in candidates})
+    known = {
+        mid: (seq, bytes(digest))
+        for mid, seq, digest in bulk.select_matching(
+            conn, m, ("mid",), mids, ("mid", "seq", "record_hash")
         )
-        known.update((mid, (seq, bytes(digest))) for mid, seq, digest in rows)
+    }
     fresh: dict[str, Candidate] = {}
     for candidate in candidates:
         held = known.get(candidate.mid)
@@ -198,10 +198,7 @@ def push(
             }
             for c in fresh.values()
         ]
-        returned = conn.execute(
-            insert(m).returning(m.c.mid, m.c.seq, sort_by_parameter_order=True), rows
-        )
-        for mid, seq in returned:
+        for mid, seq in bulk.insert(conn, m, rows, returning=("mid", "seq")):
             result.seqs[mid] = seq
         result.inserted = len(rows)
         result.applied = read_model.apply(conn, [(c.record, contributor) for c in fresh.values()])
