@@ -64,12 +64,12 @@ class SyncDir:
         return self.path.is_dir()
 
     def display(self) -> str:
-        """The directory as a human reads it (relative to the working directory when inside)."""
-        try:
-            relative = self.path.resolve().relative_to(Path.cwd().resolve())
-        except ValueError:
-            return str(self.path)
-        return f"{relative}/" if str(relative) != "." else "./"
+        """The directory as a human types it: relative to the working directory when that is
+        inside the project that holds it (``.engram/``, ``../.engram/``), else absolute."""
+        here, path = Path.cwd().resolve(), self.path.resolve()
+        if here != path.parent and path.parent not in here.parents:
+            return str(path)
+        return os.path.relpath(path, here) + "/"
 
 
 def locate(override: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> SyncDir:

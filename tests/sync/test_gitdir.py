@@ -77,3 +77,14 @@ def test_a_second_sync_waits_then_gives_up_clearly(tmp_path: Path) -> None:
         pass
     with locked(sync_dir, timeout=0.3):  # released
         pass
+
+
+def test_display_is_what_a_human_types(tmp_path: Path, monkeypatch) -> None:
+    sync_dir = SyncDir(tmp_path / "repo" / ".engram")
+    (tmp_path / "repo" / "src" / "deep").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "repo")
+    assert sync_dir.display() == ".engram/"
+    monkeypatch.chdir(tmp_path / "repo" / "src" / "deep")
+    assert sync_dir.display() == "../../.engram/"
+    monkeypatch.chdir(tmp_path)
+    assert sync_dir.display() == str((tmp_path / "repo" / ".engram").resolve())
