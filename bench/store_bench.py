@@ -1,0 +1,191 @@
+"""Local store benchmark (issue 2 targets).
+
+Builds N observations of realistic developer-note text (default 100,000, fixed seed) and prints:
+  * `engram import` of the N-observation export, as a real process (target ≤ 15 s at 100k);
+  * opening the store (target ≤ 50 ms);
+  * save latency with the journal, p50/p95 (target p50 ≤ 2 ms);
+  * search latency over 500 varied queries vs the same MATCH expressions on a bare SQLite FTS5
+    table built from the same text with the same tokenizer in the same run (target p50 ≤ 1.5×);
+  * `engram search` / `engram save` from a cold process, wall time (target ≤ 0.25 s), beside a
+    bare `python -c pass` for scale.
+
+    .venv/bin/python bench/store_bench.py [--n 100000] [--queries 500] [--saves 2000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import devnotes
+
+from engram.config import Config
+from engram.store import Store
+from engram.store.query import build_match
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def timed_process(args: list[str], env: dict[str, str], runs: int) -> float:
+    walls = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(args, env=env, check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+    return statistics.median(walls)
+
+
+def bare_fts(path: Path, store: Store) -> sqlite3.Connection:
+    """Two bare FTS5 tables with the store's tokenizer: the memories' own text (``bare``), and
+    the same text the store indexes, session context included (``bare_ctx``)."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE VIRTUAL TABLE bare USING fts5(title, content, tokenize='porter unicode61')"
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE bare_ctx USING fts5(title, content, search_context, "
+        "tokenize='porter unicode61')"
+    )
+    rows = store.db.rows("SELECT title, content, search_context FROM observations")
+    with conn:
+        conn.executemany(
+            "INSERT INTO bare(title, content) VALUES (?, ?)", ((r[0], r[1]) for r in rows)
+        )
+        conn.executemany("INSERT INTO bare_ctx VALUES (?, ?, ?)", (tuple(r) for r in rows))
+    return conn
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--saves", type=int, default=2000)
+    parser.add_argument("--cold-runs", type=int, default=10)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    results: dict[str, object] = {"n": args.n}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        data_dir = root / "data"
+        env = {**os.environ, "ENGRAM_DATA_DIR": str(data_dir)}
+        engram = [sys.executable, "-m", "engram"]
+
+        doc = devnotes.export_document(args.n)
+        export_file = root / "export.json"
+        export_file.write_bytes(orjson.dumps(doc))
+        start = time.perf_counter()
+        subprocess.run(
+            [*engram, "import", str(export_file)], env=env, check=True, capture_output=True
+        )
+        results["import_s"] = round(time.perf_counter() - start, 2)
+
+        opens = []
+        for _ in range(20):
+            start = time.perf_counter()
+            Store.open(config=Config(data_dir=data_dir)).close()
+            opens.append(time.perf_counter() - start)
+        results["open_ms_p50"] = ms(statistics.median(opens))
+
+        store = Store.open(config=Config(data_dir=data_dir))
+        saves = []
+        for i, item in enumerate(devnotes.notes(args.saves, seed=99)):
+            start = time.perf_counter()
+            store.add_observation(
+                title=item["title"],
+                content=item["content"] + f" (save {i})",
+                type=item["type"],
+                project=item["project"],
+                session_id=f"save-{i // 10}",
+            )
+            saves.append(time.perf_counter() - start)
+        results["save_ms_p50"], results["save_ms_p95"] = ms(pct(saves, 0.5)), ms(pct(saves, 0.95))
+
+        queries = devnotes.queries(args.queries)
+        bare = bare_fts(root / "bare.db", store)
+        sql = "SELECT rowid, title, content, rank FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT 10"
+        ours, base, base_ctx = [], [], []
+        for q in queries:  # warm every cache once
+            store.search(q)
+            for table in ("bare", "bare_ctx"):
+                bare.execute(sql.format(t=table), (build_match(q),)).fetchall()
+        for q in queries:  # interleaved, so load on the machine hits all three alike
+            start = time.perf_counter()
+            store.search(q)
+            ours.append(time.perf_counter() - start)
+            match = build_match(q)
+            for table, sink in (("bare", base), ("bare_ctx", base_ctx)):
+                start = time.perf_counter()
+                bare.execute(sql.format(t=table), (match,)).fetchall()
+                sink.append(time.perf_counter() - start)
+        store.close()
+        results.update(
+            search_ms_p50=ms(pct(ours, 0.5)),
+            search_ms_p95=ms(pct(ours, 0.95)),
+            bare_fts_ms_p50=ms(pct(base, 0.5)),
+            bare_fts_ms_p95=ms(pct(base, 0.95)),
+            bare_ctx_ms_p50=ms(pct(base_ctx, 0.5)),
+            bare_ctx_ms_p95=ms(pct(base_ctx, 0.95)),
+            search_ratio_p50=round(pct(ours, 0.5) / pct(base_ctx, 0.5), 2),
+            search_ratio_own_text_p50=round(pct(ours, 0.5) / pct(base, 0.5), 2),
+        )
+
+        runs = args.cold_runs
+        results["python_startup_ms"] = ms(timed_process([sys.executable, "-c", "pass"], env, runs))
+        results["cli_search_cold_ms"] = ms(
+            timed_process([*engram, "search", "login timeout fix"], env, runs)
+        )
+        results["cli_save_cold_ms"] = ms(
+            timed_process(
+                [*engram, "save", "Cold save", "bench content", "--project", "bench"], env, runs
+            )
+        )
+
+    if args.json:
+        print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
+        return
+    print(f"store benchmark, {args.n:,} observations")
+    print(f"  engram import (process)   {results['import_s']} s            target ≤ 15 s")
+    print(f"  open store                {results['open_ms_p50']} ms          target ≤ 50 ms")
+    print(
+        f"  save p50 / p95            {results['save_ms_p50']} / {results['save_ms_p95']} ms   target p50 ≤ 2 ms"
+    )
+    print(f"  search p50 / p95          {results['search_ms_p50']} / {results['search_ms_p95']} ms")
+    print(
+        f"  bare FTS5, same text p50  {results['bare_ctx_ms_p50']} / {results['bare_ctx_ms_p95']} ms"
+        "  (title, content and the session context the store indexes)"
+    )
+    print(
+        f"  bare FTS5, own text p50   {results['bare_fts_ms_p50']} / {results['bare_fts_ms_p95']} ms"
+        "  (title and content only)"
+    )
+    print(f"  search / bare, same text  {results['search_ratio_p50']}×            target ≤ 1.5×")
+    print(f"  search / bare, own text   {results['search_ratio_own_text_p50']}×")
+    print(f"  python -c pass            {results['python_startup_ms']} ms")
+    print(f"  engram search (cold)      {results['cli_search_cold_ms']} ms         target ≤ 250 ms")
+    print(f"  engram save (cold)        {results['cli_save_cold_ms']} ms         target ≤ 250 ms")
+
+
+if __name__ == "__main__":
+    main()
