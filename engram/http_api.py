@@ -198,7 +198,7 @@ class SessionRoutes(Controller):
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Start a session")
     def create(self, store: StoreArg, data: JSONBody[SessionCreate]) -> SessionStatus:
         """Create a session, or fill in the blank project/directory of an existing one."""
-        session = store.create_session(data.id, data.project, data.directory)
+        session = store.create_session(data.id, data.project or "", data.directory or "")
         return SessionStatus(id=session.id, status="created")
 
     @_post(
@@ -274,7 +274,10 @@ class ObservationRoutes(Controller):
     )
     def passive(self, store: StoreArg, data: JSONBody[PassiveCapture]) -> PassiveResultOut:
         result = store.capture_passive(
-            data.content, session_id=data.session_id, project=data.project, source=data.source
+            data.content,
+            session_id=data.session_id,
+            project=data.project,
+            source=data.source or "http-passive",
         )
         return to_wire(result, PassiveResultOut)
 
@@ -480,9 +483,10 @@ def current_project(server: ServerArg) -> CurrentProject:
 def suggest_topic(data: JSONBody[TopicKeyRequest]) -> TopicKey:
     from engram.text import suggest_topic_key
 
-    if not data.title.strip() and not data.content.strip():
+    title, content = (data.title or "").strip(), (data.content or "").strip()
+    if not title and not content:
         raise ValidationError("give a title or content to suggest a topic key for", field="title")
-    return TopicKey(topic_key=suggest_topic_key(data.type, data.title, data.content))
+    return TopicKey(topic_key=suggest_topic_key(data.type or "", title, content))
 
 
 @_get("/sync/status", tags=["sync"], responses=_errors(400), summary="Cloud sync state")

@@ -99,8 +99,8 @@ class Health(Struct):
 
 class SessionCreate(Struct):
     id: SessionId
-    project: str = ""
-    directory: str = ""
+    project: str | None = ""
+    directory: str | None = ""
 
 
 class SessionEnd(Struct):
@@ -124,10 +124,10 @@ class SessionDetail(Struct):
 class ObservationCreate(Struct):
     title: Text
     content: Text
-    type: str = "manual"
+    type: str | None = "manual"
     session_id: SessionId | None = None  # default: manual-save-<project>
-    project: str = ""
-    scope: str = "project"  # personal | project (anything else is project)
+    project: str | None = ""
+    scope: str | None = "project"  # personal | project (anything else is project)
     topic_key: str | None = None
     tool_name: str | None = None
 
@@ -174,8 +174,8 @@ class ObservationPage(Struct):
 class PassiveCapture(Struct):
     content: str
     session_id: SessionId | None = None
-    project: str = ""
-    source: str = "http-passive"
+    project: str | None = ""
+    source: str | None = "http-passive"  # saved as the memories' tool_name
 
 
 class PassiveResultOut(Struct):
@@ -211,7 +211,7 @@ class TimelineOut(Struct):
 class PromptCreate(Struct):
     content: Text
     session_id: SessionId | None = None
-    project: str = ""
+    project: str | None = ""
 
 
 class PromptSaved(Struct):
@@ -281,9 +281,9 @@ class CurrentProject(Struct):
 
 
 class TopicKeyRequest(Struct):
-    type: str = ""
-    title: str = ""
-    content: str = ""
+    type: str | None = ""
+    title: str | None = ""
+    content: str | None = ""
 
 
 class TopicKey(Struct):

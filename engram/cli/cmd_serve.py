@@ -97,11 +97,8 @@ def _stop_cleanly(signum: int, _frame: object) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from engram import config as config_module
     from engram.errors import EngramError, ValidationError
-    from engram.http_api import create_app
     from engram.store import Store
 
     try:
@@ -127,6 +124,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"engram serve: warning: listening on {host}, not loopback: anyone who can "
                 f"reach this machine can read and write your memories ({guard})\n"
             )
+        import uvicorn  # the web stack is imported only once the settings are known to be good
+
+        from engram.http_api import create_app
+
         app = create_app(store, config=config, token=config.http_token)
         server = uvicorn.Server(
             uvicorn.Config(

@@ -104,21 +104,19 @@ def test_schema_marks_guarded_routes_when_a_token_is_set(guarded: TestClient) ->
 
 
 @pytest.mark.parametrize(("method", "url", "body"), GUARDED)
-@pytest.mark.parametrize(
-    "header", [None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer"]
-)
 def test_guarded_routes_refuse_a_missing_or_wrong_token(
-    guarded: TestClient, store: Store, method, url, body, header
+    guarded: TestClient, store: Store, method, url, body
 ) -> None:
     store.add_observation(title="t", content="c", session_id="s-1", project="acme")
+    store.add_prompt("p", session_id="s-0")
     before = store.canonical_export()
-    headers = {"Authorization": header} if header else {}
-    kwargs: dict[str, Any] = {"headers": headers}
-    if body is not None:
-        kwargs["json"] = body
-    response = guarded.request(method.upper(), url, **kwargs)
-    assert response.status_code == 401
-    assert "Bearer" in response.json()["error"]
+    for header in (None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer"):
+        kwargs: dict[str, Any] = {"headers": {"Authorization": header} if header else {}}
+        if body is not None:
+            kwargs["json"] = body
+        response = guarded.request(method.upper(), url, **kwargs)
+        assert response.status_code == 401, header
+        assert "Bearer" in response.json()["error"]
     assert store.canonical_export() == before
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import orjson
 import pytest
 from litestar.testing import TestClient
 
+from engram.config import Config
+from engram.http_api import create_app
 from engram.store import Store
 
 
@@ -14,8 +18,7 @@ def snapshot(store: Store) -> tuple[bytes, int]:
     return store.canonical_export(), store.journal.count_pending("test:all", include_personal=True)
 
 
-@pytest.fixture
-def seeded(client: TestClient, store: Store) -> TestClient:
+def seed(client: TestClient) -> TestClient:
     response = client.post(
         "/observations",
         json={"title": "Seed", "content": "already here", "session_id": "s-1", "project": "acme"},
@@ -23,6 +26,20 @@ def seeded(client: TestClient, store: Store) -> TestClient:
     assert response.status_code == 201
     client.post("/prompts", json={"content": "a prompt", "session_id": "s-1"})
     return client
+
+
+@pytest.fixture
+def seeded(client: TestClient) -> TestClient:
+    return seed(client)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> Iterator[tuple[TestClient, Store]]:
+    """One seeded server for the table of refused requests below: none of them may write,
+    and each checks that, so they can share it (the table runs in a fraction of the time)."""
+    config = Config(data_dir=tmp_path_factory.mktemp("bad-input"))
+    with Store.open(config=config) as store, TestClient(create_app(store)) as client:
+        yield seed(client), store
 
 
 JSON = {"content-type": "application/json"}
@@ -145,8 +162,9 @@ BAD_REQUESTS = [
     ids=[f"{m.upper()} {u} {i}" for i, (m, u, *_) in enumerate(BAD_REQUESTS)],
 )
 def test_bad_request_is_refused_clearly_and_writes_nothing(
-    seeded: TestClient, store: Store, method, url, kwargs, status, words, field
+    shared, method, url, kwargs, status, words, field
 ) -> None:
+    seeded, store = shared
     before = snapshot(store)
     response = getattr(seeded, method)(url, **kwargs) if method != "delete" else seeded.delete(url)
     assert response.status_code == status, response.text
@@ -214,3 +232,29 @@ def test_invalid_utf8_and_odd_characters_in_queries(seeded: TestClient, store: S
         assert response.status_code in (200, 400), (url, response.text)
         assert "error" in response.json() or response.status_code == 200
     assert snapshot(store) == before
+
+
+def test_a_locked_database_answers_503_and_recovers(config, tmp_path) -> None:
+    """Another process holding SQLite's write lock: the save is refused (503, nothing half
+    written), reads still work, and the next save after the lock goes away succeeds."""
+    import sqlite3
+    from dataclasses import replace
+
+    with Store.open(config=replace(config, busy_timeout_ms=100)) as store:
+        store.add_observation(title="Before", content="saved before the lock")
+        before = snapshot(store)
+        other = sqlite3.connect(store.path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # what a long write in another process looks like
+        try:
+            with TestClient(create_app(store)) as client:
+                refused = client.post("/observations", json={"title": "t", "content": "c"})
+                assert refused.status_code == 503
+                assert "locked by another process" in refused.json()["error"]
+                assert client.get("/search", params={"q": "saved"}).status_code == 200
+                other.execute("ROLLBACK")
+                saved = client.post("/observations", json={"title": "t", "content": "c"})
+                assert saved.status_code == 201
+        finally:
+            other.close()
+        assert snapshot(store) != before
+        assert store.count_observations() == 2

@@ -280,3 +280,13 @@ def test_export_then_import_into_another_store(client: TestClient, make_store) -
         copy = second.get("/export").json()
     for section in ("sessions", "observations", "prompts"):
         assert copy[section] == document[section]
+
+
+def test_null_optional_fields_mean_their_defaults(client: TestClient) -> None:
+    body = {"title": "t", "content": "c", "type": None, "project": None, "scope": None}
+    saved = client.post("/observations", json=body).json()["observation"]
+    assert (saved["type"], saved["project"], saved["scope"]) == ("manual", "", "project")
+    assert client.post("/sessions", json={"id": "s", "project": None}).status_code == 201
+    assert client.post("/prompts", json={"content": "p", "project": None}).status_code == 201
+    suggested = client.post("/topic-keys/suggest", json={"title": "Cache", "type": None})
+    assert suggested.json() == {"topic_key": "topic/cache"}

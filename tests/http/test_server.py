@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from engram.config import Config
 from engram.store import Store
@@ -159,9 +160,6 @@ def test_port_already_taken_is_one_clear_line(server: Server, tmp_path: Path) ->
 
 def test_port_from_argument_or_environment(data_dir: Path) -> None:
     port = free_port()
-    running = start_server(data_dir, env={"ENGRAM_PORT": str(port)})
-    assert f"http://127.0.0.1:{running.port}" in running.stop()[1]  # --port wins over the env
-
     for argv, env in (([str(port)], None), ([], {"ENGRAM_PORT": str(port)})):
         process = subprocess.Popen(
             [sys.executable, "-m", "engram", "serve", *argv],
@@ -177,25 +175,34 @@ def test_port_from_argument_or_environment(data_dir: Path) -> None:
         assert process.returncode == 0 and f"http://127.0.0.1:{port}" in err
 
 
-def test_bad_settings_are_clear_errors(data_dir: Path, tmp_path: Path) -> None:
-    cases = [
-        (("serve", "70000"), None, "port must be between 0 and 65535"),
-        (("serve", "7001", "--port", "7002"), None, "two different ports"),
-        (("serve",), {"ENGRAM_PORT": "web"}, "ENGRAM_PORT must be an integer"),
-        (("serve", "--port", "0", "--host", "no-such-host.invalid"), None, "cannot listen on"),
-    ]
-    for args, env, words in cases:
-        result = run_engram(*args, data_dir=data_dir, env=env)
-        assert result.returncode == 1, result.stderr
-        assert result.stderr.startswith("engram: error: ") and words in result.stderr
-        assert "Traceback" not in result.stderr
-    usage = run_engram("serve", "abc", data_dir=data_dir)
-    assert usage.returncode == 2 and "invalid int value" in usage.stderr
-    blocker = tmp_path / "not-a-dir"
+@pytest.mark.parametrize(
+    ("args", "env", "words"),
+    [
+        (["70000"], {}, "port must be between 0 and 65535"),
+        (["7001", "--port", "7002"], {}, "two different ports"),
+        ([], {"ENGRAM_PORT": "web"}, "ENGRAM_PORT must be an integer"),
+        (["--port", "0", "--host", "no-such-host.invalid"], {}, "cannot listen on"),
+        (["--port", "0"], {"ENGRAM_DATA_DIR": "{file}"}, "data directory"),
+    ],
+)
+def test_bad_settings_are_one_clear_line(
+    args, env, words, data_dir: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    from engram.cli.main import main
+
+    blocker = tmp_path / "a-file"
     blocker.write_text("a file where the data directory should be")
-    unusable = run_engram("serve", "--port", str(free_port()), data_dir=blocker)
-    assert unusable.returncode == 1 and "Traceback" not in unusable.stderr
-    assert unusable.stderr.startswith("engram: error: ")
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(data_dir))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(file=blocker / "sub"))
+    assert main(["serve", *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("engram: error: ") and words in err and len(err.splitlines()) == 1
+
+
+def test_a_port_that_is_not_a_number_is_a_usage_error(data_dir: Path) -> None:
+    usage = run_engram("serve", "abc", data_dir=data_dir)
+    assert usage.returncode == 2 and "invalid int value: 'abc'" in usage.stderr
 
 
 def test_listening_beyond_loopback_warns(data_dir: Path) -> None:
