@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "exists are skipped, so importing twice changes nothing. All or nothing.",
     )
     p.add_argument("file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_flag(p)
     p.set_defaults(func=cmd_import)
 
@@ -74,8 +75,26 @@ def cmd_import(args: argparse.Namespace) -> int:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValidationError(f"{args.file} is not valid JSON ({exc}); nothing imported") from None
-    with open_store() as store:
-        result = store.import_data(data)
+    from engram.cli.common import wants_json
+    from engram.cli.progress import progress_bar
+
+    total = (
+        sum(len(data.get(k) or []) for k in ("sessions", "observations", "prompts"))
+        if isinstance(data, dict)
+        else 0
+    )
+    with (
+        open_store() as store,
+        progress_bar("Importing", total, quiet=args.quiet or wants_json(args)) as advance,
+    ):
+        done = 0
+
+        def progress(count: int, _total: int) -> None:
+            nonlocal done
+            advance(count - done)
+            done = count
+
+        result = store.import_data(data, progress=progress)
     human = (
         f"Imported from {args.file}: {result.sessions_imported} sessions, "
         f"{result.observations_imported} observations, {result.prompts_imported} prompts"

@@ -163,3 +163,25 @@ def test_help_version_and_unusable_data_dir(data_dir: Path, tmp_path: Path) -> N
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     assert "cannot create data directory" in fails("stats", data_dir=blocker / "data")
+
+
+def test_import_shows_progress_only_on_a_terminal(data_dir: Path, tmp_path: Path) -> None:
+    from tests.support import run_on_terminal
+
+    doc = {
+        "version": "0.1.0",
+        "sessions": [],
+        "prompts": [],
+        "observations": [
+            {"session_id": "s", "title": f"t{i}", "content": f"c{i}", "sync_id": f"obs-{i:016x}"}
+            for i in range(2500)
+        ],
+    }
+    path = tmp_path / "big.json"
+    path.write_bytes(orjson.dumps(doc))
+    code, shown = run_on_terminal(["import", str(path)], data_dir)
+    assert code == 0 and "Importing" in shown
+    code, quiet = run_on_terminal(["import", str(path), "--quiet"], tmp_path / "other")
+    assert code == 0 and "Importing" not in quiet
+    piped = ok("import", str(path), data_dir=tmp_path / "third")
+    assert "Importing" not in piped.stderr and "2500 observations" in piped.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pty
 import socket
 import subprocess
 import sys
@@ -24,13 +25,21 @@ def engram_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[s
 
 
 def run_engram(
-    *args: str, data_dir: Path, cwd: Path | None = None, input: str | None = None,
-    env: Mapping[str, str] | None = None, timeout: float = 60,
+    *args: str,
+    data_dir: Path,
+    cwd: Path | None = None,
+    input: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m engram ARGS`` as a separate process and capture its output."""
     return subprocess.run(
         [sys.executable, "-m", "engram", *args],
-        cwd=cwd, input=input, env=engram_env(data_dir, env), capture_output=True, text=True,
+        cwd=cwd,
+        input=input,
+        env=engram_env(data_dir, env),
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
 
@@ -51,3 +60,30 @@ def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 20.0) -> 
                 return
         time.sleep(0.05)
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
+
+
+def run_on_terminal(
+    args: list[str], data_dir: Path, cwd: Path | None = None, timeout: float = 60
+) -> tuple[int, str]:
+    """Run ``engram ARGS`` with stderr on a pseudo-terminal (progress bars show only on one);
+    returns the exit code and everything the terminal received."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engram", *args],
+        cwd=cwd,
+        env={**engram_env(data_dir), "COLUMNS": "100", "TERM": "xterm"},
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    )
+    os.close(follower)
+    received = b""
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        received += data
+    os.close(leader)
+    return process.wait(timeout=timeout), received.decode(errors="replace")
