@@ -63,18 +63,35 @@ def batches_for(client: int, batches: int, size: int, seed: int) -> list[list[di
             key = f"obs-{client:02d}{b:04d}{i:04d}{rng.randrange(1 << 24):06x}"
             content = " ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 90)))
             payload = {
-                "sync_id": key, "session_id": f"s-{client}-{b // 10}", "type": "discovery",
-                "title": " ".join(rng.choice(WORDS) for _ in range(6)), "content": content,
-                "tool_name": None, "project": project, "scope": "project", "topic_key": None,
-                "revision_count": 1, "duplicate_count": 1, "last_seen_at": None,
-                "created_at": "2026-11-21 10:00:00", "updated_at": "2026-11-21 10:00:00",
+                "sync_id": key,
+                "session_id": f"s-{client}-{b // 10}",
+                "type": "discovery",
+                "title": " ".join(rng.choice(WORDS) for _ in range(6)),
+                "content": content,
+                "tool_name": None,
+                "project": project,
+                "scope": "project",
+                "topic_key": None,
+                "revision_count": 1,
+                "duplicate_count": 1,
+                "last_seen_at": None,
+                "created_at": "2026-11-21 10:00:00",
+                "updated_at": "2026-11-21 10:00:00",
                 "deleted_at": None,
             }
-            batch.append(build_record(
-                mid=secrets.token_hex(16), hlc=format_hlc(wall + b * size + i, 0, origin),
-                origin=origin, entity="observation", key=key, op="upsert", project=project,
-                scope="project", payload=payload,
-            ))
+            batch.append(
+                build_record(
+                    mid=secrets.token_hex(16),
+                    hlc=format_hlc(wall + b * size + i, 0, origin),
+                    origin=origin,
+                    entity="observation",
+                    key=key,
+                    op="upsert",
+                    project=project,
+                    scope="project",
+                    payload=payload,
+                )
+            )
         out.append(batch)
     return out
 
@@ -85,16 +102,21 @@ def push_all(port: int, work: list[list[list[dict]]]) -> tuple[float, int, list[
     accepted = [0] * len(work)
     compressor = zstandard.ZstdCompressor(level=3)
     bodies = [
-        [compressor.compress(orjson.dumps({"created_by": f"client-{c}", "mutations": b}))
-         for b in batches]
+        [
+            compressor.compress(orjson.dumps({"created_by": f"client-{c}", "mutations": b}))
+            for b in batches
+        ]
         for c, batches in enumerate(work)
     ]
     start = threading.Barrier(len(work) + 1)
 
     def client(number: int) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
-                   "Content-Encoding": "zstd"}
+        headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "Content-Type": "application/json",
+            "Content-Encoding": "zstd",
+        }
         start.wait()
         for body, batch in zip(bodies[number], work[number], strict=True):
             for attempt in range(5):
@@ -159,16 +181,44 @@ def copy_baseline(dsn: str, work: list[list[list[dict]]]) -> float:
             for record in batch:
                 text = orjson.dumps(record)
                 digest = hashlib.sha256(orjson.dumps(record, option=orjson.OPT_SORT_KEYS)).digest()
-                log_rows.append((record["mid"], digest, record["project"], record["entity"],
-                                 record["key"], record["op"], record["hlc"], record["origin"],
-                                 record["scope"], text.decode(), f"client-{c}", "mutation_push"))
+                log_rows.append(
+                    (
+                        record["mid"],
+                        digest,
+                        record["project"],
+                        record["entity"],
+                        record["key"],
+                        record["op"],
+                        record["hlc"],
+                        record["origin"],
+                        record["scope"],
+                        text.decode(),
+                        f"client-{c}",
+                        "mutation_push",
+                    )
+                )
                 state = full_state(record)
-                obs_rows.append((record["project"], record["key"], state["session_id"],
-                                 state["type"], state["title"], state["content"],
-                                 state["tool_name"], state["scope"], state["topic_key"],
-                                 state["revision_count"], state["duplicate_count"],
-                                 state["last_seen_at"], state["created_at"], state["updated_at"],
-                                 state["deleted_at"], record["hlc"], f"client-{c}"))
+                obs_rows.append(
+                    (
+                        record["project"],
+                        record["key"],
+                        state["session_id"],
+                        state["type"],
+                        state["title"],
+                        state["content"],
+                        state["tool_name"],
+                        state["scope"],
+                        state["topic_key"],
+                        state["revision_count"],
+                        state["duplicate_count"],
+                        state["last_seen_at"],
+                        state["created_at"],
+                        state["updated_at"],
+                        state["deleted_at"],
+                        record["hlc"],
+                        f"client-{c}",
+                    )
+                )
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE bench_log (LIKE cloud_mutations INCLUDING ALL)")
         conn.execute("CREATE TABLE bench_obs (LIKE cloud_observations INCLUDING ALL)")
@@ -211,29 +261,48 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     total = args.clients * args.batches * args.size
-    print(f"cloud bench: {args.clients} clients x {args.batches} batches x {args.size} mutations "
-          f"= {total} mutations")
+    print(
+        f"cloud bench: {args.clients} clients x {args.batches} batches x {args.size} mutations "
+        f"= {total} mutations"
+    )
     cluster = PostgresCluster()
     server = None
     try:
         cluster.init()
         cluster.start()
         database = cluster.create_database("bench")
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")},
-               "ENGRAM_DATABASE_URL": cluster.url(database), "ENGRAM_CLOUD_TOKEN": TOKEN,
-               "ENGRAM_JWT_SECRET": secrets.token_hex(32), "ENGRAM_CLOUD_ALLOWED_PROJECTS": "*"}
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")},
+            "ENGRAM_DATABASE_URL": cluster.url(database),
+            "ENGRAM_CLOUD_TOKEN": TOKEN,
+            "ENGRAM_JWT_SECRET": secrets.token_hex(32),
+            "ENGRAM_CLOUD_ALLOWED_PROJECTS": "*",
+        }
         port = free_port()
         server = subprocess.Popen(
-            [sys.executable, "-m", "engram", "cloud", "serve", "--migrate", "--port", str(port),
-             "--log-level", "warning"],
-            env=env, cwd=REPO,
+            [
+                sys.executable,
+                "-m",
+                "engram",
+                "cloud",
+                "serve",
+                "--migrate",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            cwd=REPO,
         )
         wait_for_port(port, timeout=60)
         print("preparing batches…", flush=True)
         work = [batches_for(c, args.batches, args.size, args.seed) for c in range(args.clients)]
         seconds, accepted, errors = push_all(port, work)
-        print(f"push:  {accepted} accepted in {seconds:.2f} s = {accepted / seconds:,.0f} mutations/s"
-              f" ({len(errors)} errors)")
+        print(
+            f"push:  {accepted} accepted in {seconds:.2f} s = {accepted / seconds:,.0f} mutations/s"
+            f" ({len(errors)} errors)"
+        )
         for error in errors[:5]:
             print("  error:", error)
 
@@ -243,21 +312,29 @@ def main() -> int:
         with psycopg.connect(cluster.dsn(database)) as conn:
             stored = [m for (m,) in conn.execute("SELECT mid FROM cloud_mutations")]
         exact = len(stored) == len(set(stored)) == len(expected) and set(stored) == expected
-        print(f"check: {len(stored)} stored, {len(set(stored))} distinct, expected {len(expected)}"
-              f" -> {'every mutation exactly once' if exact else 'MISMATCH'}")
+        print(
+            f"check: {len(stored)} stored, {len(set(stored))} distinct, expected {len(expected)}"
+            f" -> {'every mutation exactly once' if exact else 'MISMATCH'}"
+        )
 
         copy_seconds = copy_baseline(cluster.dsn(database), work)
         copy_rate = total / copy_seconds
-        print(f"COPY:  {total} rows into identical log + read-model tables in {copy_seconds:.2f} s"
-              f" = {copy_rate:,.0f} rows/s")
+        print(
+            f"COPY:  {total} rows into identical log + read-model tables in {copy_seconds:.2f} s"
+            f" = {copy_rate:,.0f} rows/s"
+        )
         print(f"ratio: push / COPY = {accepted / seconds / copy_rate:.2f}  (aim >= 0.25)")
 
         pull_seconds, pulled, pages = pull_all(port, args.page)
-        print(f"pull:  {pulled} mutations in {pages} pages in {pull_seconds:.2f} s"
-              f" = {pulled / pull_seconds:,.0f} mutations/s")
+        print(
+            f"pull:  {pulled} mutations in {pages} pages in {pull_seconds:.2f} s"
+            f" = {pulled / pull_seconds:,.0f} mutations/s"
+        )
         out_seconds, size = copy_out_baseline(cluster.dsn(database))
-        print(f"COPY TO STDOUT of the same log: {out_seconds:.2f} s = {total / out_seconds:,.0f} rows/s"
-              f" ({size / 1e6:.1f} MB); pull / COPY = {pulled / pull_seconds / (total / out_seconds):.2f}")
+        print(
+            f"COPY TO STDOUT of the same log: {out_seconds:.2f} s = {total / out_seconds:,.0f} rows/s"
+            f" ({size / 1e6:.1f} MB); pull / COPY = {pulled / pull_seconds / (total / out_seconds):.2f}"
+        )
         return 0 if exact and not errors and pulled == total else 1
     finally:
         if server is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from engram_cloud import sync_api
+from engram_cloud import admin_api, sync_api, workers
 from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
 from engram_cloud.compression import response_compression
 from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
@@ -102,7 +102,14 @@ def create_app(settings: Settings, *, engine: Engine | None = None) -> Litestar:
                 engine.dispose()
 
     return Litestar(
-        route_handlers=[health, ready, whoami, *sync_api.ROUTES],
+        route_handlers=[
+            health,
+            ready,
+            whoami,
+            *sync_api.ROUTES,
+            *admin_api.ROUTES,
+            *workers.ROUTES,
+        ],
         dependencies={
             "principal": Provide(provide_principal, sync_to_thread=True),
             "admin": Provide(provide_admin, sync_to_thread=False),

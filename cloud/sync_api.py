@@ -1,4 +1,6 @@
-"""The sync routes: mutation push/pull (what Engram's clients use) and the older chunk routes.
+"""The sync routes: mutation push/pull (what Engram's clients use) and the older chunk routes
+(``POST /sync/push``, ``GET /sync/pull``, ``GET /sync/pull/{chunk_id}``), whose chunks are also
+decomposed into the mutation log.
 
 ``POST /sync/mutations/push`` checks, in order: body size (413), compression and JSON (400),
 batch shape and size (400), each record on its own (rejected ones are listed, the rest go on),
@@ -11,13 +13,15 @@ read, long-polling up to ``wait`` seconds when there is nothing new.
 
 from __future__ import annotations
 
+import gzip
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import orjson
-from engram_cloud import controls, sync_log
+from engram_cloud import chunks, controls, sync_log
 from engram_cloud.auth import (
     Principal,
     can_access,
@@ -27,11 +31,11 @@ from engram_cloud.auth import (
 )
 from engram_cloud.compression import decode_body
 from engram_cloud.errors import ApiError, forbidden, invalid_request, json_response
-from engram_cloud.legacy import entry_candidate
+from engram_cloud.legacy import CHUNK_SECTIONS, canonical_chunk, chunk_candidates, entry_candidate
 from engram_cloud.settings import Settings
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import RawBody
+from litestar.params import FromPath, RawBody
 
 MAX_CREATED_BY = 200
 ACTION_MUTATION_PUSH = "mutation_push"
@@ -283,4 +287,151 @@ async def pull_mutations(
     )
 
 
-ROUTES = [push_mutations, pull_mutations]
+# --- chunk routes (older clients) --------------------------------------------------------------
+
+ACTION_CHUNK_PUSH = "chunk_push"
+GZIP_ENVELOPE_TYPE = "application/vnd.engram.sync+gzip; version=1"
+
+
+def _payload_invalid(message: str) -> ApiError:
+    return ApiError(
+        400, "repairable", "upgrade_repairable_payload_invalid", f"invalid push payload: {message}"
+    )
+
+
+def _chunk_project(request: Request, raw: Any) -> str:
+    project = normalize_project_name(raw) or normalize_project_name(
+        request.query_params.get("project")
+    )
+    if not project:
+        raise ApiError(400, "blocked", "upgrade_blocked_project_required", "project is required")
+    return project
+
+
+def _client_time(raw: Any) -> datetime | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        moment = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    except ValueError:
+        raise _payload_invalid("client_created_at must be an RFC 3339 time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@post("/sync/push", sync_to_thread=True, status_code=200)
+def push_chunk(
+    request: Request, body: RawBody, principal: NamedDependency[Principal]
+) -> Response[bytes]:
+    """Store one chunk of the older format and decompose it into the mutation log."""
+    settings: Settings = request.app.state.settings
+    engine = request.app.state.engine
+    try:
+        doc = read_json(request, body, settings)
+    except ApiError as exc:
+        if exc.status_code != 400:
+            raise
+        raise _payload_invalid(exc.message.removeprefix("invalid request body: ")) from None
+    if not isinstance(doc, dict):
+        raise _payload_invalid("the body must be a JSON object")
+    project = _chunk_project(request, doc.get("project"))
+    data = doc.get("data")
+    if data is None:
+        raise _payload_invalid("data is required")
+    created_by = read_created_by(doc)
+    contributor = contributor_of(principal, created_by)
+    rows = 0
+    if isinstance(data, dict):
+        rows = sum(len(v) for s in CHUNK_SECTIONS if isinstance(v := data.get(s), list))
+    counts = Counter({project: rows})
+    refuse_forbidden(settings, engine, principal, contributor, counts, ACTION_CHUNK_PUSH)
+    refuse_paused(settings, engine, principal, contributor, counts, ACTION_CHUNK_PUSH)
+    client_created_at = _client_time(doc.get("client_created_at"))
+    try:
+        chunk_id, raw, document = canonical_chunk(data, project)
+        candidates, skipped = chunk_candidates(chunk_id, document)
+    except ValueError as exc:
+        raise _payload_invalid(str(exc)) from None
+    with engine.begin() as conn:
+        outcome = chunks.store(
+            conn,
+            project=project,
+            chunk_id=chunk_id,
+            payload=raw,
+            document=document,
+            created_by=contributor,
+            client_created_at=client_created_at,
+            principal_id=principal.id,
+        )
+        if outcome == chunks.CONFLICT:
+            raise ApiError(
+                409,
+                "repairable",
+                "upgrade_repairable_chunk_conflict",
+                f"chunk {chunk_id} already exists with different content",
+            )
+        result = sync_log.push(
+            conn,
+            candidates,
+            contributor=contributor,
+            principal_id=principal.id,
+            source="chunk_push",
+        )
+        controls.audit(
+            conn,
+            contributor=contributor,
+            project=project,
+            action=ACTION_CHUNK_PUSH,
+            outcome=controls.OUTCOME_ACCEPTED,
+            entry_count=len(result.accepted),
+            principal_id=principal.id,
+            metadata={"chunk_id": chunk_id, "new": result.inserted, "repeat": outcome},
+        )
+    return json_response(
+        {
+            "status": "ok",
+            "chunk_id": chunk_id,
+            "mutations": {
+                "accepted": len(result.accepted),
+                "rejected": [r.to_dict() for r in result.rejected],
+                "skipped": skipped,
+            },
+            "latest_seq": result.latest_seq,
+        }
+    )
+
+
+def _readable(request: Request, principal: Principal) -> str:
+    project = _chunk_project(request, None)
+    if not can_access(request.app.state.settings, principal, project):
+        raise forbidden()
+    return project
+
+
+@get("/sync/pull", sync_to_thread=True)
+def pull_manifest(request: Request, principal: NamedDependency[Principal]) -> Response[bytes]:
+    """The chunks pushed for a project, oldest first."""
+    project = _readable(request, principal)
+    with request.app.state.engine.connect() as conn:
+        return json_response(chunks.manifest(conn, project))
+
+
+@get("/sync/pull/{chunk_id:str}", sync_to_thread=True)
+def pull_chunk(
+    request: Request, chunk_id: FromPath[str], principal: NamedDependency[Principal]
+) -> Response[bytes]:
+    """One chunk's stored JSON (gzip envelope when the client asks for it)."""
+    project = _readable(request, principal)
+    if not chunk_id.strip():
+        raise invalid_request("invalid_parameter", "chunk id is required")
+    with request.app.state.engine.connect() as conn:
+        data = chunks.payload(conn, project, chunk_id[:64])
+    if data is None:
+        raise ApiError(
+            404, "invalid_request", "not_found", f"read chunk: {chunk_id[:64]} not found"
+        )
+    if "application/vnd.engram.sync+gzip" in request.headers.get("accept", ""):
+        return Response(gzip.compress(data), media_type=GZIP_ENVELOPE_TYPE)
+    return Response(data, media_type="application/json")
+
+
+ROUTES = [push_mutations, pull_mutations, push_chunk, pull_manifest, pull_chunk]
