@@ -635,7 +635,8 @@ def bearer_guard(token: str):
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
             raise NotAuthorizedException(
                 "this route needs 'Authorization: Bearer <token>' with the server's "
-                "ENGRAM_HTTP_TOKEN"
+                "ENGRAM_HTTP_TOKEN",
+                headers={"WWW-Authenticate": "Bearer"},
             )
 
     return guard

@@ -9,11 +9,11 @@ exit status 0.
 from __future__ import annotations
 
 import argparse
-import errno
-import ipaddress
-import signal
-import socket
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when serving: every `engram` command loads this module
+    import socket
 
 GRACEFUL_SHUTDOWN_SECONDS = 30
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -53,6 +53,9 @@ def _choose_port(args: argparse.Namespace, default: int) -> int:
 
 def bind(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port``, or an error that says what to do about it."""
+    import errno
+    import socket
+
     from engram.errors import EngramError
 
     try:
@@ -81,6 +84,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def is_loopback(sock: socket.socket) -> bool:
+    import ipaddress
+
     return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
 
 
@@ -97,6 +102,8 @@ def _stop_cleanly(signum: int, _frame: object) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import signal
+
     from engram import config as config_module
     from engram.errors import EngramError, ValidationError
     from engram.store import Store

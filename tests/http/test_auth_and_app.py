@@ -117,6 +117,7 @@ def test_guarded_routes_refuse_a_missing_or_wrong_token(
         response = guarded.request(method.upper(), url, **kwargs)
         assert response.status_code == 401, header
         assert "Bearer" in response.json()["error"]
+        assert response.headers["www-authenticate"] == "Bearer"
     assert store.canonical_export() == before
 
 

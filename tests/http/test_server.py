@@ -90,7 +90,9 @@ def test_concurrent_clients_lose_no_writes(server: Server) -> None:
                     acknowledged.append(response.json()["id"])
                 else:
                     failures.append(response.text)
-            http.get("/search", params={"q": f"client {n}"}).raise_for_status()
+                found = http.get("/search", params={"q": f"client {n}"})
+                if found.status_code != 200:
+                    failures.append(found.text)
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
     for t in threads:
@@ -107,6 +109,7 @@ def test_sigterm_finishes_in_flight_writes_and_loses_none(server: Server) -> Non
     """Writers hammer the server; SIGTERM arrives mid-stream. Every write the server
     acknowledged is stored, and nothing it did not acknowledge is."""
     acknowledged: list[int] = []
+    unexpected: list[str] = []
     stop = threading.Event()
 
     def writer(n: int) -> None:
@@ -120,7 +123,9 @@ def test_sigterm_finishes_in_flight_writes_and_loses_none(server: Server) -> Non
                     )
                 except httpx.TransportError:
                     return  # the server is gone: this request was never processed
-                assert response.status_code == 201, response.text
+                if response.status_code != 201:
+                    unexpected.append(response.text)
+                    return
                 acknowledged.append(response.json()["id"])
                 i += 1
 
@@ -135,6 +140,7 @@ def test_sigterm_finishes_in_flight_writes_and_loses_none(server: Server) -> Non
     for t in threads:
         t.join()
     assert code == 0, err
+    assert unexpected == []
     assert "engram serve: stopped" in err and "Traceback" not in err
     with Store.open(config=Config(data_dir=server.data_dir)) as store:
         assert store.count_observations() == len(acknowledged) >= 80
@@ -146,6 +152,7 @@ def test_sigint_stops_cleanly(server: Server) -> None:
         http.post("/observations", json={"title": "t", "content": "c"}).raise_for_status()
     code, err = server.stop(signal.SIGINT)
     assert code == 0 and "engram serve: stopped" in err and "Traceback" not in err
+    assert "warning" not in err  # loopback: nothing to warn about
 
 
 def test_port_already_taken_is_one_clear_line(server: Server, tmp_path: Path) -> None:
@@ -211,8 +218,6 @@ def test_listening_beyond_loopback_warns(data_dir: Path) -> None:
     assert code == 0
     assert "warning: listening on 0.0.0.0, not loopback" in err
     assert "set ENGRAM_HTTP_TOKEN" in err
-    quiet = start_server(data_dir)
-    assert "warning" not in quiet.stop()[1]
 
 
 def test_token_from_the_environment(data_dir: Path) -> None:
