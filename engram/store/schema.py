@@ -240,7 +240,34 @@ def migration_1(conn: sqlite3.Connection) -> None:
     conn.execute(_weights_sql())
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [migration_1]
+CLOUD_PROJECTS_TABLE = """
+-- Cloud sync bookkeeping per (server, project): the pull cursor (the server's seq), the last
+-- push/pull times, why the project is blocked (paused, policy_forbidden...), pulled records that
+-- could not be applied, and the stage of `engram cloud upgrade`.
+CREATE TABLE IF NOT EXISTS sync_cloud_projects (
+    target                  TEXT NOT NULL,
+    project                 TEXT NOT NULL,
+    last_pulled_seq         INTEGER NOT NULL DEFAULT 0,
+    last_push_at            TEXT,
+    last_pull_at            TEXT,
+    reason_code             TEXT,
+    reason_message          TEXT,
+    dead_count              INTEGER NOT NULL DEFAULT 0,
+    last_dead_error         TEXT,
+    upgrade_stage           TEXT,
+    upgrade_reason_code     TEXT,
+    upgrade_reason_message  TEXT,
+    updated_at              TEXT NOT NULL,
+    PRIMARY KEY (target, project)
+) WITHOUT ROWID;
+"""
+
+
+def migration_2(conn: sqlite3.Connection) -> None:
+    run_script(conn, CLOUD_PROJECTS_TABLE)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [migration_1, migration_2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
