@@ -3,10 +3,7 @@ and progress bars only on a terminal."""
 
 from __future__ import annotations
 
-import os
-import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -15,7 +12,7 @@ import pytest
 from engram.config import Config
 from engram.store import Store
 from engram.sync.gitdir import SyncDir, locate
-from tests.support import engram_env, run_engram
+from tests.support import run_engram, run_on_terminal
 from tests.sync.conftest import synthetic_records
 
 
@@ -130,30 +127,6 @@ def test_sync_directory_is_at_the_main_worktree(repo: Path, tmp_path: Path) -> N
     outside = tmp_path / "plain"
     outside.mkdir()
     assert locate(cwd=outside) == SyncDir(outside.resolve() / ".engram")
-
-
-def run_on_terminal(args: list[str], data_dir: Path, cwd: Path) -> tuple[int, str]:
-    """Run engram with stderr on a pseudo-terminal; returns (exit code, what the terminal got)."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "engram", *args],
-        cwd=cwd,
-        env={**engram_env(data_dir), "COLUMNS": "100", "TERM": "xterm"},
-        stdout=subprocess.DEVNULL,
-        stderr=follower,
-    )
-    os.close(follower)
-    received = b""
-    while True:
-        try:
-            data = os.read(leader, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        received += data
-    os.close(leader)
-    return process.wait(timeout=60), received.decode(errors="replace")
 
 
 def test_progress_bar_only_on_a_terminal_and_not_with_quiet(repo: Path, tmp_path: Path) -> None:
