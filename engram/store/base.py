@@ -101,7 +101,7 @@ class StoreBase:
                        project = excluded.project, deleted_at = excluded.deleted_at""",
                 (entity, old[key_field], hlc, old["project"], deleted_at),
             )
-        return self.journal.append(
+        seq = self.journal.append(
             conn,
             hlc=hlc,
             origin=origin,
@@ -112,6 +112,9 @@ class StoreBase:
             scope=old.get("scope", "project"),
             payload=payload,
         )
+        if tombstone:
+            self.journal.blank_deleted_payloads(conn, [seq])
+        return seq
 
     def _journal_exit(
         self, conn: sqlite3.Connection, entity: str, old: dict[str, Any], now: str

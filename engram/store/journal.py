@@ -25,6 +25,8 @@ from engram.store.mutation import build_record, format_hlc, new_mid, new_origin,
 from engram.times import now_text
 
 MAX_COUNTER = 99_999
+#: What a deleted memory's text becomes in older journal entries (still a valid record).
+BLANKED = "[deleted]"
 
 
 def machine_fingerprint(db_path: Path) -> str:
@@ -388,7 +390,9 @@ class Journal:
                 f"({', '.join(str(r[1]) for r in rows)})",
                 (target,),
             )
-            return conn.total_changes - before
+            added = conn.total_changes - before
+            self.blank_deleted_payloads(conn, (r[1] for r in rows))
+            return added
 
     def seqs_for_mids(self, mids: Iterable[str]) -> dict[str, int]:
         """Local seq of each known mid (for acknowledging exactly what a server confirmed)."""
@@ -429,45 +433,61 @@ class Journal:
             "SELECT * FROM sync_quarantine WHERE target = ? ORDER BY seq", (target,)
         )
 
-    def blank_superseded_payloads(self, targets: Iterable[str]) -> int:
-        """After a hard delete reached every target, blank the earlier payloads of that key.
+    @staticmethod
+    def known_targets(conn: sqlite3.Connection) -> list[str]:
+        """Every target that holds anything (a skip-scan: one index probe per target)."""
+        rows = conn.execute(
+            """WITH RECURSIVE t(target) AS (
+                 SELECT MIN(target) FROM sync_delivery
+                 UNION ALL
+                 SELECT (SELECT MIN(target) FROM sync_delivery WHERE target > t.target)
+                 FROM t WHERE t.target IS NOT NULL)
+               SELECT target FROM t WHERE target IS NOT NULL"""
+        ).fetchall()
+        return [r[0] for r in rows]
 
-        Titles and contents of older mutations are emptied in the local journal so deleted text
-        does not linger on this machine (git history keeps what was already pushed).
-        """
-        target_list = sorted(set(targets))
-        held = (
-            " AND ".join(
-                "EXISTS (SELECT 1 FROM sync_delivery d WHERE d.target = ? AND d.seq = t.seq)"
-                for _ in target_list
-            )
-            or "1"
-        )
-        rows = self.db.rows(
-            f"""SELECT t.entity, t.key, t.hlc FROM sync_journal t
-                WHERE t.op = 'delete' AND json_extract(t.record, '$.payload.hard') IS NOT 0
-                  AND {held}""",
-            target_list,
-        )
+    def blank_deleted_payloads(self, conn: sqlite3.Connection, seqs: Iterable[int]) -> int:
+        """Once every known target holds a hard delete (at once when there are no targets),
+        replace the title, content and summary of that key's earlier upserts in the journal by
+        ``[deleted]``, so
+        deleted text does not linger on this machine. Git history keeps what was already
+        pushed. Only real deletes count: a row that merely left a selection keeps its text."""
+        wanted = sorted({int(s) for s in seqs})
+        if not wanted:
+            return 0
+        targets = self.known_targets(conn)
         blanked = 0
-        with self.db.write() as conn:
-            for row in rows:
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            deletes = conn.execute(
+                f"""SELECT j.seq, j.entity, j.key, j.hlc FROM sync_journal j
+                    JOIN sync_tombstones t ON t.entity = j.entity AND t.key = j.key
+                                          AND t.hlc = j.hlc
+                    WHERE j.seq IN ({", ".join("?" for _ in part)}) AND j.op = 'delete'""",
+                part,
+            ).fetchall()
+            for seq, entity, key, hlc in deletes:
+                held = conn.execute(
+                    "SELECT COUNT(*) FROM sync_delivery WHERE seq = ?", (seq,)
+                ).fetchone()[0]
+                if held < len(targets):
+                    continue
                 older = conn.execute(
                     """SELECT seq, record FROM sync_journal
                        WHERE entity = ? AND key = ? AND hlc < ? AND op = 'upsert'""",
-                    (row["entity"], row["key"], row["hlc"]),
+                    (entity, key, hlc),
                 ).fetchall()
-                for seq, text in older:
+                for older_seq, text in older:
                     record = orjson.loads(text)
                     payload = record["payload"]
-                    if payload.get("content") == "" and payload.get("title", "") == "":
+                    texts = [n for n in ("title", "content", "summary") if payload.get(n)]
+                    if all(payload[n] == BLANKED for n in texts):
                         continue
-                    for name in ("title", "content", "summary"):
-                        if payload.get(name):
-                            payload[name] = ""
+                    for name in texts:
+                        payload[name] = BLANKED
                     conn.execute(
                         "UPDATE sync_journal SET record = ? WHERE seq = ?",
-                        (orjson.dumps(record).decode(), seq),
+                        (orjson.dumps(record).decode(), older_seq),
                     )
                     blanked += 1
         return blanked

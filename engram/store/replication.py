@@ -82,6 +82,7 @@ class _ApplyBatch:
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
             [(self.source, seq, self.now) for seq in self.delivered],
         )
+        self.store.journal.blank_deleted_payloads(self.conn, self.delivered)
 
     def _journal(self, record: dict[str, Any], text: str | None) -> None:
         seq = self.store.journal.append_record(

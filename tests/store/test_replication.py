@@ -93,9 +93,25 @@ def test_hard_delete_tombstone_beats_an_older_upsert_arriving_late(make_store) -
     b.apply_mutations(delete, source="peer:a")
     b.apply_mutations(upserts, source="peer:a")  # older: must not resurrect
     assert b.db.scalar("SELECT COUNT(*) FROM observations") == 0
-    a.journal.mark_delivered("peer:b", [e.seq for e in a.journal.pending("peer:b")])
-    assert a.journal.blank_superseded_payloads(["peer:b"]) == 1
-    assert all("secret" not in e.record for e in a.journal.pending("x"))
+    assert a.canonical_export() == b.canonical_export()
+
+
+def test_deleted_text_leaves_the_journal_once_every_target_has_the_delete(make_store) -> None:
+    alone = make_store("alone")
+    obs = alone.add_observation(title="t", content="secret one", project="p").observation
+    alone.delete_observation(obs.id, hard=True)  # no targets at all: blanked at once
+    assert all("secret" not in e.record for e in alone.journal.pending("x"))
+
+    a, b = make_store("a"), make_store("b")
+    obs = a.add_observation(title="t", content="secret two", project="p").observation
+    exchange(a, b)  # a now knows one target, which holds the upsert
+    soft = a.add_observation(title="kept", content="secret but only moved", project="p").observation
+    a.update_observation(soft.id, project="q")  # leaving a selection is not a delete
+    a.delete_observation(obs.id, hard=True)
+    assert any("secret two" in e.record for e in a.journal.pending("y"))  # b lacks the delete
+    exchange(a, b)
+    records = "".join(e.record for e in a.journal.pending("y"))
+    assert "secret two" not in records and "secret but only moved" in records
 
 
 def test_stub_session_is_replaced_by_the_real_one(make_store) -> None:
