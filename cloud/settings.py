@@ -29,6 +29,22 @@ ALL_PROJECTS = "*"
 #: The placeholder written in docs/cloud.env.example and docker-compose.cloud.yml: a server
 #: started with it unchanged would sign sessions with a secret everybody knows.
 EXAMPLE_JWT_SECRET = "replace-me-with-a-random-secret-of-at-least-32-bytes"
+#: Every variable the server reads (docs/cloud.md describes each).
+ENV_VARS = (
+    "ENGRAM_DATABASE_URL",
+    "ENGRAM_CLOUD_HOST",
+    "ENGRAM_CLOUD_PORT",
+    "ENGRAM_PORT",
+    "ENGRAM_CLOUD_TOKEN",
+    "ENGRAM_JWT_SECRET",
+    "ENGRAM_CLOUD_INSECURE_NO_AUTH",
+    "ENGRAM_CLOUD_ALLOWED_PROJECTS",
+    "ENGRAM_CLOUD_ADMIN",
+    "ENGRAM_CLOUD_TOKEN_PEPPER",
+    "ENGRAM_CLOUD_MAX_PUSH_BYTES",
+    "ENGRAM_CLOUD_DB_POOL_SIZE",
+    "ENGRAM_DASHBOARD_ENABLE_DELETE",
+)
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 

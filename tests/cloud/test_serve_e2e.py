@@ -1,0 +1,124 @@
+"""End to end: real ``engram cloud serve`` processes on free ports, one of them with several
+uvicorn workers, sharing one database — a long-poll on one server is woken by a push to the
+other (the state lives in PostgreSQL)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cloud import records as rec
+from tests.cloud.conftest import JWT_SECRET, LEGACY_TOKEN, bearer
+from tests.support import REPO, engram_env, free_port, wait_for_port
+
+
+@pytest.fixture
+def start_server(data_dir: Path, cloud_db_url: str) -> Iterator[Callable[..., str]]:
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start(*extra: str) -> str:
+        port = free_port()
+        env = engram_env(
+            data_dir,
+            {
+                "ENGRAM_DATABASE_URL": cloud_db_url,
+                "ENGRAM_JWT_SECRET": JWT_SECRET,
+                "ENGRAM_CLOUD_TOKEN": LEGACY_TOKEN,
+                "ENGRAM_CLOUD_ALLOWED_PROJECTS": "acme,widgets",
+            },
+        )
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "engram",
+                "cloud",
+                "serve",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                *extra,
+            ],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        processes.append(process)
+        wait_for_port(port, timeout=60)
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_two_servers_one_database(
+    start_server: Callable[..., str], make_user: Callable[..., str]
+) -> None:
+    first = start_server()
+    second = start_server("--workers", "2")
+    member = bearer(make_user("alice", ["acme"]))
+    legacy = bearer(LEGACY_TOKEN)
+    with httpx.Client(timeout=60) as http:
+        for base in (first, second):
+            assert http.get(f"{base}/health").json() == {"service": "engram-cloud", "status": "ok"}
+            assert http.get(f"{base}/health/ready").json()["database"] == "ok"
+            assert http.get(f"{base}/api/v1/whoami", headers=member).json()["projects"] == ["acme"]
+
+        answers: list[dict] = []
+        started = time.monotonic()
+        waiter = threading.Thread(
+            target=lambda: answers.append(
+                http.get(
+                    f"{first}/sync/mutations/pull",
+                    params={"wait": 25, "project": "acme"},
+                    headers=member,
+                ).json()
+            )
+        )
+        waiter.start()
+        time.sleep(0.5)
+        record = rec.observation(project="acme")
+        pushed = http.post(
+            f"{second}/sync/mutations/push", json=rec.push_body([record]), headers=member
+        )
+        assert pushed.status_code == 200 and pushed.json()["accepted"] == [record["mid"]]
+        waiter.join(30)
+        assert [m["mid"] for m in answers[0]["mutations"]] == [record["mid"]]
+        assert time.monotonic() - started < 20  # woken by the other server's commit
+
+        forbidden = http.post(
+            f"{first}/sync/mutations/push",
+            json=rec.push_body([rec.observation(project="widgets")]),
+            headers=member,
+        )
+        assert forbidden.status_code == 403
+        outside = http.post(
+            f"{second}/sync/mutations/push",
+            json=rec.push_body([rec.observation(project="elsewhere")]),
+            headers=legacy,
+        )
+        assert outside.status_code == 403  # not in the server allowlist
+        retry = http.post(
+            f"{first}/sync/mutations/push", json=rec.push_body([record]), headers=legacy
+        )
+        assert retry.json()["accepted"] == [record["mid"]] and retry.json()["latest_seq"] == 1
+        for base in (first, second):
+            log = http.get(f"{base}/sync/mutations/pull", headers=legacy).json()
+            assert [m["seq"] for m in log["mutations"]] == [1] and log["next"] == 1
