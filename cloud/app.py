@@ -8,8 +8,9 @@ litestar's ``TestClient``; ``engram cloud serve`` runs the same app under uvicor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from engram_cloud import admin_api, sync_api, workers
 from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
@@ -84,9 +85,12 @@ def whoami(request: Request, principal: NamedDependency[Principal]) -> object:
     )
 
 
-def create_app(settings: Settings, *, engine: Engine | None = None) -> Litestar:
+def create_app(
+    settings: Settings, *, engine: Engine | None = None, plugins: Sequence[Any] = ()
+) -> Litestar:
     """The server application. ``engine`` defaults to one built from the settings (and disposed
-    when the app shuts down); the schema must already be migrated (see ``engram cloud migrate``)."""
+    when the app shuts down); the schema must already be migrated (see ``engram cloud migrate``).
+    ``plugins`` are litestar plugins added to the app (the dashboard is one)."""
     owns_engine = engine is None
     engine = engine or create_db_engine(settings.database_url, pool_size=settings.pool_size)
     notifier = Notifier(libpq_url(settings.database_url))
@@ -120,6 +124,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None) -> Litestar:
         request_max_body_size=settings.max_push_bytes,
         compression_config=response_compression(),
         openapi_config=OpenAPIConfig(title="Engram cloud", version=__version__, path="/schema"),
+        plugins=list(plugins),
     )
 
 
