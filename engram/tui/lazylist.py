@@ -1,0 +1,437 @@
+"""``LazyList``: a keyboard-driven list over a source of any size, loaded page by page.
+
+Only the total count and the pages on screen are ever fetched, on worker threads: a list of
+100,000 memories opens with one ``COUNT`` and one page of 50 rows, and jumping to its end loads
+just the last page. Each item is two lines (a headline and a preview). The border shows where
+the view is ("21–40 of 312"); a ``▌`` marks the cursor row, so it stays visible without colour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from engram.errors import EngramError
+from engram.tui.present import position_text
+
+T = TypeVar("T")
+PAGE_SIZE = 50
+ITEM_HEIGHT = 2
+MAX_CACHED_PAGES = 40
+
+#: A line of an item: (text, role) spans; roles name the ``lazy-list--<role>`` styles.
+Line = Sequence[tuple[str, str]]
+
+
+class Source(Protocol[T]):
+    """Where a list's items come from; both methods run on worker threads."""
+
+    def count(self) -> int: ...
+
+    def fetch(self, offset: int, limit: int) -> list[T]: ...
+
+
+@dataclass
+class FixedSource(Generic[T]):
+    """Items already in memory (a timeline, search results, a dashboard's recent list)."""
+
+    items: list[T]
+
+    def count(self) -> int:
+        return len(self.items)
+
+    def fetch(self, offset: int, limit: int) -> list[T]:
+        return self.items[offset : offset + limit]
+
+
+@dataclass
+class CallSource(Generic[T]):
+    """A source made of two callables (each given the store access it needs)."""
+
+    counter: Callable[[], int]
+    fetcher: Callable[[int, int], list[T]]
+
+    def count(self) -> int:
+        return self.counter()
+
+    def fetch(self, offset: int, limit: int) -> list[T]:
+        return self.fetcher(offset, limit)
+
+
+class LazyList(ScrollView, Generic[T], can_focus=True):
+    """A list that loads its items lazily; ``render_item(item) -> (line1, line2)``."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("pageup,b", "page(-1)", "Page up", show=False),
+        Binding("home,g", "first", "First", show=False),
+        Binding("end,G", "last", "Last", show=False),
+        Binding("enter", "select", "Open"),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "lazy-list--cursor",
+        "lazy-list--marker",
+        "lazy-list--id",
+        "lazy-list--type",
+        "lazy-list--title",
+        "lazy-list--badge",
+        "lazy-list--meta",
+        "lazy-list--preview",
+        "lazy-list--notice",
+    }
+
+    DEFAULT_CSS = """
+    LazyList {
+        overflow-x: hidden;
+        overflow-y: auto;
+        border: round $border-blurred;
+        border-title-color: $text-muted;
+        border-subtitle-color: $text-muted;
+        background: $surface;
+        height: 1fr;
+        & > .lazy-list--cursor { background: $block-cursor-blurred-background; }
+        & > .lazy-list--marker { color: $text-muted; }
+        & > .lazy-list--id { color: $text-muted; }
+        & > .lazy-list--type { color: $text-secondary; text-style: bold; }
+        & > .lazy-list--title { color: $foreground; text-style: bold; }
+        & > .lazy-list--badge { color: $text-success; text-style: bold; }
+        & > .lazy-list--meta { color: $text-muted; }
+        & > .lazy-list--preview { color: $text-muted; }
+        & > .lazy-list--notice { color: $text-muted; text-style: italic; }
+        &:focus {
+            border: round $border;
+            border-title-color: $text;
+            & > .lazy-list--cursor { background: $block-cursor-background; }
+            & > .lazy-list--marker { color: $text-accent; }
+        }
+    }
+    """
+
+    cursor: reactive[int] = reactive(0, init=False)
+
+    class Selected(Message):
+        """Enter (or a click on the cursor row) on a loaded item."""
+
+        def __init__(self, lazy_list: LazyList[Any], index: int, item: Any) -> None:
+            super().__init__()
+            self.lazy_list = lazy_list
+            self.index = index
+            self.item = item
+
+        @property
+        def control(self) -> LazyList[Any]:
+            return self.lazy_list
+
+    class Loaded(Message):
+        """The count (and so the first page) arrived, or loading failed."""
+
+        def __init__(self, lazy_list: LazyList[Any]) -> None:
+            super().__init__()
+            self.lazy_list = lazy_list
+
+        @property
+        def control(self) -> LazyList[Any]:
+            return self.lazy_list
+
+    def __init__(
+        self,
+        render_item: Callable[[T], tuple[Line, Line]],
+        *,
+        title: str = "",
+        empty_text: str = "Nothing here yet.",
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.render_item = render_item
+        self.border_title = title
+        self.empty_text = empty_text
+        self.source: Source[T] | None = None
+        self.total: int | None = None
+        self.error: str | None = None
+        self._items: dict[int, T] = {}
+        self._pages: dict[int, None] = {}  # loaded page numbers, oldest first (LRU order)
+        self._pending: set[int] = set()
+        self._generation = 0
+
+    # --- data -----------------------------------------------------------------------------------
+
+    def set_source(
+        self, source: Source[T], *, keep_cursor: bool = False, cursor: int | None = None
+    ) -> None:
+        """Show ``source`` (dropping what was loaded); the count and the cursor's page load.
+
+        The cursor goes to ``cursor`` if given, else stays (``keep_cursor``) or goes to the top.
+        """
+        self.source = source
+        self._generation += 1
+        self._items.clear()
+        self._pages.clear()
+        self._pending.clear()
+        self.total = None
+        self.error = None
+        if cursor is not None:
+            self.set_reactive(LazyList.cursor, max(0, cursor))
+        elif not keep_cursor:
+            self.set_reactive(LazyList.cursor, 0)
+            self.scroll_to(y=0, animate=False, immediate=True)
+        self._update_position()
+        self.refresh()
+        generation = self._generation
+        first_page = self.cursor // PAGE_SIZE
+        self._pending.add(first_page)
+        self.run_worker(
+            lambda: self._load_count(generation, source, first_page),
+            thread=True,
+            group="lazy-list",
+            exit_on_error=False,
+        )
+
+    def reload(self) -> None:
+        """Fetch the same source again (after a change), keeping the cursor where it was."""
+        if self.source is not None:
+            self.set_source(self.source, keep_cursor=True)
+
+    def _load_count(self, generation: int, source: Source[T], page: int) -> None:
+        try:
+            total = source.count()
+            items = source.fetch(page * PAGE_SIZE, PAGE_SIZE) if total else []
+        except (EngramError, RuntimeError, OSError) as exc:
+            self._call_ui(self._failed, generation, str(exc))
+            return
+        self._call_ui(self._counted, generation, total, page, items)
+
+    def _load_page(self, generation: int, source: Source[T], page: int) -> None:
+        try:
+            items = source.fetch(page * PAGE_SIZE, PAGE_SIZE)
+        except (EngramError, RuntimeError, OSError) as exc:
+            self._call_ui(self._failed, generation, str(exc))
+            return
+        self._call_ui(self._page_loaded, generation, page, items)
+
+    def _call_ui(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            self.app.call_from_thread(fn, *args)
+        except RuntimeError:  # the app is shutting down: nobody is waiting for this page
+            pass
+
+    def _counted(self, generation: int, total: int, page: int, items: list[T]) -> None:
+        if generation != self._generation:
+            return
+        self.total = total
+        self.virtual_size = Size(self.scrollable_content_region.width, total * ITEM_HEIGHT)
+        if self.cursor >= total:
+            self.set_reactive(LazyList.cursor, max(0, total - 1))
+        self._page_loaded(generation, page, items)
+        self.scroll_to_cursor()
+        self.post_message(self.Loaded(self))
+
+    def show_error(self, message: str) -> None:
+        """Show why the items cannot be listed (``r`` retries on every screen)."""
+        self._generation += 1
+        self._failed(self._generation, message)
+
+    def _failed(self, generation: int, message: str) -> None:
+        if generation != self._generation:
+            return
+        self._pending.clear()
+        self.error = message
+        if self.total is None:
+            self.total = 0
+            self.virtual_size = Size(self.scrollable_content_region.width, 0)
+        self._update_position()
+        self.refresh()
+        self.post_message(self.Loaded(self))
+
+    def _page_loaded(self, generation: int, page: int, items: list[T]) -> None:
+        if generation != self._generation:
+            return
+        self._pending.discard(page)
+        for offset, item in enumerate(items):
+            self._items[page * PAGE_SIZE + offset] = item
+        self._pages.pop(page, None)
+        self._pages[page] = None
+        self._evict(keep=page)
+        self._update_position()
+        self.refresh()
+
+    def _evict(self, keep: int) -> None:
+        """Forget the pages farthest from the cursor once too many are held."""
+        while len(self._pages) > MAX_CACHED_PAGES:
+            cursor_page = self.cursor // PAGE_SIZE
+            far = max((p for p in self._pages if p != keep), key=lambda p: abs(p - cursor_page))
+            del self._pages[far]
+            for index in range(far * PAGE_SIZE, (far + 1) * PAGE_SIZE):
+                self._items.pop(index, None)
+
+    def _request(self, index: int) -> None:
+        page = index // PAGE_SIZE
+        if page in self._pages or page in self._pending or self.source is None:
+            return
+        if self.error is not None:
+            return
+        self._pending.add(page)
+        generation, source = self._generation, self.source
+        self.run_worker(
+            lambda: self._load_page(generation, source, page),
+            thread=True,
+            group="lazy-list",
+            exit_on_error=False,
+        )
+
+    # --- reading --------------------------------------------------------------------------------
+
+    @property
+    def item_count(self) -> int:
+        return self.total or 0
+
+    def item_at(self, index: int) -> T | None:
+        return self._items.get(index)
+
+    @property
+    def current(self) -> T | None:
+        """The item under the cursor (``None`` while its page loads or the list is empty)."""
+        return self._items.get(self.cursor) if self.item_count else None
+
+    def loaded_items(self) -> list[T]:
+        return [self._items[i] for i in sorted(self._items)]
+
+    def visible_range(self) -> tuple[int, int]:
+        """1-based first and last items on screen."""
+        top = int(self.scroll_offset.y) // ITEM_HEIGHT
+        rows = max(1, self.scrollable_content_region.height // ITEM_HEIGHT)
+        return top + 1, min(self.item_count, top + rows)
+
+    @property
+    def position(self) -> str:
+        if self.error is not None:
+            return "error"
+        first, last = self.visible_range()
+        return position_text(first, last, self.total)
+
+    def _update_position(self) -> None:
+        self.border_subtitle = self.position
+
+    # --- moving ---------------------------------------------------------------------------------
+
+    def validate_cursor(self, value: int) -> int:
+        return max(0, min(value, self.item_count - 1)) if self.item_count else 0
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.scroll_to_cursor()
+        self.refresh()
+        self._update_position()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._update_position()
+
+    def scroll_to_cursor(self) -> None:
+        if not self.item_count:
+            return
+        self.scroll_to_region(
+            Region(0, self.cursor * ITEM_HEIGHT, 1, ITEM_HEIGHT),
+            animate=False,
+            force=True,
+            immediate=True,
+        )
+
+    def action_cursor(self, delta: int) -> None:
+        self.cursor += delta
+
+    def action_page(self, direction: int) -> None:
+        rows = max(1, self.scrollable_content_region.height // ITEM_HEIGHT)
+        self.cursor += direction * rows
+
+    def action_first(self) -> None:
+        self.cursor = 0
+
+    def action_last(self) -> None:
+        self.cursor = self.item_count - 1
+
+    def action_select(self) -> None:
+        item = self.current
+        if item is not None:
+            self.post_message(self.Selected(self, self.cursor, item))
+
+    def on_click(self, event: events.Click) -> None:
+        index = (event.y + int(self.scroll_offset.y)) // ITEM_HEIGHT
+        if not 0 <= index < self.item_count:
+            return
+        if index == self.cursor:
+            self.action_select()
+        else:
+            self.cursor = index
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.total is not None:
+            self.virtual_size = Size(self.scrollable_content_region.width, self.total * ITEM_HEIGHT)
+        self._update_position()
+
+    # --- drawing --------------------------------------------------------------------------------
+
+    def _style(self, role: str) -> Style:
+        return self.get_visual_style(f"lazy-list--{role}").rich_style
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        line_no = y + int(self.scroll_offset.y)
+        index, part = divmod(line_no, ITEM_HEIGHT)
+        if self.total is None or self.error is not None or self.total == 0:
+            return self._notice_line(y, width, base)
+        if index >= self.total:
+            return Strip.blank(width, base)
+        item = self._items.get(index)
+        selected = index == self.cursor
+        row_style = base + self._style("cursor") if selected else base
+        marker = Text("▌" if selected else " ", style=row_style + self._style("marker"))
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append_text(marker)
+        text.append(" ", style=row_style)
+        if item is None:
+            self._request(index)
+            text.append("…" if part == 0 else "", style=row_style + self._style("notice"))
+        else:
+            for fragment, role in self.render_item(item)[part]:
+                text.append(fragment, style=row_style + self._style(role) if role else row_style)
+        text.truncate(width, overflow="ellipsis", pad=False)
+        strip = Strip(self._segments(text, row_style)).crop_extend(0, width, row_style)
+        return strip.apply_offsets(0, line_no)
+
+    def _notice_line(self, y: int, width: int, base: Style) -> Strip:
+        if self.error is not None:
+            lines = ["Could not load this list:", self.error, "Press r to retry."]
+        elif self.total is None:
+            lines = ["Loading…"]
+        else:
+            lines = self.empty_text.splitlines()
+        if y - 1 < 0 or y - 1 >= len(lines):
+            return Strip.blank(width, base)
+        text = Text("  " + lines[y - 1], style=base + self._style("notice"), no_wrap=True, end="")
+        text.truncate(width, overflow="ellipsis")
+        return Strip(self._segments(text, base)).crop_extend(0, width, base)
+
+    def _segments(self, text: Text, base: Style) -> list[Segment]:
+        # Every segment needs a style: Textual's NO_COLOR filter cannot handle ``None``.
+        return list(Segment.apply_style(text.render(self.app.console), base))
+
+
+def plain_lines(lines: tuple[Line, Line]) -> str:
+    """The text of an item's two lines (for tests and logs)."""
+    return "\n".join("".join(fragment for fragment, _ in line) for line in lines)

@@ -1,0 +1,144 @@
+"""The TUI's door to the store, against real databases: the "active" flag, paging, sync
+targets, superseded searches, and how long calls have waited on another process's lock."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from engram.config import Config
+from engram.errors import NotFoundError, StoreUnavailableError
+from engram.store import Store
+from engram.tui.gateway import SEARCH_CAP, Gateway, Stale, SyncTarget
+from tests.tui.helpers import Seeded, database_locked, release, seed_many
+
+
+@pytest.fixture
+def gateway(seeded: Seeded):
+    opened = Gateway(Config(data_dir=seeded.data_dir))
+    yield opened
+    opened.close()
+
+
+def test_rows_carry_whether_their_session_is_open(seeded: Seeded, gateway: Gateway) -> None:
+    rows = gateway.recent(None, 0, 50)
+    active = {r.observation.title: r.active for r in rows}
+    assert active["Retry with backoff"] is True  # s-acme-2 is still open
+    assert active["Fixed login timeout"] is False  # s-acme-1 ended
+    assert gateway.count_recent("zeta") == 1
+    assert [r.observation.title for r in gateway.recent("acme", 2, 2)] == [
+        "Deploy runbook",
+        "Session cookie must be HttpOnly",
+    ]
+
+
+def test_session_detail_pages_and_counts(seeded: Seeded, gateway: Gateway) -> None:
+    session, observations, prompts = gateway.session("s-acme-1")
+    assert (session.summary, observations, prompts) == ("Auth rework", 4, 1)
+    titles = [r.observation.title for r in gateway.session_observations("s-acme-1", 1, 2)]
+    assert titles == ["Chose PostgreSQL for the cloud server", "Session cookie must be HttpOnly"]
+    assert [p.content for p in gateway.session_prompts("s-acme-1", 0, 10)] == [
+        "why does login time out on the VPN?"
+    ]
+    assert gateway.session_prompts("s-acme-1", 1, 10) == []
+    with pytest.raises(NotFoundError):
+        gateway.session("s-missing")
+
+
+def test_sync_targets_and_what_each_still_lacks(seeded: Seeded, gateway: Gateway) -> None:
+    assert gateway.sync_targets() == []
+    pending = seeded.store.journal.pending("git:/src/acme")
+    seeded.store.journal.mark_delivered("git:/src/acme", [e.seq for e in pending[:5]])
+    assert gateway.sync_targets() == [SyncTarget("git:/src/acme", len(pending) - 5)]
+
+
+def test_a_search_superseded_by_a_newer_keystroke_is_dropped(
+    seeded: Seeded, gateway: Gateway
+) -> None:
+    first = gateway.next_search()
+    second = gateway.next_search()
+    with pytest.raises(Stale):
+        gateway.search(first, "login", None)
+    result = gateway.search(second, "login", None)
+    assert result.generation == second == gateway.current_search
+    assert result.rows[0].observation.title == "Fixed login timeout"
+
+
+def test_a_running_search_is_interrupted_by_a_newer_keystroke(data_dir) -> None:
+    with Store.open(config=Config(data_dir=data_dir)) as store:
+        seed_many(store, 3000)
+    gateway = Gateway(Config(data_dir=data_dir))
+    try:
+        assert len(gateway.search(gateway.next_search(), "bulk memory", None).rows) == SEARCH_CAP
+        interrupted = 0
+        for _ in range(30):
+            generation = gateway.next_search()
+            outcome: list[object] = []
+
+            def run(generation: int = generation, outcome: list[object] = outcome) -> None:
+                try:
+                    outcome.append(gateway.search(generation, "bulk memory body", None))
+                except Stale as exc:
+                    outcome.append(exc)
+
+            worker = threading.Thread(target=run)
+            worker.start()
+            deadline = time.monotonic() + 5
+            while gateway._search_running != generation and not outcome:
+                assert time.monotonic() < deadline
+            gateway.next_search()  # a newer keystroke while the query runs
+            worker.join()
+            interrupted += isinstance(outcome[0], Stale)
+            if interrupted:
+                break
+        assert interrupted, "no search was ever interrupted"
+        # The connection is fine afterwards.
+        assert gateway.search(gateway.next_search(), "bulk", None).rows
+    finally:
+        gateway.close()
+
+
+@pytest.mark.slow
+def test_waiting_for_reports_calls_blocked_by_another_process(seeded: Seeded) -> None:
+    gateway = Gateway(Config(data_dir=seeded.data_dir, busy_timeout_ms=8000))
+    try:
+        gateway.count_recent(None)  # opened
+        assert gateway.waiting_for() == 0
+        with database_locked(seeded.store.path) as holder:
+            done: list[object] = []
+            writer = threading.Thread(
+                target=lambda: done.append(gateway.delete(seeded.ids["retry"]))
+            )
+            writer.start()
+            deadline = time.monotonic() + 5
+            while gateway.waiting_for() < 0.5:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            release(holder)
+            writer.join()
+        assert gateway.waiting_for() == 0
+        assert done[0].title == "Retry with backoff"
+    finally:
+        gateway.close()
+
+
+def test_a_write_that_times_out_changes_nothing(seeded: Seeded) -> None:
+    gateway = Gateway(Config(data_dir=seeded.data_dir, busy_timeout_ms=300))
+    try:
+        with (
+            database_locked(seeded.store.path),
+            pytest.raises(StoreUnavailableError, match="locked by another process"),
+        ):
+            gateway.update(seeded.ids["retry"], title="changed")
+        assert seeded.store.get_observation(seeded.ids["retry"]).title == "Retry with backoff"
+    finally:
+        gateway.close()
+
+
+def test_a_closed_gateway_refuses_calls(seeded: Seeded) -> None:
+    gateway = Gateway(Config(data_dir=seeded.data_dir))
+    gateway.close()
+    with pytest.raises(RuntimeError, match="closing"):
+        gateway.count_recent(None)

@@ -1,0 +1,131 @@
+"""End to end: the real ``engram tui`` process in a real terminal (tmux), driven by keystrokes
+(send-keys) and read back from the screen (capture-pane), against a seeded store."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import REPO, engram_env
+from tests.tui.helpers import Seeded
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    """One private tmux server (its own socket) running one session of a fixed size."""
+
+    def __init__(self, name: str) -> None:
+        self.socket = name
+        self.session = name
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-u", "-L", self.socket, "-f", os.devnull, *args],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=30,
+        )
+
+    def start(self, command: list[str], env: dict[str, str], width: int, height: int) -> None:
+        exports = [f"{k}={v}" for k, v in env.items()]
+        self.run(
+            "new-session",
+            "-d",
+            "-s",
+            self.session,
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            "-c",
+            str(REPO),
+            "env",
+            "-i",
+            *exports,
+            *command,
+        )
+        # Textual reads Esc as "back" only after tmux's own escape-sequence delay: keep it short.
+        self.run("set-option", "-s", "escape-time", "10")
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", self.session, *keys)
+
+    def type(self, text: str) -> None:
+        self.run("send-keys", "-t", self.session, "-l", text)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session).stdout
+
+    def wait_for(self, *texts: str, timeout: float = 20.0) -> str:
+        """The pane once it shows all of ``texts``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = self.screen()
+            if all(text in shown for text in texts):
+                return shown
+            time.sleep(0.1)
+        raise AssertionError(f"{texts!r} never appeared; the pane shows:\n{self.screen()}")
+
+    def alive(self) -> bool:
+        return self.run("has-session", "-t", self.session, check=False).returncode == 0
+
+    def kill(self) -> None:
+        self.run("kill-server", check=False)
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    session = Tmux(f"engram-tui-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        yield session
+    finally:
+        session.kill()
+
+
+def test_engram_tui_in_a_real_terminal(seeded: Seeded, tmux: Tmux) -> None:
+    # A clean environment: only what a user's shell would have, plus the seeded store.
+    env = {
+        k: v
+        for k, v in engram_env(seeded.data_dir, {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}).items()
+        if k in ("PATH", "HOME", "LANG", "LC_ALL", "TERM") or k.startswith("ENGRAM_")
+    }
+    env["TERM"] = "tmux-256color"
+    tmux.start([sys.executable, "-m", "engram", "tui"], env, 110, 34)
+    screen = tmux.wait_for("Fixed login timeout")  # the dashboard's recent activity
+    assert "Observations" in screen and "Recent activity" in screen
+
+    tmux.keys("s")
+    tmux.type("login timeout")  # right away: the search box has the focus as soon as it opens
+    tmux.wait_for("Engram › Search", "Results for “login timeout”", "#1 bugfix Fixed login timeout")
+
+    tmux.keys("Enter")  # to the results
+    tmux.keys("Enter")  # open the first
+    screen = tmux.wait_for("Users on slow VPNs")
+    for label in ("What", "Why", "Where", "Learned"):
+        assert f" {label} " in screen
+
+    tmux.keys("t")
+    screen = tmux.wait_for("◆ this memory")
+    assert "Chose PostgreSQL for the cloud server" in screen
+
+    tmux.keys("Escape")
+    screen = tmux.wait_for("Users on slow VPNs")
+    assert "◆ this memory" not in screen
+    tmux.keys("Escape")
+    tmux.wait_for("Engram › Search", "Results for “login timeout”")
+    tmux.keys("Escape")
+    tmux.wait_for("Recent activity")
+    tmux.keys("q")
+    deadline = time.monotonic() + 15
+    while tmux.alive():  # quitting ends the program, and with it the tmux session
+        assert time.monotonic() < deadline, tmux.screen()
+        time.sleep(0.1)
