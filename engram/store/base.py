@@ -95,11 +95,19 @@ class StoreBase:
         payload.update(project=old["project"], deleted_at=deleted_at, hard=True)
         if tombstone:
             conn.execute(
-                """INSERT INTO sync_tombstones(entity, key, hlc, project, deleted_at)
-                   VALUES (?, ?, ?, ?, ?)
+                """INSERT INTO sync_tombstones(entity, key, hlc, project, scope, deleted_at)
+                   VALUES (?, ?, ?, ?, ?, ?)
                    ON CONFLICT(entity, key) DO UPDATE SET hlc = excluded.hlc,
-                       project = excluded.project, deleted_at = excluded.deleted_at""",
-                (entity, old[key_field], hlc, old["project"], deleted_at),
+                       project = excluded.project, scope = excluded.scope,
+                       deleted_at = excluded.deleted_at""",
+                (
+                    entity,
+                    old[key_field],
+                    hlc,
+                    old["project"],
+                    old.get("scope", "project"),
+                    deleted_at,
+                ),
             )
         seq = self.journal.append(
             conn,

@@ -12,6 +12,7 @@ import orjson
 
 from engram.errors import UnsupportedFormatError, ValidationError
 from engram.project import project_name
+from engram.store import fts
 from engram.store.base import StoreBase
 from engram.store.models import ImportResult
 from engram.store.mutation import EPOCH_TEXT, FIELDS, legacy_record
@@ -177,7 +178,7 @@ class ExchangeMixin(StoreBase):
                 document[f"{entity}s"] = [r for r in rows if keep(r)]
             tombstones = _rows(
                 conn,
-                "SELECT entity, key, hlc, project, deleted_at FROM sync_tombstones ORDER BY entity, key",
+                "SELECT entity, key, hlc, project, scope, deleted_at FROM sync_tombstones ORDER BY entity, key",
                 [],
             )
             document["tombstones"] = [t for t in tombstones if keep(t)]
@@ -275,7 +276,8 @@ class _ImportRun:
         self._stub_session(state["session_id"], state["project"])
         op = "delete" if state["deleted_at"] else "upsert"
         hlc = self._journal("observation", op, state, state["updated_at"])
-        self.conn.execute(
+        context = session_context(self.conn, state["session_id"], created)
+        cursor = self.conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
                    last_seen_at, created_at, updated_at, deleted_at, search_context, hlc)
@@ -283,8 +285,10 @@ class _ImportRun:
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
                    :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context, :hlc)""",
             {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
-             "search_context": session_context(self.conn, state["session_id"], created)},
+             "search_context": context},
         )  # fmt: skip
+        fts.add(self.conn, "observations", int(cursor.lastrowid or 0),
+                {**state, "search_context": context})  # fmt: skip
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
@@ -298,9 +302,10 @@ class _ImportRun:
         }  # fmt: skip
         self._stub_session(state["session_id"], state["project"])
         hlc = self._journal("prompt", "upsert", state, state["created_at"])
-        self.conn.execute(
+        cursor = self.conn.execute(
             """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)
                VALUES (:sync_id, :session_id, :content, :project, :created_at, :hlc)""",
             {**state, "hlc": hlc},
         )
+        fts.add(self.conn, "user_prompts", int(cursor.lastrowid or 0), state)
         result.prompts_imported += 1

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engram.project import project_name
+from engram.store import fts
 from engram.store.mutation import EPOCH_TEXT, legacy_record
 from engram.store.observations import session_context
 from engram.store.schema import apply_migrations, table_exists
@@ -96,6 +97,7 @@ def _rebuild(store: Store) -> None:
         apply_migrations(conn)
         store.journal.ensure_identity(conn)
         newest = _copy_rows(store, conn, set(present))
+        fts.rebuild(conn)
         if newest:
             store.journal.observe(conn, newest)
         for table in present:

@@ -10,6 +10,7 @@ from typing import Any
 
 from engram.errors import NotFoundError, ValidationError
 from engram.project import normalize_project
+from engram.store import fts
 from engram.store.base import StoreBase, default_session_id
 from engram.store.models import (
     Observation,
@@ -153,6 +154,7 @@ class ObservationsMixin(StoreBase):
                 if sync_id:
                     action = "topic_updated"
                     hlc, origin = self.journal.tick(conn)
+                    fts.remove(conn, "observations", "sync_id", sync_id)
                     conn.execute(
                         """UPDATE observations SET type = ?, title = ?, content = ?,
                                tool_name = ?, topic_key = ?, normalized_hash = ?,
@@ -173,6 +175,7 @@ class ObservationsMixin(StoreBase):
                             sync_id,
                         ),
                     )
+                    fts.restore(conn, "observations", "sync_id", sync_id)
             if sync_id is None:
                 sync_id = self._find_duplicate(conn, digest, project, scope, kind, title, now)
                 if sync_id:
@@ -187,7 +190,8 @@ class ObservationsMixin(StoreBase):
             if sync_id is None:
                 sync_id = self._new_sync_id(conn, project, scope, topic)
                 hlc, origin = self.journal.tick(conn)
-                conn.execute(
+                context = session_context(conn, session_id, now)
+                cursor = conn.execute(
                     """INSERT INTO observations(sync_id, session_id, type, title, content,
                            tool_name, project, scope, topic_key, normalized_hash, revision_count,
                            duplicate_count, last_seen_at, created_at, updated_at, search_context,
@@ -207,10 +211,17 @@ class ObservationsMixin(StoreBase):
                         now,
                         now,
                         now,
-                        session_context(conn, session_id, now),
+                        context,
                         hlc,
                     ),
                 )
+                fts.add(
+                    conn,
+                    "observations",
+                    int(cursor.lastrowid or 0),
+                    {"title": title, "content": content, "tool_name": tool, "type": kind,
+                     "project": project, "topic_key": topic, "search_context": context},
+                )  # fmt: skip
                 conn.execute(
                     "DELETE FROM sync_tombstones WHERE entity = 'observation' AND key = ?",
                     (sync_id,),
@@ -457,6 +468,7 @@ class ObservationsMixin(StoreBase):
             if (new["project"], new["scope"]) != (old["project"], old["scope"]):
                 self._journal_exit(conn, "observation", old, now)
             hlc, origin = self.journal.tick(conn)
+            fts.remove(conn, "observations", "id", oid)
             conn.execute(
                 """UPDATE observations SET title = ?, content = ?, type = ?, project = ?,
                        scope = ?, topic_key = ?, tool_name = ?, normalized_hash = ?,
@@ -476,6 +488,7 @@ class ObservationsMixin(StoreBase):
                     oid,
                 ),
             )
+            fts.restore(conn, "observations", "id", oid)
             self._journal_state(conn, "observation", old["sync_id"], hlc, origin)
         return self.get_observation(oid)
 
@@ -492,6 +505,7 @@ class ObservationsMixin(StoreBase):
             hlc, origin = self.journal.tick(conn)
             if hard:
                 old = self._state(conn, "observation", row["sync_id"])
+                fts.remove(conn, "observations", "id", oid)
                 conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
                 self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
             else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engram.errors import ValidationError
 from engram.project import normalize_project, project_name
+from engram.store import fts
 from engram.store.base import StoreBase
 from engram.store.models import MergeResult, ProjectInfo, PruneResult, Stats
 from engram.times import now_text
@@ -106,10 +107,12 @@ class ProjectsMixin(StoreBase):
                 old = self._state(conn, "observation", sync_id)
                 self._journal_exit(conn, "observation", old, now)
                 hlc, origin = self.journal.tick(conn)
+                fts.remove(conn, "observations", "sync_id", sync_id)
                 conn.execute(
                     "UPDATE observations SET project = ?, hlc = ? WHERE sync_id = ?",
                     (canonical, hlc, sync_id),
                 )
+                fts.restore(conn, "observations", "sync_id", sync_id)
                 self._journal_state(conn, "observation", sync_id, hlc, origin)
                 result.observations_updated += 1
             for (sync_id,) in conn.execute(
@@ -118,10 +121,12 @@ class ProjectsMixin(StoreBase):
                 old = self._state(conn, "prompt", sync_id)
                 self._journal_exit(conn, "prompt", old, now)
                 hlc, origin = self.journal.tick(conn)
+                fts.remove(conn, "user_prompts", "sync_id", sync_id)
                 conn.execute(
                     "UPDATE user_prompts SET project = ?, hlc = ? WHERE sync_id = ?",
                     (canonical, hlc, sync_id),
                 )
+                fts.restore(conn, "user_prompts", "sync_id", sync_id)
                 self._journal_state(conn, "prompt", sync_id, hlc, origin)
                 result.prompts_updated += 1
             for (session_id,) in conn.execute(
@@ -136,41 +141,6 @@ class ProjectsMixin(StoreBase):
                 result.sessions_updated += 1
         result.sources_merged = names
         return result
-
-    def journal_unjournaled(self, project: str, *, dry_run: bool = False) -> dict[str, int]:
-        """Journal the current state of every session, observation and prompt of ``project``
-        that has no journal row at all (written by another tool straight into the database),
-        so sync transports see it; per-entity counts (only counted with ``dry_run``).
-
-        Stub sessions (``hlc`` empty: a placeholder until the real session arrives from a
-        replica) are left alone: journaling one would outrank the real session.
-        """
-        counts: dict[str, int] = {}
-        with self.db.read() if dry_run else self.db.write() as conn:
-            for entity, table, key in (
-                ("session", "sessions", "id"),
-                ("observation", "observations", "sync_id"),
-                ("prompt", "user_prompts", "sync_id"),
-            ):
-                keys = [
-                    r[0]
-                    for r in conn.execute(
-                        f"""SELECT t.{key} FROM {table} t
-                            WHERE t.project = ? AND t.hlc != ''
-                              AND NOT EXISTS (SELECT 1 FROM sync_journal j
-                                              WHERE j.entity = ? AND j.key = t.{key})
-                            ORDER BY t.{key}""",
-                        (project, entity),
-                    ).fetchall()
-                ]
-                counts[entity] = len(keys)
-                if dry_run:
-                    continue
-                for value in keys:
-                    hlc, origin = self.journal.tick(conn)
-                    conn.execute(f"UPDATE {table} SET hlc = ? WHERE {key} = ?", (hlc, value))
-                    self._journal_state(conn, entity, value, hlc, origin)
-        return counts
 
     def prune_projects(self, *, dry_run: bool = False) -> PruneResult:
         """Remove projects that have no live observations (their prompts and sessions)."""
@@ -205,6 +175,7 @@ class ProjectsMixin(StoreBase):
             ).fetchall():
                 old = self._state(conn, "prompt", sync_id)
                 hlc, origin = self.journal.tick(conn)
+                fts.remove(conn, "user_prompts", "sync_id", sync_id)
                 conn.execute("DELETE FROM user_prompts WHERE sync_id = ?", (sync_id,))
                 self._journal_hard_delete(conn, "prompt", old, now, hlc, origin)
                 result.prompts_deleted += 1

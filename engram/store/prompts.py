@@ -7,6 +7,7 @@ from typing import Any
 
 from engram.errors import NotFoundError, ValidationError
 from engram.project import project_name
+from engram.store import fts
 from engram.store.base import StoreBase, default_session_id
 from engram.store.models import Prompt
 from engram.store.sessions import check_session_id
@@ -28,11 +29,13 @@ class PromptsMixin(StoreBase):
         with self.db.write() as conn:
             self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
             hlc, origin = self.journal.tick(conn)
-            conn.execute(
+            cursor = conn.execute(
                 """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)
                    VALUES (?, ?, ?, ?, ?, ?)""",
                 (sync_id, session_id, text, project, now_text(), hlc),
             )
+            fts.add(conn, "user_prompts", int(cursor.lastrowid or 0),
+                    {"content": text, "project": project})  # fmt: skip
             self._journal_state(conn, "prompt", sync_id, hlc, origin)
             row = conn.execute(
                 "SELECT * FROM user_prompts WHERE sync_id = ?", (sync_id,)
@@ -70,6 +73,7 @@ class PromptsMixin(StoreBase):
             if old is None:
                 raise NotFoundError(f"prompt #{prompt.id} not found")
             hlc, origin = self.journal.tick(conn)
+            fts.remove(conn, "user_prompts", "sync_id", prompt.sync_id)
             conn.execute("DELETE FROM user_prompts WHERE sync_id = ?", (prompt.sync_id,))
             self._journal_hard_delete(conn, "prompt", old, now_text(), hlc, origin)
         return prompt

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from engram.errors import InvalidMutationError
+from engram.store import fts
 from engram.store.base import TABLES, StoreBase
 from engram.store.models import ApplyResult
 from engram.store.mutation import EPOCH_TEXT, KEY_FIELD, full_state, hlc_text, validate_record
@@ -168,6 +169,8 @@ class _ApplyBatch:
             return
         self._stub_session(state["session_id"], state["project"])
         if entity == "prompt":
+            if exists:
+                fts.remove(conn, "user_prompts", "sync_id", state["sync_id"])
             conn.execute(
                 """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)
                    VALUES (:sync_id, :session_id, :content, :project, :created_at, :hlc)
@@ -176,9 +179,11 @@ class _ApplyBatch:
                        created_at = excluded.created_at, hlc = excluded.hlc""",
                 {**state, "hlc": hlc},
             )
+            fts.restore(conn, "user_prompts", "sync_id", state["sync_id"])
             return
         values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
         if exists:
+            fts.remove(conn, "observations", "sync_id", state["sync_id"])
             conn.execute(
                 """UPDATE observations SET session_id = :session_id, type = :type,
                        title = :title, content = :content, tool_name = :tool_name,
@@ -190,9 +195,10 @@ class _ApplyBatch:
                    WHERE sync_id = :sync_id""",
                 values,
             )
+            fts.restore(conn, "observations", "sync_id", state["sync_id"])
             return
         values["search_context"] = session_context(conn, state["session_id"], state["created_at"])
-        conn.execute(
+        cursor = conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count,
                    duplicate_count, last_seen_at, created_at, updated_at, deleted_at,
@@ -203,6 +209,7 @@ class _ApplyBatch:
                    :hlc)""",
             values,
         )
+        fts.add(conn, "observations", int(cursor.lastrowid or 0), values)
 
     def _delete(self, record: dict[str, Any], *, exists: bool) -> None:
         """A hard delete, or a soft delete that carries only key fields."""
@@ -217,11 +224,21 @@ class _ApplyBatch:
             )
             return
         if exists:
+            if entity != "session":
+                fts.remove(self.conn, TABLES[entity], "sync_id", key)
             self.conn.execute(f"DELETE FROM {TABLES[entity]} WHERE {KEY_FIELD[entity]} = ?", (key,))
         self.conn.execute(
-            """INSERT INTO sync_tombstones(entity, key, hlc, project, deleted_at)
-               VALUES (?, ?, ?, ?, ?)
+            """INSERT INTO sync_tombstones(entity, key, hlc, project, scope, deleted_at)
+               VALUES (?, ?, ?, ?, ?, ?)
                ON CONFLICT(entity, key) DO UPDATE SET hlc = excluded.hlc,
-                   project = excluded.project, deleted_at = excluded.deleted_at""",
-            (entity, key, hlc, payload.get("project") or record["project"], deleted_at),
+                   project = excluded.project, scope = excluded.scope,
+                   deleted_at = excluded.deleted_at""",
+            (
+                entity,
+                key,
+                hlc,
+                payload.get("project") or record["project"],
+                record["scope"],
+                deleted_at,
+            ),
         )

@@ -75,52 +75,14 @@ CREATE INDEX IF NOT EXISTS user_prompts_session ON user_prompts(session_id, crea
 CREATE INDEX IF NOT EXISTS user_prompts_project ON user_prompts(project, created_at DESC);
 CREATE INDEX IF NOT EXISTS user_prompts_created ON user_prompts(created_at DESC);
 
+-- Both FTS tables are external-content indexes maintained by engram/store/fts.py.
 CREATE VIRTUAL TABLE IF NOT EXISTS observations_fts USING fts5(
     title, content, tool_name, type, project, topic_key, search_context,
     content='observations', content_rowid='id', tokenize='porter unicode61'
 );
-CREATE TRIGGER IF NOT EXISTS obs_fts_insert AFTER INSERT ON observations BEGIN
-    INSERT INTO observations_fts(rowid, title, content, tool_name, type, project, topic_key,
-                                 search_context)
-    VALUES (new.id, new.title, new.content, new.tool_name, new.type, new.project, new.topic_key,
-            new.search_context);
-END;
-CREATE TRIGGER IF NOT EXISTS obs_fts_delete AFTER DELETE ON observations BEGIN
-    INSERT INTO observations_fts(observations_fts, rowid, title, content, tool_name, type,
-                                 project, topic_key, search_context)
-    VALUES ('delete', old.id, old.title, old.content, old.tool_name, old.type, old.project,
-            old.topic_key, old.search_context);
-END;
-CREATE TRIGGER IF NOT EXISTS obs_fts_update
-AFTER UPDATE OF title, content, tool_name, type, project, topic_key, search_context
-ON observations BEGIN
-    INSERT INTO observations_fts(observations_fts, rowid, title, content, tool_name, type,
-                                 project, topic_key, search_context)
-    VALUES ('delete', old.id, old.title, old.content, old.tool_name, old.type, old.project,
-            old.topic_key, old.search_context);
-    INSERT INTO observations_fts(rowid, title, content, tool_name, type, project, topic_key,
-                                 search_context)
-    VALUES (new.id, new.title, new.content, new.tool_name, new.type, new.project, new.topic_key,
-            new.search_context);
-END;
-
 CREATE VIRTUAL TABLE IF NOT EXISTS prompts_fts USING fts5(
     content, project, content='user_prompts', content_rowid='id', tokenize='porter unicode61'
 );
-CREATE TRIGGER IF NOT EXISTS prompt_fts_insert AFTER INSERT ON user_prompts BEGIN
-    INSERT INTO prompts_fts(rowid, content, project) VALUES (new.id, new.content, new.project);
-END;
-CREATE TRIGGER IF NOT EXISTS prompt_fts_delete AFTER DELETE ON user_prompts BEGIN
-    INSERT INTO prompts_fts(prompts_fts, rowid, content, project)
-    VALUES ('delete', old.id, old.content, old.project);
-END;
-CREATE TRIGGER IF NOT EXISTS prompt_fts_update AFTER UPDATE OF content, project ON user_prompts
-BEGIN
-    INSERT INTO prompts_fts(prompts_fts, rowid, content, project)
-    VALUES ('delete', old.id, old.content, old.project);
-    INSERT INTO prompts_fts(rowid, content, project) VALUES (new.id, new.content, new.project);
-END;
-
 -- Replication ------------------------------------------------------------------------------
 -- Identity of this replica and its hybrid logical clock (one row).
 CREATE TABLE IF NOT EXISTS sync_clock (
@@ -267,7 +229,18 @@ def migration_2(conn: sqlite3.Connection) -> None:
     run_script(conn, CLOUD_PROJECTS_TABLE)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [migration_1, migration_2]
+def migration_3(conn: sqlite3.Connection) -> None:
+    """FTS is kept in step by the store's own statements (engram/store/fts.py), no longer by
+    triggers; tombstones remember their scope so a personal memory's deletion never leaves."""
+    for name in ("obs_fts_insert", "obs_fts_delete", "obs_fts_update",
+                 "prompt_fts_insert", "prompt_fts_delete", "prompt_fts_update"):  # fmt: skip
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sync_tombstones)")}
+    if "scope" not in columns:
+        conn.execute("ALTER TABLE sync_tombstones ADD COLUMN scope TEXT NOT NULL DEFAULT 'project'")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [migration_1, migration_2, migration_3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

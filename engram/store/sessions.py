@@ -6,6 +6,7 @@ import sqlite3
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.project import project_name
+from engram.store import fts
 from engram.store.base import StoreBase
 from engram.store.models import Observation, Prompt, Session
 from engram.times import now_text, parse_user_date
@@ -184,6 +185,7 @@ class SessionsMixin(StoreBase):
         for (sync_id,) in prompts:
             state = self._state(conn, "prompt", sync_id)
             hlc, origin = self.journal.tick(conn)
+            fts.remove(conn, "user_prompts", "sync_id", sync_id)
             conn.execute("DELETE FROM user_prompts WHERE sync_id = ?", (sync_id,))
             self._journal_hard_delete(conn, "prompt", state, now, hlc, origin)
         hlc, origin = self.journal.tick(conn)

@@ -127,3 +127,27 @@ def test_unusable_data_directories_are_reported(tmp_path: Path) -> None:
     (garbage / "engram.db").write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreUnavailableError, match="not a valid Engram database"):
         Store.open(config=Config(data_dir=garbage))
+
+
+def test_a_schema_v1_database_with_fts_triggers_is_upgraded(tmp_path: Path) -> None:
+    from engram.store import schema
+
+    db = tmp_path / "v1" / "engram.db"
+    db.parent.mkdir()
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("BEGIN")
+    schema.migration_1(conn)
+    conn.execute("""CREATE TRIGGER obs_fts_insert AFTER INSERT ON observations BEGIN
+        INSERT INTO observations_fts(rowid, title) VALUES (new.id, new.title); END""")
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("COMMIT")
+    conn.close()
+    with Store.open(db, config=Config(data_dir=db.parent)) as store:
+        assert store.db.scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'") == 0
+        obs = store.add_observation(title="after", content="upgrade", project="p").observation
+        store.delete_observation(obs.id, hard=True)
+        tomb = store.db.one("SELECT scope FROM sync_tombstones")
+        assert tomb is not None and tomb[0] == "project"
+        store.db.conn.execute(
+            "INSERT INTO observations_fts(observations_fts, rank) VALUES ('integrity-check', 1)"
+        )

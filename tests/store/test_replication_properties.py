@@ -131,6 +131,11 @@ def test_any_interleaving_converges(plan: list[tuple], seed: int) -> None:
             converge(stores, rng=random.Random(seed))
             exports = [s.canonical_export() for s in stores]
             assert exports[0] == exports[1] == exports[2]
+            for s in stores:  # every write path kept both full-text indexes exact
+                for fts in ("observations_fts", "prompts_fts"):
+                    s.db.conn.execute(
+                        f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)"
+                    )
             # Idempotence: replaying every journal everywhere again changes nothing.
             for src in stores:
                 records = [e.record for e in src.journal.pending("replay")]

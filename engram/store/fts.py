@@ -1,0 +1,63 @@
+"""Keeping the FTS5 indexes in step with their tables.
+
+Done with explicit statements, not triggers: a trigger runs inside a statement savepoint, at
+which FTS5 flushes its pending terms, so every written row became its own index segment and bulk
+writes ran 2-3x slower. Every write path of the store calls these functions; nothing else writes
+the indexed tables. Remove a row from an index *before* the row changes (the external-content
+index needs the exact old values to delete them).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+OBSERVATION_COLUMNS = ("title", "content", "tool_name", "type", "project", "topic_key",
+                       "search_context")  # fmt: skip
+PROMPT_COLUMNS = ("content", "project")
+
+_INDEXES = {
+    "observations": ("observations_fts", OBSERVATION_COLUMNS),
+    "user_prompts": ("prompts_fts", PROMPT_COLUMNS),
+}
+_ADD = {
+    table: f"INSERT INTO {fts}(rowid, {', '.join(cols)}) VALUES (?{', ?' * len(cols)})"
+    for table, (fts, cols) in _INDEXES.items()
+}
+_REMOVE = {
+    table: f"INSERT INTO {fts}({fts}, rowid, {', '.join(cols)}) VALUES ('delete', ?{', ?' * len(cols)})"
+    for table, (fts, cols) in _INDEXES.items()
+}
+_KEYS = ("id", "sync_id")
+
+
+def _select(table: str, column: str) -> str:
+    if column not in _KEYS:
+        raise ValueError(f"cannot look rows up by {column!r}")
+    _, cols = _INDEXES[table]
+    return f"SELECT id, {', '.join(cols)} FROM {table} WHERE {column} = ?"
+
+
+def add(conn: sqlite3.Connection, table: str, rowid: int, values: Mapping[str, Any]) -> None:
+    """Index a row that was just inserted (``values`` holds at least the indexed columns)."""
+    _, cols = _INDEXES[table]
+    conn.execute(_ADD[table], (rowid, *(values.get(c) for c in cols)))
+
+
+def restore(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
+    """Index the row(s) where ``column = value`` as they now are (after an update)."""
+    for row in conn.execute(_select(table, column), (value,)).fetchall():
+        conn.execute(_ADD[table], tuple(row))
+
+
+def remove(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
+    """Take the row(s) where ``column = value`` out of the index, before they change."""
+    for row in conn.execute(_select(table, column), (value,)).fetchall():
+        conn.execute(_REMOVE[table], tuple(row))
+
+
+def rebuild(conn: sqlite3.Connection) -> None:
+    """Re-index every row (after a bulk copy that bypassed the functions above)."""
+    for fts, _ in _INDEXES.values():
+        conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
