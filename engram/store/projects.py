@@ -142,6 +142,41 @@ class ProjectsMixin(StoreBase):
         result.sources_merged = names
         return result
 
+    def journal_unjournaled(self, project: str, *, dry_run: bool = False) -> dict[str, int]:
+        """Journal the current state of every session, observation and prompt of ``project``
+        that has no journal row at all (written by another tool straight into the database),
+        so sync transports see it; per-entity counts (only counted with ``dry_run``).
+
+        Stub sessions (``hlc`` empty: a placeholder until the real session arrives from a
+        replica) are left alone: journaling one would outrank the real session.
+        """
+        counts: dict[str, int] = {}
+        with self.db.read() if dry_run else self.db.write() as conn:
+            for entity, table, key in (
+                ("session", "sessions", "id"),
+                ("observation", "observations", "sync_id"),
+                ("prompt", "user_prompts", "sync_id"),
+            ):
+                keys = [
+                    r[0]
+                    for r in conn.execute(
+                        f"""SELECT t.{key} FROM {table} t
+                            WHERE t.project = ? AND t.hlc != ''
+                              AND NOT EXISTS (SELECT 1 FROM sync_journal j
+                                              WHERE j.entity = ? AND j.key = t.{key})
+                            ORDER BY t.{key}""",
+                        (project, entity),
+                    ).fetchall()
+                ]
+                counts[entity] = len(keys)
+                if dry_run:
+                    continue
+                for value in keys:
+                    hlc, origin = self.journal.tick(conn)
+                    conn.execute(f"UPDATE {table} SET hlc = ? WHERE {key} = ?", (hlc, value))
+                    self._journal_state(conn, entity, value, hlc, origin)
+        return counts
+
     def prune_projects(self, *, dry_run: bool = False) -> PruneResult:
         """Remove projects that have no live observations (their prompts and sessions)."""
         rows = self.db.rows(
