@@ -81,6 +81,8 @@ def _current(conn: Connection, keys: set[Key]) -> dict[Key, _State]:
     for entity, table in models.ENTITY_TABLES.items():
         key_name = models.ENTITY_KEY[entity]
         pairs = sorted((p, k) for p, e, k in keys if e == entity)
+        if not pairs:
+            continue
         match = ("project", key_name)
         for project, key, hlc in bulk.select_matching(conn, table, match, pairs, (*match, "hlc")):
             found[(project, entity, key)] = _State(ROW, hlc, from_db=True)

@@ -204,7 +204,8 @@ def push(
         result.applied = read_model.apply(conn, [(c.record, contributor) for c in fresh.values()])
     for mid, (seq, _) in known.items():
         result.seqs[mid] = seq
-    result.latest_seq = latest_seq(conn)
+    # Under the lock, what this push inserted is the newest; else ask.
+    result.latest_seq = max(result.seqs.values()) if fresh else latest_seq(conn)
     if fresh:
         conn.execute(
             text("SELECT pg_notify(:channel, :seq)"),
@@ -231,14 +232,16 @@ def pull(conn: Connection, *, since: int, projects: frozenset[str] | None, limit
 
     ``next`` is the cursor to send next time: the last seq returned when there is more, else
     the greatest committed seq (safe: see the module docstring)."""
+    # Read before the page: every seq up to it has committed, so the page (a later snapshot)
+    # holds every matching row up to it.
     watermark = latest_seq(conn)
     if projects is not None and not projects:
         return Page([], max(since, watermark), False)
     m = models.mutations
-    query = select(m.c.seq, m.c.record).where(m.c.seq > since, m.c.seq <= watermark)
+    query = select(m.c.seq, m.c.record).where(m.c.seq > since)
     if projects is not None:
         query = query.where(m.c.project.in_(sorted(projects)))
     rows = [(seq, record) for seq, record in conn.execute(query.order_by(m.c.seq).limit(limit + 1))]
     if len(rows) > limit:
         return Page(rows[:limit], rows[limit - 1][0], True)
-    return Page(rows, max(since, watermark), False)
+    return Page(rows, max(since, watermark, rows[-1][0] if rows else 0), False)
