@@ -283,10 +283,15 @@ def build_server(
 
 def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     """Long-lived helpers that share this process's store for as long as the client stays
-    connected — the seam where autosync (a later issue) plugs in; none yet. Each is entered
-    before the first request and exited after the last; tool writes reach them through
+    connected: the cloud autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before
+    the first request and exited after the last; tool writes reach them through
     ``store.add_write_listener``."""
-    return []
+    if os.environ.get("ENGRAM_CLOUD_AUTOSYNC", "").strip() != "1":
+        return []  # the sync stack (httpx) is imported only when asked for
+    from engram.sync.autosync import autosync_from_env, autosync_running
+
+    manager = autosync_from_env(store)
+    return [autosync_running(manager)] if manager is not None else []
 
 
 async def serve(server: MCPServer, store: Store) -> None:

@@ -134,8 +134,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn  # the web stack is imported only once the settings are known to be good
 
         from engram.http_api import create_app
+        from engram.sync.autosync import AutosyncService, autosync_from_env
+        from engram.sync.status import CloudStatus
 
-        app = create_app(store, config=config, token=config.http_token)
+        autosync = autosync_from_env(store)  # None unless ENGRAM_CLOUD_AUTOSYNC=1
+        app = create_app(
+            store,
+            config=config,
+            token=config.http_token,
+            services=[AutosyncService(autosync)] if autosync else [],
+            sync_source=CloudStatus(autosync),
+        )
         server = uvicorn.Server(
             uvicorn.Config(
                 app,

@@ -1,8 +1,9 @@
 """``engram sync``: share memories through the repository's ``.engram/`` directory.
 
 ``engram sync`` exports, ``--import`` applies what teammates pushed, ``--status`` reports. The
-command picks a *transport* (git today) and an *action*; each pair has its own handler in
-``HANDLERS``, so another transport (the cloud client) is added as a flag and three handlers.
+command picks a *transport* (git, or the cloud with ``--cloud``) and an *action*; each pair has its own handler in
+``HANDLERS``; ``--cloud`` (or ``ENGRAM_CLOUD_SYNC=1``) picks the cloud client's three handlers
+(:mod:`engram.cli.cloud_client_commands`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--include-personal",
         action="store_true",
         help="also export personal-scope memories (they stay on this machine otherwise)",
+    )
+    p.add_argument(
+        "--cloud",
+        action="store_true",
+        help="push to (or with --import pull from) the cloud server instead of git "
+        "(also ENGRAM_CLOUD_SYNC=1)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     add_json_flag(p)
@@ -208,4 +215,9 @@ HANDLERS = {
 
 def cmd_sync(args: argparse.Namespace) -> int:
     action = "import" if args.import_ else "status" if args.status else "export"
+    cloud = args.cloud or os.environ.get("ENGRAM_CLOUD_SYNC", "").strip() == "1"
+    if cloud:
+        from engram.cli.cloud_client_commands import SYNC_HANDLERS
+
+        return SYNC_HANDLERS[("cloud", action)](args)
     return HANDLERS[("git", action)](args)

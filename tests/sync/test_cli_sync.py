@@ -89,7 +89,8 @@ def test_bad_usage_and_bad_chunks_exit_non_zero(repo: Path, tmp_path: Path) -> N
     data_dir = tmp_path / "data"
     both = run_engram("sync", "--import", "--status", data_dir=data_dir, cwd=repo)
     assert both.returncode == 2 and "not allowed with" in both.stderr
-    assert run_engram("sync", "--cloud", data_dir=data_dir, cwd=repo).returncode == 2
+    cloud = run_engram("sync", "--cloud", data_dir=data_dir, cwd=repo)  # no server configured
+    assert cloud.returncode == 1 and "cloud sync is not configured" in cloud.stderr
     missing = run_engram("sync", "--import", "--dir", str(tmp_path / "nope"), data_dir=data_dir)
     assert missing.returncode == 1 and "no sync directory at" in missing.stderr
 
