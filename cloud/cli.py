@@ -420,7 +420,12 @@ def register_server_commands(actions: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_list_grants)
 
     for name, enable in (("pause", False), ("resume", True)):
-        p = _parser(sub, name, f"{name} sync of a project (pushes get 409 while paused)")
+        what = (
+            "refuse pushes to a project (409) until resumed"
+            if not enable
+            else "accept pushes to a paused project again"
+        )
+        p = _parser(sub, name, what)
         p.add_argument("project")
         if not enable:
             p.add_argument("--reason")

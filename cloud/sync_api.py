@@ -72,43 +72,42 @@ def read_created_by(doc: dict[str, Any]) -> str | None:
     return value
 
 
-def refuse_paused(
-    settings: Settings,
-    engine: Any,
-    principal: Principal,
-    contributor: str,
-    counts: Counter[str],
-    action: str,
-) -> None:
-    """409 ``sync-paused`` (and one audit row per paused project) if any project is paused."""
-    with engine.begin() as conn:
-        paused = controls.paused_projects(conn, counts)
-        for project in sorted(paused):
-            controls.audit(
-                conn,
-                contributor=contributor,
-                project=project,
-                action=action,
-                outcome=controls.OUTCOME_PAUSED,
-                entry_count=counts[project],
-                reason_code="sync-paused",
-                principal_id=principal.id,
-            )
-    if paused:
-        project = sorted(paused)[0]
-        raise ApiError(
-            409,
-            "policy",
-            "sync-paused",
-            f'sync is paused for project "{project}"',
-            extra={
-                "project": project,
-                "project_source": "request_body",
-                "project_path": "",
-                "paused_projects": sorted(paused),
-                "reason": paused[project],
-            },
+def audit_paused(
+    conn: Any, principal: Principal, contributor: str, counts: Counter[str], action: str
+) -> dict[str, str | None]:
+    """The paused projects among ``counts``, each with an audit row (written in ``conn``'s
+    transaction, which the caller commits even though it refuses the push)."""
+    paused = controls.paused_projects(conn, counts)
+    for project in sorted(paused):
+        controls.audit(
+            conn,
+            contributor=contributor,
+            project=project,
+            action=action,
+            outcome=controls.OUTCOME_PAUSED,
+            entry_count=counts[project],
+            reason_code="sync-paused",
+            principal_id=principal.id,
         )
+    return paused
+
+
+def paused_error(paused: dict[str, str | None]) -> ApiError:
+    """409 ``sync-paused`` naming the (first) paused project."""
+    project = sorted(paused)[0]
+    return ApiError(
+        409,
+        "policy",
+        "sync-paused",
+        f'sync is paused for project "{project}"',
+        extra={
+            "project": project,
+            "project_source": "request_body",
+            "project_path": "",
+            "paused_projects": sorted(paused),
+            "reason": paused[project],
+        },
+    )
 
 
 def refuse_forbidden(
@@ -175,30 +174,33 @@ def push_mutations(
         candidates, rejected = sync_log.prepare(items)
     counts = Counter(c.project for c in candidates)
     refuse_forbidden(settings, engine, principal, contributor, counts, ACTION_MUTATION_PUSH)
-    refuse_paused(settings, engine, principal, contributor, counts, ACTION_MUTATION_PUSH)
     with engine.begin() as conn:
-        result = sync_log.push(
-            conn,
-            candidates,
-            contributor=contributor,
-            principal_id=principal.id,
-            source="entries_push" if legacy else "mutation_push",
-        )
-        accepted = Counter(c.project for c in result.accepted)
-        for project in sorted(counts):
-            controls.audit(
+        paused = audit_paused(conn, principal, contributor, counts, ACTION_MUTATION_PUSH)
+        if not paused:
+            result = sync_log.push(
                 conn,
+                candidates,
                 contributor=contributor,
-                project=project,
-                action=ACTION_MUTATION_PUSH,
-                outcome=controls.OUTCOME_ACCEPTED,
-                entry_count=accepted[project],
                 principal_id=principal.id,
-                metadata={
-                    "submitted": counts[project],
-                    "rejected": counts[project] - accepted[project],
-                },
+                source="entries_push" if legacy else "mutation_push",
             )
+            accepted = Counter(c.project for c in result.accepted)
+            for project in sorted(counts):
+                controls.audit(
+                    conn,
+                    contributor=contributor,
+                    project=project,
+                    action=ACTION_MUTATION_PUSH,
+                    outcome=controls.OUTCOME_ACCEPTED,
+                    entry_count=accepted[project],
+                    principal_id=principal.id,
+                    metadata={
+                        "submitted": counts[project],
+                        "rejected": counts[project] - accepted[project],
+                    },
+                )
+    if paused:
+        raise paused_error(paused)
     rejected = sorted([*rejected, *result.rejected], key=lambda r: r.index)
     answer: dict[str, Any] = {
         "accepted": [c.mid for c in result.accepted],
@@ -344,7 +346,10 @@ def push_chunk(
         rows = sum(len(v) for s in CHUNK_SECTIONS if isinstance(v := data.get(s), list))
     counts = Counter({project: rows})
     refuse_forbidden(settings, engine, principal, contributor, counts, ACTION_CHUNK_PUSH)
-    refuse_paused(settings, engine, principal, contributor, counts, ACTION_CHUNK_PUSH)
+    with engine.begin() as conn:
+        paused = audit_paused(conn, principal, contributor, counts, ACTION_CHUNK_PUSH)
+    if paused:
+        raise paused_error(paused)
     client_created_at = _client_time(doc.get("client_created_at"))
     try:
         chunk_id, raw, document = canonical_chunk(data, project)

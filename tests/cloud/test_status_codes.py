@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import orjson
 from engram_cloud import models
+from engram_cloud.legacy import canonical_chunk
 from litestar.testing import TestClient
 from sqlalchemy import Engine, insert
 
@@ -36,8 +37,6 @@ def test_chunk_id_clash_is_a_conflict(client: TestClient, engine: Engine) -> Non
     data = {"sessions": [{"id": "s-1", "directory": "/src"}]}
     first = client.post("/sync/push", json={"project": "acme", "data": data}, headers=AUTH).json()
     other = {"sessions": [{"id": "s-2", "directory": "/src"}]}
-    from engram_cloud.legacy import canonical_chunk
-
     clash_id, _, _ = canonical_chunk(other, "acme")
     with engine.begin() as conn:  # another chunk already stored under that id (a hash clash)
         conn.execute(
