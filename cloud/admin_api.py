@@ -14,14 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+from litestar import Request, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, RawBody
+
 from engram_cloud import controls, principals
 from engram_cloud.auth import Principal, normalize_project_name
 from engram_cloud.errors import invalid_request, json_response
 from engram_cloud.principals import Actor
 from engram_cloud.sync_api import read_json
-from litestar import Request, Response, get, post
-from litestar.di import NamedDependency
-from litestar.params import FromPath, RawBody
 
 
 def _body(request: Request, body: bytes) -> dict[str, Any]:

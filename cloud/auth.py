@@ -21,12 +21,12 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from engram_cloud import models
-from engram_cloud.errors import forbidden, unauthorized
-from engram_cloud.settings import ALL_PROJECTS, Settings
 from sqlalchemy import Connection, func, select, update
 
 from engram.project import project_name
+from engram_cloud import models
+from engram_cloud.errors import forbidden, unauthorized
+from engram_cloud.settings import ALL_PROJECTS, Settings
 
 TOKEN_PREFIX = "egt_"
 PREFIX_LENGTH = len(TOKEN_PREFIX) + 8  # the public part stored in clear, for lookup and display

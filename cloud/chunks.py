@@ -9,10 +9,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from engram_cloud import models
-from engram_cloud.principals import iso
 from sqlalchemy import Connection, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from engram_cloud import models
+from engram_cloud.principals import iso
 
 STORED, EXISTS, CONFLICT = "stored", "exists", "conflict"
 

@@ -145,9 +145,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    from sqlalchemy import text
+
     from engram_cloud import read_model, sync_log
     from engram_cloud.auth import normalize_project_name
-    from sqlalchemy import text
 
     project = normalize_project_name(args.project) if args.project else None
     engine = _engine()

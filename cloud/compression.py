@@ -17,8 +17,9 @@ from io import BytesIO
 from typing import Any, ClassVar
 
 import zstandard
-from engram_cloud.errors import ApiError, payload_too_large
 from litestar.config.compression import CompressionConfig
+
+from engram_cloud.errors import ApiError, payload_too_large
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from engram_cloud import models
-from engram_cloud.principals import iso
 from sqlalchemy import Connection, func, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from engram_cloud import models
+from engram_cloud.principals import iso
 
 OUTCOME_ACCEPTED = "accepted"
 OUTCOME_PAUSED = "rejected_project_paused"

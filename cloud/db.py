@@ -9,10 +9,11 @@ transaction short, while long-polling waits happen on the event loop (see
 from __future__ import annotations
 
 import orjson
-from engram_cloud.settings import SettingsError
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
+
+from engram_cloud.settings import SettingsError
 
 DRIVER = "postgresql+psycopg"
 _POSTGRES_SCHEMES = ("postgres", "postgresql")

@@ -12,11 +12,11 @@ import hashlib
 from typing import Any
 
 import orjson
-from engram_cloud.auth import normalize_project_name
-from engram_cloud.sync_log import Candidate, RecordRejected, Rejection, prepare_record
 
 from engram.sync.chunk import BadChunkError
 from engram.sync.go_chunk import go_chunk_records
+from engram_cloud.auth import normalize_project_name
+from engram_cloud.sync_log import Candidate, RecordRejected, Rejection, prepare_record
 
 CHUNK_SECTIONS = ("sessions", "observations", "prompts")
 CLOUD_CHUNK_ID_LENGTH = 8  # the reference's cloud chunk ids: 8 hex of the canonical bytes

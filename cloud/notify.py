@@ -13,6 +13,7 @@ import contextlib
 import logging
 
 import psycopg
+
 from engram_cloud.sync_log import CHANNEL
 
 log = logging.getLogger("engram_cloud.notify")

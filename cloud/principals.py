@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from engram_cloud import models
-from engram_cloud.auth import Principal, hash_token, new_token, normalize_project_name, token_prefix
-from engram_cloud.settings import ALL_PROJECTS
 from sqlalchemy import Connection, Row, delete, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
+from engram_cloud import models
+from engram_cloud.auth import Principal, hash_token, new_token, normalize_project_name, token_prefix
+from engram_cloud.settings import ALL_PROJECTS
 
 KINDS = ("human", "service_account")
 ROLES = ("admin", "member")

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from engram_cloud import bulk, models
 from sqlalchemy import Connection, and_, delete, func, select, text, update
 
 from engram.store.mutation import EPOCH_TEXT, full_state, hlc_text, is_hard_delete
+from engram_cloud import bulk, models
 
 ROW, TOMB, MARK = "row", "tomb", "mark"  # final states: write a row, a tombstone, mark deleted
 _FIELDS = {

@@ -21,6 +21,10 @@ from typing import Any
 
 import anyio
 import orjson
+from litestar import Request, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, RawBody
+
 from engram_cloud import chunks, controls, sync_log
 from engram_cloud.auth import (
     Principal,
@@ -33,9 +37,6 @@ from engram_cloud.compression import decode_body
 from engram_cloud.errors import ApiError, forbidden, invalid_request, json_response
 from engram_cloud.legacy import CHUNK_SECTIONS, canonical_chunk, chunk_candidates, entry_candidate
 from engram_cloud.settings import Settings
-from litestar import Request, Response, get, post
-from litestar.di import NamedDependency
-from litestar.params import FromPath, RawBody
 
 MAX_CREATED_BY = 200
 ACTION_MUTATION_PUSH = "mutation_push"

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from engram_cloud import bulk, models, read_model
 from sqlalchemy import Connection, func, select, text
 
 from engram.errors import InvalidMutationError
 from engram.project import project_name
 from engram.store.mutation import build_record, validate_record
+from engram_cloud import bulk, models, read_model
 
 PUSH_LOCK = 0x656E6772616D02  # "engram" + 2
 CHANNEL = "engram_cloud_mutations"

@@ -13,16 +13,17 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from engram_cloud import models
-from engram_cloud.auth import Principal, normalize_project_name
-from engram_cloud.errors import ApiError, invalid_request, json_response
-from engram_cloud.principals import iso
-from engram_cloud.sync_api import read_json
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, RawBody
 from sqlalchemy import Connection, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from engram_cloud import models
+from engram_cloud.auth import Principal, normalize_project_name
+from engram_cloud.errors import ApiError, invalid_request, json_response
+from engram_cloud.principals import iso
+from engram_cloud.sync_api import read_json
 
 _ORIGIN = re.compile(r"^[0-9a-f]{16}$")
 MAX_PROJECTS = 200

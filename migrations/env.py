@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from alembic import context
+
 from engram_cloud.models import metadata
 
 config = context.config

@@ -21,9 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_json_flag(parser)
     actions = parser.add_subparsers(dest="cloud_action", metavar="<action>", required=True)
-    from engram_cloud.cli import register_server_commands
-
     from engram.cli.cloud_client_commands import register_client_commands
+    from engram_cloud.cli import register_server_commands
 
     register_server_commands(actions)
     register_client_commands(actions)

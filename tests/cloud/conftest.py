@@ -8,13 +8,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pytest
+from litestar.testing import TestClient
+from sqlalchemy import Engine
+
 from engram_cloud.app import create_app
 from engram_cloud.db import create_db_engine
 from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
 from engram_cloud.settings import Settings, parse_allowlist
-from litestar.testing import TestClient
-from sqlalchemy import Engine
-
 from tests.support.postgres import (  # noqa: F401  (pytest finds fixtures by name)
     fixture_cloud_db_url,
     fixture_cloud_template,

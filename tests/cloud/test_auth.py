@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from litestar.testing import TestClient
+from sqlalchemy import Engine, select
+
 from engram_cloud import models
 from engram_cloud.auth import hash_token, parse_bearer, readable_projects, token_prefix
 from engram_cloud.errors import ApiError
 from engram_cloud.principals import CLI_ACTOR, revoke_token, set_enabled
 from engram_cloud.settings import Settings, parse_allowlist
-from litestar.testing import TestClient
-from sqlalchemy import Engine, select
-
 from tests.cloud.conftest import ADMIN_TOKEN, LEGACY_TOKEN, bearer
 
 

@@ -6,10 +6,10 @@ import gzip
 from collections.abc import Callable
 
 import orjson
-from engram_cloud import controls, models
 from litestar.testing import TestClient
 from sqlalchemy import Engine, func, select
 
+from engram_cloud import controls, models
 from tests.cloud.conftest import LEGACY_TOKEN, bearer
 
 AUTH = bearer(LEGACY_TOKEN)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from engram_cloud.settings import ENV_VARS, SettingsError, load_settings
 
+from engram_cloud.settings import ENV_VARS, SettingsError, load_settings
 from tests.support import REPO
 
 COMPOSE = REPO / "docker-compose.cloud.yml"

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
 from engram_cloud import models
 from engram_cloud.db import create_db_engine
 from engram_cloud.migrate import downgrade, head_revision, schema_status, upgrade
-from sqlalchemy import inspect
 
 
 def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import Engine, select
+
+from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram_cloud import models
 from engram_cloud.principals import (
     CLI_ACTOR,
@@ -18,9 +21,6 @@ from engram_cloud.principals import (
     set_enabled,
 )
 from engram_cloud.settings import Settings
-from sqlalchemy import Engine, select
-
-from engram.errors import ConflictError, NotFoundError, ValidationError
 
 
 def test_user_lifecycle_with_audit(engine: Engine, settings: Settings) -> None:

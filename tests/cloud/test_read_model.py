@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram_cloud import models, read_model, sync_log
 from sqlalchemy import Connection, Engine, func, select, text
 
+from engram_cloud import models, read_model, sync_log
 from tests.cloud import records as rec
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from engram_cloud.db import normalize_database_url
 from engram_cloud.settings import (
     DEFAULT_MAX_PUSH_BYTES,

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import orjson
-from engram_cloud import models
-from engram_cloud.legacy import canonical_chunk
 from litestar.testing import TestClient
 from sqlalchemy import Engine, insert
 
+from engram_cloud import models
+from engram_cloud.legacy import canonical_chunk
 from tests.cloud import records as rec
 from tests.cloud.conftest import LEGACY_TOKEN, bearer
 from tests.support import free_port

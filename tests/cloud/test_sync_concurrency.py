@@ -7,10 +7,10 @@ import time
 
 import orjson
 import psycopg
-from engram_cloud import models, sync_log
 from litestar.testing import TestClient
 from sqlalchemy import Engine, func, select
 
+from engram_cloud import models, sync_log
 from tests.cloud import records as rec
 from tests.cloud.conftest import LEGACY_TOKEN, bearer
 from tests.support.postgres import PostgresCluster

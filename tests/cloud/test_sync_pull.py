@@ -7,12 +7,12 @@ import time
 from collections.abc import Callable
 
 import orjson
-from engram_cloud import controls, models
-from engram_cloud.settings import parse_allowlist
 from litestar.testing import TestClient
 from sqlalchemy import Engine, select
 
 from engram.store import Store
+from engram_cloud import controls, models
+from engram_cloud.settings import parse_allowlist
 from tests.cloud import records as rec
 from tests.cloud.conftest import LEGACY_TOKEN, bearer
 

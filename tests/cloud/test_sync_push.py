@@ -9,11 +9,11 @@ from collections.abc import Callable
 import orjson
 import pytest
 import zstandard
-from engram_cloud import models
 from litestar.testing import TestClient
 from sqlalchemy import Engine, func, select
 
 from engram.store import Store
+from engram_cloud import models
 from tests.cloud import records as rec
 from tests.cloud.conftest import LEGACY_TOKEN, bearer
 
