@@ -240,7 +240,21 @@ def migration_3(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE sync_tombstones ADD COLUMN scope TEXT NOT NULL DEFAULT 'project'")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [migration_1, migration_2, migration_3]
+def migration_4(conn: sqlite3.Connection) -> None:
+    """Live memories newest first, as an index: counting them and paging deep into the recent
+    list (the TUI on 100,000 memories) read the index instead of scanning the table."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS observations_live"
+        " ON observations(created_at DESC, id DESC) WHERE deleted_at IS NULL"
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    migration_1,
+    migration_2,
+    migration_3,
+    migration_4,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
