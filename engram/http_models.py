@@ -370,3 +370,5 @@ class SyncStatus(Struct):
     deferred_count: int
     dead_count: int
     upgrade: UpgradeStatus
+    pending_count: int = 0  # journal rows of the project the server does not hold yet
+    quarantined_count: int = 0  # rows the server rejected (engram cloud repair retries them)

@@ -26,6 +26,8 @@ class FaultProxy:
         self.mode = "pass"
         self.only: tuple[str, ...] = ()  # path prefixes the fault applies to (empty: all)
         self.stall_s = 30.0
+        self.delay_s = 0.0  # every forwarded request waits this long first
+        self._in_flight: Counter[str] = Counter()
         self.requests: Counter[str] = Counter()
         self.faults: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -55,6 +57,11 @@ class FaultProxy:
         assert mode in MODES, mode
         with self._lock:
             self.mode, self.only = mode, only
+
+    def in_flight(self, path: str) -> int:
+        """Requests to ``path`` forwarded and not answered yet."""
+        with self._lock:
+            return self._in_flight[path]
 
     def __enter__(self) -> FaultProxy:
         self._thread.start()
@@ -95,7 +102,15 @@ class FaultProxy:
         if fault == "error":
             self._reply(handler, 500, [("Content-Type", "text/plain")], b"injected failure")
             return
-        status, headers, data = self._forward(handler, body)
+        with self._lock:
+            self._in_flight[path] += 1
+        try:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            status, headers, data = self._forward(handler, body)
+        finally:
+            with self._lock:
+                self._in_flight[path] -= 1
         if fault == "error_after":
             self._reply(handler, 500, [("Content-Type", "text/plain")], b"injected failure")
             return
