@@ -12,13 +12,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from engram_cloud import admin_api, sync_api, workers
-from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
-from engram_cloud.compression import response_compression
-from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
-from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
-from engram_cloud.notify import Notifier
-from engram_cloud.settings import Settings, load_settings
 from litestar import Litestar, Request, get
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
@@ -26,6 +19,14 @@ from litestar.openapi import OpenAPIConfig
 from sqlalchemy import Engine, text
 
 from engram import __version__
+from engram_cloud import admin_api, sync_api, workers
+from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
+from engram_cloud.compression import response_compression
+from engram_cloud.dashboard import DashboardPlugin
+from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
+from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
+from engram_cloud.notify import Notifier
+from engram_cloud.settings import Settings, load_settings
 
 SERVICE = "engram-cloud"
 
@@ -124,7 +125,7 @@ def create_app(
         request_max_body_size=settings.max_push_bytes,
         compression_config=response_compression(),
         openapi_config=OpenAPIConfig(title="Engram cloud", version=__version__, path="/schema"),
-        plugins=list(plugins),
+        plugins=[DashboardPlugin(settings), *plugins],
     )
 
 
