@@ -1,0 +1,1 @@
+"""Tests of the team dashboard (cloud server HTML pages)."""
