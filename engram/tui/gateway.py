@@ -29,6 +29,8 @@ T = TypeVar("T")
 
 #: Most search results the TUI lists (the CLI and MCP default to far fewer).
 SEARCH_CAP = 200
+#: Results fetched per keystroke; more are fetched as the list is scrolled towards its end.
+SEARCH_PAGE = 50
 RECENT_ON_DASHBOARD = 8
 
 
@@ -60,6 +62,8 @@ class SearchResult:
     generation: int
     query: str
     rows: list[ObservationRow]
+    #: Whether asking for more rows may find more (the page was full and below the cap).
+    more: bool = False
 
 
 class Stale(Exception):
@@ -253,8 +257,11 @@ class Gateway:
                 self._search_store = Store.open(config=self.config)
             return self._search_store
 
-    def search(self, generation: int, query: str, project: str | None) -> SearchResult:
-        """Search for ``query`` unless a newer keystroke superseded ``generation``."""
+    def search(
+        self, generation: int, query: str, project: str | None, limit: int = SEARCH_PAGE
+    ) -> SearchResult:
+        """The best ``limit`` results for ``query``, unless a newer keystroke superseded
+        ``generation`` (then :class:`Stale`)."""
         self._open()  # the main connection opens (and migrates) the database first
         with self._waiting(), self._search_run:
             store = self._search_connection()
@@ -263,7 +270,7 @@ class Gateway:
                     raise Stale
                 self._search_running = generation
             try:
-                observations = store.search(query, project=project, limit=SEARCH_CAP)
+                observations = store.search(query, project=project, limit=limit)
             except sqlite3.OperationalError as exc:
                 if "interrupt" in str(exc):
                     raise Stale from None
@@ -272,4 +279,10 @@ class Gateway:
                 with self._search_state:
                     self._search_running = None
             rows = self._rows(store, observations)
-        return SearchResult(generation, query, rows)
+        return SearchResult(generation, query, rows, len(rows) == limit < SEARCH_CAP)
+
+    def search_more(self, query: str, project: str | None, limit: int) -> list[ObservationRow]:
+        """The best ``limit`` results again (scrolling on; not superseded by keystrokes)."""
+        return self.call(
+            lambda s: self._rows(s, s.search(query, project=project, limit=min(limit, SEARCH_CAP)))
+        )

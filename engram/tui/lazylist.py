@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from rich.segment import Segment
 from rich.style import Style
@@ -30,24 +30,40 @@ T = TypeVar("T")
 PAGE_SIZE = 50
 ITEM_HEIGHT = 2
 MAX_CACHED_PAGES = 40
+#: A growing source fetches more once the cursor is this close to its end.
+GROW_AHEAD = 10
 
 #: A line of an item: (text, role) spans; roles name the ``lazy-list--<role>`` styles.
 Line = Sequence[tuple[str, str]]
 
 
 class Source(Protocol[T]):
-    """Where a list's items come from; both methods run on worker threads."""
+    """Where a list's items come from; both methods run on worker threads (on the UI thread
+    when the source says it is ``in_memory``)."""
 
     def count(self) -> int: ...
 
     def fetch(self, offset: int, limit: int) -> list[T]: ...
 
 
+class GrowingSource(Source[T], Protocol[T]):
+    """A source whose count is only what was fetched so far (search results): when the cursor
+    nears the end, ``grow()`` (worker thread) fetches more and ``adopt()`` (UI thread) keeps
+    them."""
+
+    can_grow: bool
+
+    def grow(self) -> list[T]: ...
+
+    def adopt(self, items: list[T]) -> None: ...
+
+
 @dataclass
 class FixedSource(Generic[T]):
-    """Items already in memory (a timeline, search results, a dashboard's recent list)."""
+    """Items already in memory (a timeline, a dashboard's recent list)."""
 
     items: list[T]
+    in_memory = True
 
     def count(self) -> int:
         return len(self.items)
@@ -168,6 +184,9 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         self._pages: dict[int, None] = {}  # loaded page numbers, oldest first (LRU order)
         self._pending: set[int] = set()
         self._generation = 0
+        self._growing = False
+        # Drawn lines, so that moving the cursor or scrolling redraws only what changed.
+        self._lines: dict[tuple[object, ...], Strip] = {}
 
     # --- data -----------------------------------------------------------------------------------
 
@@ -183,6 +202,7 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         self._items.clear()
         self._pages.clear()
         self._pending.clear()
+        self._growing = False
         self.total = None
         self.error = None
         if cursor is not None:
@@ -194,6 +214,10 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         self.refresh()
         generation = self._generation
         first_page = self.cursor // PAGE_SIZE
+        if getattr(source, "in_memory", False):  # no database, so no thread hop
+            offset = first_page * PAGE_SIZE
+            self._counted(generation, source.count(), first_page, source.fetch(offset, PAGE_SIZE))
+            return
         self._pending.add(first_page)
         self.run_worker(
             lambda: self._load_count(generation, source, first_page),
@@ -285,8 +309,11 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
             return
         if self.error is not None:
             return
-        self._pending.add(page)
         generation, source = self._generation, self.source
+        if getattr(source, "in_memory", False):
+            self._page_loaded(generation, page, source.fetch(page * PAGE_SIZE, PAGE_SIZE))
+            return
+        self._pending.add(page)
         self.run_worker(
             lambda: self._load_page(generation, source, page),
             thread=True,
@@ -308,21 +335,20 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         """The item under the cursor (``None`` while its page loads or the list is empty)."""
         return self._items.get(self.cursor) if self.item_count else None
 
-    def loaded_items(self) -> list[T]:
-        return [self._items[i] for i in sorted(self._items)]
-
     def visible_range(self) -> tuple[int, int]:
-        """1-based first and last items on screen."""
-        top = int(self.scroll_offset.y) // ITEM_HEIGHT
-        rows = max(1, self.scrollable_content_region.height // ITEM_HEIGHT)
-        return top + 1, min(self.item_count, top + rows)
+        """1-based first and last items wholly on screen."""
+        top = int(self.scroll_offset.y)
+        bottom = top + self.scrollable_content_region.height
+        first = -(-top // ITEM_HEIGHT) + 1
+        return first, max(first, min(self.item_count, bottom // ITEM_HEIGHT))
 
     @property
     def position(self) -> str:
         if self.error is not None:
             return "error"
         first, last = self.visible_range()
-        return position_text(first, last, self.total)
+        more = "+" if getattr(self.source, "can_grow", False) else ""
+        return position_text(first, last, self.total) + more
 
     def _update_position(self) -> None:
         self.border_subtitle = self.position
@@ -336,6 +362,43 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         self.scroll_to_cursor()
         self.refresh()
         self._update_position()
+        self._maybe_grow()
+
+    def _maybe_grow(self) -> None:
+        """Near the end of a growing source: fetch more in the background."""
+        source = cast("GrowingSource[T]", self.source)
+        if (
+            self._growing
+            or self.total is None
+            or not getattr(source, "can_grow", False)
+            or self.cursor < self.total - GROW_AHEAD
+        ):
+            return
+        self._growing = True
+        generation = self._generation
+
+        def grow() -> None:
+            try:
+                items = source.grow()
+            except (EngramError, RuntimeError, OSError) as exc:
+                self._call_ui(self._failed, generation, str(exc))
+                return
+            self._call_ui(self._grown, generation, items)
+
+        self.run_worker(grow, thread=True, group="lazy-list-grow", exit_on_error=False)
+
+    def _grown(self, generation: int, items: list[T]) -> None:
+        self._growing = False
+        if generation != self._generation or self.source is None:
+            return
+        cast("GrowingSource[T]", self.source).adopt(items)
+        self.total = self.source.count()
+        self.virtual_size = Size(self.scrollable_content_region.width, self.total * ITEM_HEIGHT)
+        self._items.clear()
+        self._pages.clear()
+        self._lines.clear()
+        self._update_position()
+        self.refresh()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -398,21 +461,39 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         if index >= self.total:
             return Strip.blank(width, base)
         item = self._items.get(index)
+        if item is None:
+            self._request(index)  # an in-memory source fills it in right away
+            item = self._items.get(index)
         selected = index == self.cursor
+        key = (self._generation, index, part, selected, width, self.has_focus, item is None)
+        strip = self._lines.get(key)
+        if strip is None:
+            strip = self._draw(item, index, part, selected, width, base)
+            if item is not None:
+                if len(self._lines) > 2000:
+                    self._lines.clear()
+                self._lines[key] = strip
+        return strip.apply_offsets(0, line_no)
+
+    def notify_style_update(self) -> None:
+        self._lines.clear()  # a theme or focus style changed: every line is drawn anew
+        super().notify_style_update()
+
+    def _draw(
+        self, item: T | None, index: int, part: int, selected: bool, width: int, base: Style
+    ) -> Strip:
         row_style = base + self._style("cursor") if selected else base
         marker = Text("▌" if selected else " ", style=row_style + self._style("marker"))
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         text.append_text(marker)
         text.append(" ", style=row_style)
         if item is None:
-            self._request(index)
             text.append("…" if part == 0 else "", style=row_style + self._style("notice"))
         else:
             for fragment, role in self.render_item(item)[part]:
                 text.append(fragment, style=row_style + self._style(role) if role else row_style)
         text.truncate(width, overflow="ellipsis", pad=False)
-        strip = Strip(self._segments(text, row_style)).crop_extend(0, width, row_style)
-        return strip.apply_offsets(0, line_no)
+        return Strip(self._segments(text, row_style)).crop_extend(0, width, row_style)
 
     def _notice_line(self, y: int, width: int, base: Style) -> Strip:
         if self.error is not None:
@@ -430,8 +511,3 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
     def _segments(self, text: Text, base: Style) -> list[Segment]:
         # Every segment needs a style: Textual's NO_COLOR filter cannot handle ``None``.
         return list(Segment.apply_style(text.render(self.app.console), base))
-
-
-def plain_lines(lines: tuple[Line, Line]) -> str:
-    """The text of an item's two lines (for tests and logs)."""
-    return "\n".join("".join(fragment for fragment, _ in line) for line in lines)

@@ -7,6 +7,7 @@ results follow typing without a debounce delay.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -16,11 +17,44 @@ from textual.widgets import Input
 from engram.errors import EngramError
 from engram.store import Session
 from engram.tui.base import EngramScreen
-from engram.tui.gateway import ObservationRow, SearchResult, Stale
+from engram.tui.gateway import (
+    SEARCH_CAP,
+    SEARCH_PAGE,
+    Gateway,
+    ObservationRow,
+    SearchResult,
+    Stale,
+)
 from engram.tui.items import observation_item, session_item
 from engram.tui.lazylist import CallSource, FixedSource, LazyList
 
 SEARCH_HINT = "Type a few words or a question; results appear as you type."
+
+
+@dataclass
+class SearchSource:
+    """One search's results: the first page comes with the keystroke, more as the list is
+    scrolled towards its end (up to the cap)."""
+
+    gateway: Gateway
+    query: str
+    project: str | None
+    rows: list[ObservationRow]
+    can_grow: bool
+    in_memory = True
+
+    def count(self) -> int:
+        return len(self.rows)
+
+    def fetch(self, offset: int, limit: int) -> list[ObservationRow]:
+        return self.rows[offset : offset + limit]
+
+    def grow(self) -> list[ObservationRow]:
+        return self.gateway.search_more(self.query, self.project, len(self.rows) + SEARCH_PAGE)
+
+    def adopt(self, rows: list[ObservationRow]) -> None:
+        self.can_grow = len(rows) >= len(self.rows) + SEARCH_PAGE and len(rows) < SEARCH_CAP
+        self.rows = rows
 
 
 class ObservationListScreen(EngramScreen):
@@ -149,7 +183,10 @@ class SearchScreen(ObservationListScreen):
             f"No memories match “{result.query}”.\n"
             "Try other words, fewer words, or switch project with p."
         )
-        results.set_source(FixedSource(result.rows), keep_cursor=result.query == self.shown_query)
+        source = SearchSource(
+            self.engram.gateway, result.query, self.engram.project, result.rows, result.more
+        )
+        results.set_source(source, keep_cursor=result.query == self.shown_query)
         self.shown_query = result.query
 
     def show_error(self, exc: EngramError) -> None:

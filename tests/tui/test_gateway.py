@@ -11,7 +11,7 @@ import pytest
 from engram.config import Config
 from engram.errors import NotFoundError, StoreUnavailableError
 from engram.store import Store
-from engram.tui.gateway import SEARCH_CAP, Gateway, Stale, SyncTarget
+from engram.tui.gateway import SEARCH_CAP, SEARCH_PAGE, Gateway, Stale, SyncTarget
 from tests.tui.helpers import Seeded, database_locked, release, seed_many
 
 
@@ -71,7 +71,9 @@ def test_a_running_search_is_interrupted_by_a_newer_keystroke(data_dir) -> None:
         seed_many(store, 3000)
     gateway = Gateway(Config(data_dir=data_dir))
     try:
-        assert len(gateway.search(gateway.next_search(), "bulk memory", None).rows) == SEARCH_CAP
+        first = gateway.search(gateway.next_search(), "bulk memory", None)
+        assert (len(first.rows), first.more) == (SEARCH_PAGE, True)
+        assert len(gateway.search_more("bulk memory", None, 10_000)) == SEARCH_CAP
         interrupted = 0
         for _ in range(30):
             generation = gateway.next_search()

@@ -147,6 +147,31 @@ async def test_long_lists_load_lazily_page_by_page(data_dir) -> None:
         snapshot(app, "recent-last-page")
 
 
+async def test_search_results_load_more_as_the_list_nears_its_end(data_dir) -> None:
+    from engram.config import Config
+    from engram.store import Store
+    from tests.tui.helpers import seed_many
+
+    with Store.open(config=Config(data_dir=data_dir)) as store:
+        seed_many(store, 120)
+    app = make_app(data_dir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_text(pilot, "Recent activity")
+        await pilot.press("s", *"bulk memory", "enter")
+        results = app.screen.query_one("#results", LazyList)
+        await wait_for(pilot, lambda: results.total == 50, "the first page")
+        assert "of 50+" in screen_text(app)  # more may exist
+        await pilot.press("end")  # near the end: the next page is fetched
+        await wait_for(pilot, lambda: results.total == 100, "the second page")
+        await pilot.press("end")
+        await wait_for(pilot, lambda: results.total == 120, "all of them")
+        await pilot.press("end")
+        await wait_text(pilot, "120 of 120")
+        assert "120+" not in screen_text(app)
+        titles = {row.observation.title for row in results.source.fetch(0, 1000)}
+        assert titles == {f"Bulk memory {i}" for i in range(1, 121)}
+
+
 async def test_sessions_list_and_session_detail(seeded: Seeded) -> None:
     app = make_app(seeded.data_dir)
     async with app.run_test(size=SIZE) as pilot:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from engram.store import Observation, Session
 from engram.tui.gateway import ObservationRow
 from engram.tui.items import observation_item, session_item
-from engram.tui.lazylist import plain_lines
+from engram.tui.lazylist import Line
 from engram.tui.present import Block, one_line, position_text, split_blocks
 
 
@@ -59,6 +59,10 @@ def test_previews_are_one_line_without_bold_markers() -> None:
     long = "word " * 200
     cut = one_line(long, 50)
     assert len(cut) == 50 and cut.endswith("…")
+
+
+def plain_lines(lines: tuple[Line, Line]) -> str:
+    return "\n".join("".join(fragment for fragment, _ in line) for line in lines)
 
 
 def _observation(**changes) -> Observation:
