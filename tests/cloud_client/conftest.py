@@ -165,6 +165,28 @@ def server(make_server: Callable[..., CloudServer]) -> CloudServer:
     return make_server()
 
 
+@pytest.fixture(scope="module")
+def shared_server(
+    postgres_cluster, cloud_template: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CloudServer]:
+    """One server for a whole module (tests give their projects unique names): starting a
+    server costs seconds, and most service tests only need one that works."""
+    name = postgres_cluster.create_database(template=cloud_template)
+    server = CloudServer(
+        postgres_cluster.url(name), free_port(), tmp_path_factory.mktemp("shared-server")
+    )
+    server.start()
+    yield server
+    server.stop(signal.SIGKILL)
+    postgres_cluster.drop_database(name)
+
+
+@pytest.fixture
+def project(request: pytest.FixtureRequest) -> str:
+    """A project name of this test's own (for tests that share a server)."""
+    return "p-" + request.node.name.removeprefix("test_").replace("_", "-")[:40]
+
+
 @pytest.fixture
 def proxy(server: CloudServer) -> Iterator[FaultProxy]:
     with FaultProxy(server.port) as running:

@@ -178,22 +178,26 @@ def test_autosync_asked_for_but_not_configured_starts_without_it(
 
 
 def test_500s_and_timeouts_then_recovery_lose_and_duplicate_nothing(
-    server: CloudServer,
-    proxy: FaultProxy,
+    shared_server: CloudServer,
     open_store: Callable[[str], Store],
+    project: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("ENGRAM_CLOUD_TIMEOUT_S", "1")
+    server = shared_server
     a, b = open_store("a"), open_store("b")
-    enroll(a, b)
-    via_proxy = save_cloud_config(a.config.data_dir, proxy.url, TOKEN)
-    with autosync(a, via_proxy) as loop_a, autosync(b, cloud_config(server.url)):
+    enroll(a, b, project=project)
+    with (
+        FaultProxy(server.port) as proxy,
+        autosync(a, via_proxy := save_cloud_config(a.config.data_dir, proxy.url, TOKEN)) as loop_a,
+        autosync(b, cloud_config(server.url)),
+    ):
         # 1. The server answers 500 to every push.
         proxy.set("error", only=("/sync/mutations/push",))
-        a.add_observation(title="During 500s", content="written while failing", project="acme")
+        a.add_observation(title="During 500s", content="written while failing", project=project)
         status = wait_until(
             lambda: (
-                (s := project_status(a, "acme", manager=loop_a))["reason_code"]
+                (s := project_status(a, project, manager=loop_a))["reason_code"]
                 == "transport_failed"
                 and s
             )
@@ -203,51 +207,53 @@ def test_500s_and_timeouts_then_recovery_lose_and_duplicate_nothing(
         # 2. The server commits but the answer is lost. Nothing is acknowledged on a 500; the
         # rows come back through the pull (so the server holds them) and that settles them.
         proxy.set("error_after", only=("/sync/mutations/push",))
-        a.add_observation(title="Lost answers", content="committed but unheard", project="acme")
+        a.add_observation(title="Lost answers", content="committed but unheard", project=project)
         wait_until(lambda: proxy.faults["error_after /sync/mutations/push"] >= 1)
-        wait_until(lambda: a.journal.count_pending(via_proxy.target, projects=["acme"]) == 0)
+        wait_until(lambda: a.journal.count_pending(via_proxy.target, projects=[project]) == 0)
         # 3. The server stalls past the client's timeout.
         proxy.stall_s = 3
         proxy.set("stall", only=("/sync/mutations/push",))
-        a.add_observation(title="Stalled", content="while the server stalls", project="acme")
+        a.add_observation(title="Stalled", content="while the server stalls", project=project)
         wait_until(lambda: proxy.faults["stall /sync/mutations/push"] >= 1)
         wait_until(lambda: "no answer" in str(loop_a.snapshot()["last_error"]), timeout=10)
         # 4. Recovery: everything arrives exactly once and B converges.
         proxy.set("pass")
-        wait_until(lambda: b.search("while the server stalls", project="acme"), timeout=20)
-        wait_until(lambda: canonical(a) == canonical(b), timeout=20)
+        wait_until(lambda: b.search("while the server stalls", project=project), timeout=20)
+        wait_until(lambda: canonical(a, project) == canonical(b, project), timeout=20)
         healthy = wait_until(
-            lambda: (s := project_status(a, "acme", manager=loop_a))["phase"] == "healthy" and s
+            lambda: (s := project_status(a, project, manager=loop_a))["phase"] == "healthy" and s
         )
         assert healthy["reason_code"] is None and healthy["consecutive_failures"] == 0
     no_duplicates(server)
-    assert a.journal.count_pending(via_proxy.target, projects=["acme"]) == 0
+    assert a.journal.count_pending(via_proxy.target, projects=[project]) == 0
 
 
 def test_a_thousand_writes_while_the_server_fails_do_not_wait(
-    server: CloudServer, proxy: FaultProxy, open_store: Callable[[str], Store]
+    shared_server: CloudServer, open_store: Callable[[str], Store], project: str
 ) -> None:
+    server = shared_server
     baseline_store, a = open_store("baseline"), open_store("a")
-    enroll(a)
+    enroll(a, project=project)
 
     def thousand(store: Store, word: str) -> float:
         start = time.perf_counter()
         for i in range(1000):
-            store.add_observation(title=f"{word} {i}", content=f"{word} body {i}", project="acme")
+            store.add_observation(title=f"{word} {i}", content=f"{word} body {i}", project=project)
         return time.perf_counter() - start
 
     baseline = thousand(baseline_store, "plain")
-    proxy.set("error")
-    config = cloud_config(proxy.url)
-    with autosync(a, config) as loop:
-        during = thousand(a, "failing")
-        assert loop.snapshot()["consecutive_failures"] > 0  # it really was failing meanwhile
-        # A generous sanity bound only: the loop must not make writes wait for the network.
-        assert during < baseline * 4 + 5, (during, baseline)
-        proxy.set("pass")
-        wait_until(lambda: len(server.mids("acme")) == 1001, timeout=60)
+    with FaultProxy(server.port) as proxy:
+        proxy.set("error")
+        config = cloud_config(proxy.url)
+        with autosync(a, config) as loop:
+            during = thousand(a, "failing")
+            assert loop.snapshot()["consecutive_failures"] > 0  # it really failed meanwhile
+            # A generous sanity bound only: the loop must not make writes wait for the network.
+            assert during < baseline * 4 + 5, (during, baseline)
+            proxy.set("pass")
+            wait_until(lambda: len(server.mids(project)) == 1001, timeout=60)
     no_duplicates(server)
-    assert a.journal.count_pending(config.target, projects=["acme"]) == 0
+    assert a.journal.count_pending(config.target, projects=[project]) == 0
 
 
 def test_server_killed_and_restarted_mid_push(

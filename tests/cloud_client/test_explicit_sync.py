@@ -19,7 +19,7 @@ from engram.sync.status import project_status
 from tests.cloud_client.conftest import CloudServer, canonical, cloud_config, configure, enroll
 
 
-def exchange(server: CloudServer, *stores: Store, project: str = "acme") -> None:
+def exchange(server: CloudServer, *stores: Store, project: str) -> None:
     """Push from every store, then pull into every store (twice, so relays settle)."""
     config = cloud_config(server.url)
     for _ in range(2):
@@ -39,26 +39,27 @@ def no_duplicates(server: CloudServer) -> list[str]:
 
 
 def test_two_stores_converge_with_edits_deletes_topics_and_prompts(
-    server: CloudServer, open_store: Callable[[str], Store]
+    shared_server: CloudServer, open_store: Callable[[str], Store], project: str
 ) -> None:
+    server = shared_server
     a, b = open_store("a"), open_store("b")
-    enroll(a, b)
-    a.create_session("s-a", "acme", "/src/acme")
+    enroll(a, b, project=project)
+    a.create_session("s-a", project, "/src/acme")
     kept = a.add_observation(
         title="Pool size",
         content="Raised to 20",
         type="decision",
-        project="acme",
+        project=project,
         session_id="s-a",
     ).observation
-    soft = a.add_observation(title="Old idea", content="Drop caching", project="acme").observation
-    hard = a.add_observation(title="Secret", content="will vanish", project="acme").observation
+    soft = a.add_observation(title="Old idea", content="Drop caching", project=project).observation
+    hard = a.add_observation(title="Secret", content="will vanish", project=project).observation
     a.add_observation(
-        title="Auth", content="JWT with rotation", project="acme", topic_key="architecture/auth"
+        title="Auth", content="JWT with rotation", project=project, topic_key="architecture/auth"
     )
-    prompt = a.add_prompt("why is login slow?", session_id="s-a", project="acme")
-    exchange(server, a, b)
-    assert canonical(a) == canonical(b)
+    prompt = a.add_prompt("why is login slow?", session_id="s-a", project=project)
+    exchange(server, a, b, project=project)
+    assert canonical(a, project) == canonical(b, project)
 
     # Edits on both sides, deletes, a topic upserted on both machines, prompts, session end.
     a.update_observation(kept.id, content="Raised to 30 after load tests")
@@ -69,38 +70,39 @@ def test_two_stores_converge_with_edits_deletes_topics_and_prompts(
     b.add_observation(
         title="Auth",
         content="JWT, rotation every 24h",
-        project="acme",
+        project=project,
         topic_key="architecture/auth",
     )
-    b.add_prompt("and the cache?", project="acme")
-    b_memory = b.add_observation(title="From B", content="B's own note", project="acme")
+    b.add_prompt("and the cache?", project=project)
+    b_memory = b.add_observation(title="From B", content="B's own note", project=project)
     b.update_observation(b_memory.observation.id, title="From B (edited)")
-    exchange(server, a, b)
+    exchange(server, a, b, project=project)
 
-    assert canonical(a) == canonical(b)
-    topic = [o for o in a.recent_observations(project="acme", limit=50) if o.title == "Auth"]
+    assert canonical(a, project) == canonical(b, project)
+    topic = [o for o in a.recent_observations(project=project, limit=50) if o.title == "Auth"]
     assert len(topic) == 1 and topic[0].content == "JWT, rotation every 24h"
     with pytest.raises(NotFoundError):  # the hard delete reached B
         b.get_observation_by_sync_id(hard.sync_id)
     assert b.get_observation_by_sync_id(soft.sync_id).deleted_at is not None
     mids = no_duplicates(server)
-    local = {e.mid for e in a.journal.pending("nowhere", projects=["acme"])}
+    local = {e.mid for e in a.journal.pending("nowhere", projects=[project])}
     assert local <= set(mids)  # every mutation of A is on the server, once
 
 
 def test_only_exact_mids_are_acknowledged_and_rejections_are_quarantined(
-    server: CloudServer, open_store: Callable[[str], Store]
+    shared_server: CloudServer, open_store: Callable[[str], Store], project: str
 ) -> None:
+    server = shared_server
     a = open_store("a")
-    enroll(a)
+    enroll(a, project=project)
     config = configure(a, server)
-    first = a.add_observation(title="One", content="first memory", project="acme").observation
+    first = a.add_observation(title="One", content="first memory", project=project).observation
     with CloudSync(a, config) as sync:
-        sync.push(["acme"])
+        sync.push([project])
     # Corrupt the journal text of an already pushed mutation (same mid, other content), make
     # it pending again: the server must refuse it (mid_conflict), the rest must go through.
     seq = max(
-        e.seq for e in a.journal.pending("nowhere", projects=["acme"]) if e.key == first.sync_id
+        e.seq for e in a.journal.pending("nowhere", projects=[project]) if e.key == first.sync_id
     )
     with a.db.write() as conn:
         conn.execute(
@@ -109,22 +111,22 @@ def test_only_exact_mids_are_acknowledged_and_rejections_are_quarantined(
             (seq,),
         )
     cloud_state.forget_delivery(a, config.target, [seq])
-    a.add_observation(title="Two", content="second memory", project="acme")
+    a.add_observation(title="Two", content="second memory", project=project)
     with CloudSync(a, config) as sync:
-        report = sync.push(["acme"])[0]
+        report = sync.push([project])[0]
     assert [r["error_code"] for r in report.rejected] == ["mid_conflict"]
     assert report.acknowledged == 1  # the new memory went through beside the refused one
-    quarantined = cloud_state.quarantined_rows(a, config.target, "acme")
+    quarantined = cloud_state.quarantined_rows(a, config.target, project)
     assert [q["seq"] for q in quarantined] == [seq]
-    assert a.journal.count_pending(config.target, projects=["acme"]) == 0
-    status = project_status(a, "acme")
+    assert a.journal.count_pending(config.target, projects=[project]) == 0
+    status = project_status(a, project)
     assert status["reason_code"] == "quarantined" and status["quarantined_count"] == 1
     assert "mid_conflict" in status["reason_message"]
 
     # Repair retries it: still refused while the text differs, accepted once it is restored.
     with CloudSync(a, config) as sync:
-        cloud_state.release_quarantined(a, config.target, "acme")
-        again = sync.push_project("acme")
+        cloud_state.release_quarantined(a, config.target, project)
+        again = sync.push_project(project)
     assert [r["error_code"] for r in again.rejected] == ["mid_conflict"]
     with a.db.write() as conn:
         conn.execute(
@@ -132,81 +134,86 @@ def test_only_exact_mids_are_acknowledged_and_rejections_are_quarantined(
             " WHERE seq = ?",
             (seq,),
         )
-    cloud_state.release_quarantined(a, config.target, "acme")
+    cloud_state.release_quarantined(a, config.target, project)
     with CloudSync(a, config) as sync:
-        fixed = sync.push_project("acme")
+        fixed = sync.push_project(project)
     assert fixed.rejected == [] and fixed.acknowledged == 1
-    assert project_status(a, "acme")["reason_code"] is None
+    assert project_status(a, project)["reason_code"] is None
     no_duplicates(server)
 
 
 def test_personal_scope_stays_home_unless_asked(
-    server: CloudServer, open_store: Callable[[str], Store]
+    shared_server: CloudServer, open_store: Callable[[str], Store], project: str
 ) -> None:
+    server = shared_server
     a, b = open_store("a"), open_store("b")
-    enroll(a, b)
+    enroll(a, b, project=project)
     config = cloud_config(server.url)
-    a.add_observation(title="Shared", content="team knowledge", project="acme")
-    a.add_observation(title="Diary", content="my own note", project="acme", scope="personal")
+    a.add_observation(title="Shared", content="team knowledge", project=project)
+    a.add_observation(title="Diary", content="my own note", project=project, scope="personal")
     with CloudSync(a, config) as sync:
-        sync.push(["acme"])
+        sync.push([project])
     with CloudSync(b, config) as sync:
-        sync.pull(["acme"])
-    assert b.search("team knowledge", project="acme")
-    assert b.search("my own note", project="acme") == []
-    assert len(server.mids("acme")) == 2  # the session and the shared memory
+        sync.pull([project])
+    assert b.search("team knowledge", project=project)
+    assert b.search("my own note", project=project) == []
+    assert len(server.mids(project)) == 2  # the session and the shared memory
     with CloudSync(a, config, include_personal=True) as sync:
-        sync.push(["acme"])
+        sync.push([project])
     with CloudSync(b, config) as sync:
-        sync.pull(["acme"])
-    assert b.search("my own note", project="acme")
+        sync.pull([project])
+    assert b.search("my own note", project=project)
 
 
 def test_non_enrolled_projects_are_neither_pushed_nor_applied(
-    server: CloudServer, open_store: Callable[[str], Store]
+    shared_server: CloudServer, open_store: Callable[[str], Store], project: str
 ) -> None:
+    server = shared_server
     a, b = open_store("a"), open_store("b")
-    enroll(a, b)
+    enroll(a, b, project=project)
     config = configure(a, server)
-    a.add_observation(title="Acme", content="enrolled memory", project="acme")
-    a.add_observation(title="Private", content="other project memory", project="widgets")
+    other = project + "-other"
+    a.add_observation(title="Acme", content="enrolled memory", project=project)
+    a.add_observation(title="Private", content="other project memory", project=other)
     with CloudSync(a, config) as sync:
         with pytest.raises(CloudError) as refused:
-            sync.push(["widgets"])
+            sync.push([other])
         assert refused.value.reason_code == "blocked_unenrolled"
-        sync.push(["acme"])
-    assert len(server.mids("widgets")) == 0
-    assert project_status(a, "widgets")["reason_code"] == "blocked_unenrolled"
+        sync.push([project])
+    assert len(server.mids(other)) == 0
+    assert project_status(a, other)["reason_code"] == "blocked_unenrolled"
     # B enrolled in widgets does not make A's unenrolled widgets memories travel.
-    cloud_state.enroll(b, "widgets")
+    cloud_state.enroll(b, other)
     with CloudSync(b, config) as sync:
-        sync.pull(["acme", "widgets"])
-    assert b.search("enrolled memory", project="acme")
-    assert b.search("other project memory", project="widgets") == []
+        sync.pull([project, other])
+    assert b.search("enrolled memory", project=project)
+    assert b.search("other project memory", project=other) == []
 
 
 def test_one_cursor_per_project_and_a_late_enrollment_catches_up(
-    server: CloudServer, open_store: Callable[[str], Store]
+    shared_server: CloudServer, open_store: Callable[[str], Store], project: str
 ) -> None:
+    server = shared_server
     a, b = open_store("a"), open_store("b")
-    enroll(a, project="acme")
-    enroll(a, project="widgets")
+    enroll(a, project=project)
+    other = project + "-other"
+    enroll(a, project=other)
     config = cloud_config(server.url)
     for i in range(30):
-        a.add_observation(title=f"acme {i}", content=f"acme memory {i}", project="acme")
-        a.add_observation(title=f"w {i}", content=f"widgets memory {i}", project="widgets")
+        a.add_observation(title=f"acme {i}", content=f"acme memory {i}", project=project)
+        a.add_observation(title=f"w {i}", content=f"widgets memory {i}", project=other)
     with CloudSync(a, config) as sync:
-        sync.push(["acme", "widgets"])
-    enroll(b, project="acme")
+        sync.push([project, other])
+    enroll(b, project=project)
     with CloudSync(b, config) as sync:
-        sync.pull(["acme"])
-    acme_cursor = cloud_state.cursors(b, config.target, ["acme"])["acme"]
+        sync.pull([project])
+    acme_cursor = cloud_state.cursors(b, config.target, [project])[project]
     assert acme_cursor > 0
-    enroll(b, project="widgets")
+    enroll(b, project=other)
     with CloudSync(b, config) as sync:
-        reports = sync.pull(["acme", "widgets"])
-    assert reports["widgets"].received == 31 and reports["acme"].received == 0
-    cursors = cloud_state.cursors(b, config.target, ["acme", "widgets"])
-    assert cursors["acme"] == cursors["widgets"] >= acme_cursor
-    assert canonical(a, "widgets") == canonical(b, "widgets")
-    assert canonical(a, "acme") == canonical(b, "acme")
+        reports = sync.pull([project, other])
+    assert reports[other].received == 31 and reports[project].received == 0
+    cursors = cloud_state.cursors(b, config.target, [project, other])
+    assert cursors[project] == cursors[other] >= acme_cursor
+    assert canonical(a, other) == canonical(b, other)
+    assert canonical(a, project) == canonical(b, project)
