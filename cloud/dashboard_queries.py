@@ -583,7 +583,7 @@ class ProjectSummary:
     observations: int = 0
     sessions: int = 0
     prompts: int = 0
-    contributors: int = 0
+    contributors: int = 0  # people who saved its live memories
     last_activity: str | None = None
     paused: bool = False
     paused_reason: str | None = None
@@ -605,17 +605,20 @@ def _summaries(conn: Connection, names: Sequence[str]) -> list[ProjectSummary]:
     if not names:
         return []
     listed = list(names)
+    # One pass over the observations gives their count, the latest and who saved them.
     for row in conn.execute(
         select(
             _o.c.project,
             func.count().label("n"),
             func.max(_o.c.created_at).label("last"),
+            func.count(_o.c.contributor.distinct()).label("people"),
         )
         .where(_o.c.project.in_(listed), _o.c.deleted_at.is_(None))
         .group_by(_o.c.project)
     ):
         out[row.project].observations = row.n
         out[row.project].last_activity = row.last
+        out[row.project].contributors = row.people
     for row in conn.execute(
         select(_s.c.project, func.count().label("n"), func.max(_s.c.started_at).label("last"))
         .where(_s.c.project.in_(listed), _s.c.hlc != STUB_HLC)
@@ -630,13 +633,6 @@ def _summaries(conn: Connection, names: Sequence[str]) -> list[ProjectSummary]:
         .group_by(_p.c.project)
     ):
         out[row.project].prompts = row.n
-    people = _contributor_union(Scope(frozenset(listed)))
-    for row in conn.execute(
-        select(people.c.project, func.count(people.c.contributor.distinct()).label("n"))
-        .where(people.c.contributor != "")
-        .group_by(people.c.project)
-    ):
-        out[row.project].contributors = row.n
     for name, control in _controls(conn, listed).items():
         out[name].paused = not control.sync_enabled
         out[name].paused_reason = control.paused_reason
@@ -822,9 +818,6 @@ def stats(conn: Connection, scope: Scope) -> Stats:
     """Totals over the viewer's projects."""
     out = Stats()
     out.projects = len(visible_projects(conn, scope))
-    out.observations = conn.execute(
-        select(func.count()).where(scope.where(_o.c.project), _o.c.deleted_at.is_(None))
-    ).scalar_one()
     out.by_type = [
         (r.type, r.n)
         for r in conn.execute(
@@ -834,6 +827,7 @@ def stats(conn: Connection, scope: Scope) -> Stats:
             .order_by(func.count().desc(), _o.c.type)
         )
     ]
+    out.observations = sum(n for _, n in out.by_type)
     out.sessions = conn.execute(
         select(func.count()).where(scope.where(_s.c.project), _s.c.hlc != STUB_HLC)
     ).scalar_one()

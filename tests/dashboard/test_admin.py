@@ -212,3 +212,38 @@ def test_users_tokens_and_grants(
     assert post_form(admin, "/dashboard/admin/users/999/tokens").status_code == 404
     assert post_form(admin, "/dashboard/admin/users/999/disable").status_code == 404
     assert SESSION_COOKIE in admin.cookies
+
+
+def test_every_form_needs_its_csrf_token(
+    admin: TestClient, engine: Engine, make_user: Callable[..., str]
+) -> None:
+    make_user("erin", ["acme"])
+    with engine.connect() as conn:
+        user_id = conn.execute(text("SELECT id FROM cloud_principals")).scalar_one()
+        token_id = conn.execute(text("SELECT id FROM cloud_principal_tokens")).scalar_one()
+    forms = [
+        ("/dashboard/admin/projects/acme/sync", {"enabled": "false"}),
+        ("/dashboard/admin/users", {"username": "frank"}),
+        (f"/dashboard/admin/users/{user_id}/disable", {}),
+        (f"/dashboard/admin/users/{user_id}/enable", {}),
+        (f"/dashboard/admin/users/{user_id}/tokens", {"name": "x"}),
+        (f"/dashboard/admin/tokens/{token_id}/revoke", {}),
+        (f"/dashboard/admin/users/{user_id}/grants", {"project": "widgets"}),
+        (f"/dashboard/admin/users/{user_id}/grants/acme/revoke", {}),
+        ("/dashboard/logout", {}),
+        ("/dashboard/login", {"token": LEGACY_TOKEN}),
+    ]
+    for path, data in forms:
+        for extra in ({}, {"_csrf_token": "f" * 128}):
+            answer = admin.post(path, data={**data, **extra}, follow_redirects=False)
+            assert answer.status_code == 403 and "CSRF check failed" in answer.text, path
+    with engine.connect() as conn:
+        state = conn.execute(
+            text(
+                "SELECT (SELECT count(*) FROM cloud_project_controls), (SELECT count(*) FROM cloud_principals),"
+                " (SELECT count(*) FROM cloud_principal_tokens), (SELECT count(*) FROM cloud_project_grants),"
+                " (SELECT enabled FROM cloud_principals), (SELECT revoked_at IS NULL FROM cloud_principal_tokens)"
+            )
+        ).one()
+    assert tuple(state) == (0, 1, 1, 1, True, True)  # nothing changed
+    assert admin.get("/dashboard/").status_code == 200  # still logged in

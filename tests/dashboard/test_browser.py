@@ -258,6 +258,11 @@ def test_member_finds_a_teammates_memory(
     page.wait_for_selector("[data-testid=contributor-row] >> text=Bob")
     page.click("nav.tabs >> text=Stats")
     shot(page, "08-stats")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    page.goto(f"{server}/dashboard/browser?q=pool")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing overflows
+    shot(page, "09-search-on-a-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
     # A member has no admin tab, and the admin pages refuse her.
     assert page.locator("nav.tabs >> text=Admin").count() == 0
     page.goto(f"{server}/dashboard/admin")
