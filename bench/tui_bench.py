@@ -304,7 +304,7 @@ class Frames:
 
 async def headless(data_dir: Path, n: int, runs: int) -> dict[str, object]:
     from engram.tui.app import EngramApp
-    from engram.tui.gateway import SEARCH_CAP, Gateway
+    from engram.tui.gateway import SEARCH_PAGE, Gateway
     from engram.tui.lazylist import LazyList
     from engram.tui.lists import RecentScreen, SearchScreen
 
@@ -360,7 +360,7 @@ async def headless(data_dir: Path, n: int, runs: int) -> dict[str, object]:
                 times = []
                 for _ in range(runs):
                     began = time.perf_counter()
-                    raw.search(query, limit=SEARCH_CAP)
+                    raw.search(query, limit=SEARCH_PAGE)
                     times.append(time.perf_counter() - began)
                 baseline[query] = statistics.median(times) * 1000
         await pilot.press("s")

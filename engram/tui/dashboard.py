@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -97,12 +98,17 @@ class DashboardScreen(EngramScreen):
         if not targets:
             text = "Sync: not configured (memories stay on this machine; see engram sync)"
         else:
-            parts = [
-                f"{t.name} — {'up to date' if not t.pending else f'{t.pending:,} to send'}"
-                for t in targets
-            ]
+            parts = []
+            for target in targets:
+                if target.kind == "git":
+                    parts.append(f"git {target.name}")
+                elif not target.projects:
+                    parts.append(f"cloud {target.name} — no project enrolled")
+                else:
+                    state = f"{target.pending:,} to push" if target.pending else "up to date"
+                    parts.append(f"cloud {target.name} — {state} ({', '.join(target.projects)})")
             text = "Sync: " + " · ".join(parts)
-        self.query_one("#sync", Static).update(text)
+        self.query_one("#sync", Static).update(Text(text))
 
     def _sync_failed(self, exc: EngramError) -> None:
         self.query_one("#sync", Static).update(f"Sync: unknown ({exc})")

@@ -44,8 +44,13 @@ class ObservationRow:
 
 @dataclass(frozen=True, slots=True)
 class SyncTarget:
+    """A place this replica syncs with: ``kind`` is ``git`` or ``cloud``; ``pending`` counts the
+    changes still to send (known for the cloud, whose enrolled projects say what is sent)."""
+
+    kind: str
     name: str
-    pending: int
+    pending: int | None = None
+    projects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,13 +171,26 @@ class Gateway:
         return self.call(read)
 
     def sync_targets(self) -> list[SyncTarget]:
-        """Git or cloud targets this replica syncs with, and how much each still lacks."""
+        """The configured cloud server (with what autosync still has to push for the enrolled
+        projects) and the git sync directories this replica has exported to or imported from."""
+        from engram.sync.cloud_config import TARGET_PREFIX, load_cloud_config
+        from engram.sync.cloud_state import enrolled_projects
 
         def read(store: Store) -> list[SyncTarget]:
-            return [
-                SyncTarget(name, store.journal.count_pending(name, include_personal=False))
-                for name in store.journal.targets()
-            ]
+            found: list[SyncTarget] = []
+            cloud = load_cloud_config(self.config.data_dir)
+            if cloud.configured:
+                projects = tuple(enrolled_projects(store))
+                pending = (
+                    store.journal.count_pending(cloud.target, projects=projects)
+                    if projects
+                    else None
+                )
+                found.append(SyncTarget("cloud", cloud.server_url or "", pending, projects))
+            for name in store.journal.targets():
+                if not name.startswith(TARGET_PREFIX):
+                    found.append(SyncTarget("git", name.removeprefix("git:")))
+            return found
 
         return self.call(read)
 

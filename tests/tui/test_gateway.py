@@ -47,11 +47,26 @@ def test_session_detail_pages_and_counts(seeded: Seeded, gateway: Gateway) -> No
         gateway.session("s-missing")
 
 
-def test_sync_targets_and_what_each_still_lacks(seeded: Seeded, gateway: Gateway) -> None:
+def test_sync_targets_git_and_cloud(
+    seeded: Seeded, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram.sync.cloud_config import save_cloud_config, target_for
+    from engram.sync.cloud_state import enroll
+
+    for name in ("ENGRAM_CLOUD_SERVER", "ENGRAM_CLOUD_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
     assert gateway.sync_targets() == []
-    pending = seeded.store.journal.pending("git:/src/acme")
-    seeded.store.journal.mark_delivered("git:/src/acme", [e.seq for e in pending[:5]])
-    assert gateway.sync_targets() == [SyncTarget("git:/src/acme", len(pending) - 5)]
+    # A git directory this replica exported to (what `engram sync` records).
+    pending = seeded.store.journal.pending("git:/src/acme/.engram")
+    seeded.store.journal.mark_delivered("git:/src/acme/.engram", [e.seq for e in pending[:5]])
+    assert gateway.sync_targets() == [SyncTarget("git", "/src/acme/.engram")]
+    # A configured cloud server: what autosync still has to push for the enrolled projects.
+    config = save_cloud_config(seeded.data_dir, "http://127.0.0.1:9")
+    assert gateway.sync_targets()[0] == SyncTarget("cloud", "http://127.0.0.1:9")
+    enroll(seeded.store, "zeta")
+    zeta = seeded.store.journal.count_pending(target_for(config.server_url), projects=["zeta"])
+    assert zeta > 0
+    assert gateway.sync_targets()[0] == SyncTarget("cloud", "http://127.0.0.1:9", zeta, ("zeta",))
 
 
 def test_a_search_superseded_by_a_newer_keystroke_is_dropped(

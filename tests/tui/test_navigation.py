@@ -34,6 +34,23 @@ async def test_dashboard_shows_counts_recent_activity_and_sync(seeded: Seeded) -
         snapshot(app, "dashboard")
 
 
+async def test_dashboard_shows_cloud_and_git_sync(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram.sync.cloud_config import save_cloud_config
+    from engram.sync.cloud_state import enroll
+
+    for name in ("ENGRAM_CLOUD_SERVER", "ENGRAM_CLOUD_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    save_cloud_config(seeded.data_dir, "http://127.0.0.1:9")
+    enroll(seeded.store, "zeta")
+    seeded.store.journal.mark_delivered("git:/src/acme/.engram", [1])
+    app = make_app(seeded.data_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        text = await wait_text(pilot, "to push (zeta)")
+        assert "Sync: cloud http://127.0.0.1:9 — " in text and "git /src/acme/.engram" in text
+
+
 async def test_find_a_memory_read_it_jump_to_its_timeline_and_back(seeded: Seeded) -> None:
     """The issue's "done when": search by typing, read, timeline and back, keyboard only."""
     app = make_app(seeded.data_dir)
