@@ -538,9 +538,6 @@ def activity(
     )
 
 
-BROWSER_TABS = ("observations", "sessions", "prompts")
-
-
 def _browser(
     request: Request, viewer: Viewer, db: Connection, tab: str, *, q_override: str | None = None
 ) -> Template:

@@ -276,20 +276,6 @@ def succeed(conn: Connection, attempt: Attempt) -> None:
     conn.execute(update(a).where(a.c.id.in_(attempt.ids)).values(succeeded=True))
 
 
-def failures(conn: Connection, key: str) -> int:
-    """Failed attempts under ``key`` inside the window (for the admin health page and tests)."""
-    a = models.login_attempts
-    return int(
-        conn.execute(
-            select(func.count()).where(
-                a.c.key == key,
-                a.c.succeeded.is_(False),
-                a.c.attempted_at > func.now() - FAILURE_WINDOW,
-            )
-        ).scalar_one()
-    )
-
-
 # --- redirects -----------------------------------------------------------------------------------
 
 

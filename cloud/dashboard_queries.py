@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -210,19 +210,17 @@ def _distinct_projects(conn: Connection, table: Table) -> list[str]:
     return [row[0] for row in conn.execute(text(sql))]
 
 
-def known_projects(conn: Connection, tables: Iterable[Table] | None = None) -> list[str]:
-    """Projects that hold anything in the read model (or in ``tables``), sorted."""
+def known_projects(conn: Connection) -> list[str]:
+    """Projects that hold anything in the read model, sorted."""
     found: set[str] = set()
-    for table in tables or (models.sessions, models.observations, models.prompts):
+    for table in (models.sessions, models.observations, models.prompts):
         found.update(_distinct_projects(conn, table))
     return sorted(found)
 
 
-def visible_projects(
-    conn: Connection, scope: Scope, tables: Iterable[Table] | None = None
-) -> list[str]:
+def visible_projects(conn: Connection, scope: Scope) -> list[str]:
     """The projects the viewer may see that hold anything."""
-    return [p for p in known_projects(conn, tables) if scope.allows(p)]
+    return [p for p in known_projects(conn) if scope.allows(p)]
 
 
 def _branches(conn: Connection, scope: Scope, table: Table, project: str | None) -> list[str]:

@@ -33,6 +33,12 @@ CSRF_COOKIE = "engram_dashboard_csrf"
 SESSION_COOKIE = "engram_dashboard_token"
 
 
+@pytest.fixture(autouse=True)
+def utc_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages show times in UTC unless a test sets ENGRAM_TIMEZONE itself."""
+    monkeypatch.delenv("ENGRAM_TIMEZONE", raising=False)
+
+
 @pytest.fixture
 def settings(cloud_db_url: str) -> Settings:
     return Settings(

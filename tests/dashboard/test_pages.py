@@ -223,6 +223,21 @@ def test_content_blocks_and_times(team: None, admin: TestClient) -> None:
     assert "Cache decision" in page
 
 
+def test_times_in_the_configured_zone(
+    team: None,
+    make_client: Callable[..., TestClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ENGRAM_TIMEZONE", "Europe/Madrid")
+    client = make_client(insecure=True, token=None, admin_token=None, jwt_secret=None)
+    page = client.get("/dashboard/observations/acme/s-1/o-pool").text
+    assert '<span class="abs">21 Nov 2026 11:00 CET</span>' in page
+    assert 'datetime="2026-11-21T10:00:00Z"' in page  # the machine-readable time stays UTC
+    monkeypatch.setenv("ENGRAM_TIMEZONE", "Mars/Olympus")  # unknown: logged, UTC used
+    client = make_client(insecure=True, token=None, admin_token=None, jwt_secret=None)
+    assert "21 Nov 2026 10:00 UTC" in client.get("/dashboard/observations/acme/s-1/o-pool").text
+
+
 def test_unknown_ids_get_a_404_page(team: None, admin: TestClient) -> None:
     for path in (
         "/dashboard/observations/acme/s-1/nope",
