@@ -271,7 +271,7 @@ class ProjectScreen(Dialog):
             options.action_select()
 
     def action_to_list(self) -> None:
-        self.query_one("#projects-list", OptionList).focus()
+        self.set_focus(self.query_one("#projects-list", OptionList))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         chosen = event.option.id

@@ -116,7 +116,9 @@ class SearchScreen(ObservationListScreen):
         Binding("escape", "app.back", "Back"),
         Binding("q", "app.back", "Back", show=False),
         Binding("t", "timeline", "Timeline"),
-        Binding("down", "results", "Results", show=False),
+        # Priority, so the move happens before the next key is read (an Enter typed right after
+        # must open the first result); only while the search box has the focus.
+        Binding("enter,down", "results", "Results", show=False, priority=True),
     ]
 
     def __init__(self, query: str = "") -> None:
@@ -141,12 +143,15 @@ class SearchScreen(ObservationListScreen):
     def on_input_changed(self, event: Input.Changed) -> None:
         self._search(event.value)
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.action_results()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "results":
+            return self.focused is self.query_one("#query", Input)
+        return True
 
     def action_results(self) -> None:
         if self.query_one("#query", Input).value.strip():
-            self.list_widget().focus()
+            # At once (Widget.focus defers): an Enter typed right after must reach the list.
+            self.set_focus(self.list_widget())
 
     def _search(self, text: str) -> None:
         query = text.strip()
