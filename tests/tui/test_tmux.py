@@ -107,8 +107,7 @@ def test_engram_tui_in_a_real_terminal(seeded: Seeded, tmux: Tmux) -> None:
     tmux.type("login timeout")  # right away: the search box has the focus as soon as it opens
     tmux.wait_for("Engram › Search", "Results for “login timeout”", "#1 bugfix Fixed login timeout")
 
-    tmux.keys("Enter")  # to the results
-    tmux.keys("Enter")  # open the first
+    tmux.keys("Enter", "Enter")  # to the results, then open the first: typed ahead, in one go
     screen = tmux.wait_for("Users on slow VPNs")
     for label in ("What", "Why", "Where", "Learned"):
         assert f" {label} " in screen
