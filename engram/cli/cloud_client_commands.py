@@ -505,12 +505,26 @@ def cloud_import(args: argparse.Namespace) -> int:
 
     project = _sync_project(args)
     cloud = _cloud()
+    show = sys.stderr.isatty() and not (getattr(args, "quiet", False) or wants_json(args))
+    seen = 0
+
+    def on_page(count: int) -> None:
+        # The server does not say how much is left: a running count instead of a bar.
+        nonlocal seen
+        seen += count
+        if show:
+            sys.stderr.write(f"\r  pulled {seen} mutation(s)…")
+            sys.stderr.flush()
+
     with open_store() as store:
         try:
             with CloudSync(store, cloud) as sync:
-                report = sync.pull([project])[project]
+                report = sync.pull([project], on_page=on_page)[project]
         except CloudError as exc:
             return fail(args, exc, project=project)
+        finally:
+            if show and seen:
+                sys.stderr.write("\n")
     data = report.to_dict()
     applied = report.applied
     if not report.received:

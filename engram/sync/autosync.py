@@ -428,8 +428,8 @@ class Autosync:
         self.last_pull_at = state.iso(state.utc_now())
         for project in projects:
             self._excluded_pull.pop(project, None)
-        if any(r.received for r in reports.values()):
-            self.notify_dirty()  # relay: other targets may want what just arrived
+        if any(r.dead for r in reports.values()):
+            _say(f"{sum(r.dead for r in reports.values())} pulled record(s) could not be applied")
         self._succeeded(self._pull)
 
     def _forbidden_pull(self, projects: list[str], exc: CloudError) -> None:

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from engram.sync.cloud_client import (
     POLICY_FORBIDDEN,
     CloudClient,
     CloudError,
+    PullPage,
 )
 from engram.sync.cloud_config import CloudConfig
 
@@ -289,28 +291,46 @@ class CloudSync:
         reports = {p: ProjectPull(p) for p in projects}
         caught_up: set[str] = set()
         pages = 0
-        while max_pages is None or pages < max_pages:
-            cursors = state.cursors(self.store, self.target, projects)
-            for name, seq in cursors.items():
-                reports[name].cursor = seq
-            lowest = min(cursors.values(), default=0)
-            group = sorted(p for p, seq in cursors.items() if seq == lowest)
-            single = len(set(cursors.values())) <= 1
-            page = self.client.pull(
-                lowest, group, limit=PULL_LIMIT, wait=wait if (single and pages == 0) else 0
-            )
-            pages += 1
-            if cancelled is not None and cancelled():
-                break  # the caller stopped while the request was out: apply nothing more
-            self._apply_page(group, cursors, page.mutations, page.next, reports)
-            if on_page is not None:
-                on_page(len(page.mutations))
-            if not page.has_more:
-                caught_up.update(group)
-                # Everything that existed when this call began is here once every project
-                # caught up (cursors that still differ are merged by the next call).
-                if single or caught_up >= set(projects):
-                    break
+
+        def more() -> bool:
+            return max_pages is None or pages < max_pages
+
+        # While a page is applied, the next one is already on its way (one request at a time
+        # still: the client is used by one thread at any moment).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-pull") as ahead:
+            while more():
+                cursors = state.cursors(self.store, self.target, projects)
+                for name, seq in cursors.items():
+                    reports[name].cursor = seq
+                lowest = min(cursors.values(), default=0)
+                group = sorted(p for p, seq in cursors.items() if seq == lowest)
+                single = len(set(cursors.values())) <= 1
+                page = self.client.pull(
+                    lowest, group, limit=PULL_LIMIT, wait=wait if (single and pages == 0) else 0
+                )
+                pages += 1
+                while True:
+                    if cancelled is not None and cancelled():
+                        return reports  # stopped while a request was out: apply nothing more
+                    following: Future[PullPage] | None = None
+                    if page.has_more and more():
+                        following = ahead.submit(
+                            self.client.pull, page.next, group, limit=PULL_LIMIT
+                        )
+                    self._apply_page(group, cursors, page.mutations, page.next, reports)
+                    cursors = {**cursors, **dict.fromkeys(group, page.next)}
+                    if on_page is not None:
+                        on_page(len(page.mutations))
+                    if following is None:
+                        break
+                    page = following.result()
+                    pages += 1
+                if not page.has_more:
+                    caught_up.update(group)
+                    # Everything that existed when this call began is here once every project
+                    # caught up (cursors that still differ are merged by the next call).
+                    if single or caught_up >= set(projects):
+                        break
         return reports
 
     def _apply_page(
