@@ -15,10 +15,10 @@ session check, every query and the template rendering); client time is also show
 
 * list, full page — ``/dashboard/browser/observations`` (a viewer of every project: three per-
   project branches merged), pages mixed as people page: half page 1, 30 % pages 2–10, 20 %
-  anywhere up to the 10,000-row cap; also as htmx fragments (what a page click fetches);
+  anywhere up to the count cap (5,000 rows); also as htmx fragments (what a page click fetches);
 * search, full page — 1–2 word queries of mid-frequency words (a word matches ~0.3–8 % of the
   rows, two words fewer);
-* search, a very common word (matches most rows; bounded by the 2,000-match ranking window) —
+* search, a very common word (matches most rows; bounded by the 1,000-match ranking window) —
   reported, not part of the target.
 
 Baseline, same run: the bare page statement in psql terms (one ``ORDER BY … LIMIT/OFFSET`` on
@@ -191,6 +191,7 @@ def main() -> None:
     from litestar.testing import TestClient
 
     from engram_cloud.app import create_app
+    from engram_cloud.dashboard_queries import COUNT_CAP
     from engram_cloud.db import create_db_engine
     from engram_cloud.migrate import upgrade
     from engram_cloud.settings import Settings, parse_allowlist
@@ -213,7 +214,7 @@ def main() -> None:
         settings = Settings(
             database_url=url, allowed_projects=parse_allowlist("*"), token=TOKEN, jwt_secret=SECRET
         )
-        last_page = min(args.observations, 10_000) // 25
+        last_page = min(args.observations, COUNT_CAP) // 25
         list_pages = pages_mix(rng, args.requests, last_page)
         mid = words.words[60:1500]
         typical = [" ".join(rng.sample(mid, rng.randint(1, 2))) for _ in range(args.requests)]

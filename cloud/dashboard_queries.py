@@ -8,7 +8,7 @@ never includes a project the viewer may not read.
 **Bounded work.** Lists are ordered newest first and read per project through the
 ``(project, created_at)`` indexes: one ``ORDER BY … LIMIT offset+size`` branch per project,
 merged (``UNION ALL``), so a page costs what it shows, not the size of the table. Counts stop
-at :data:`COUNT_CAP` (the page says "10,000+", and paging stops there: narrow the list with a
+at :data:`COUNT_CAP` (the page says "5,000+", and paging stops there: narrow the list with a
 filter or a search). A full-text search ranks (``ts_rank_cd``) the newest
 :data:`SEARCH_WINDOW` matches: exact for any search that matches fewer, bounded for one that
 matches half the table. Search text goes through ``websearch_to_tsquery``, so any input is a
@@ -49,8 +49,8 @@ from engram_cloud.settings import Settings
 
 PAGE_SIZES = (10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
-COUNT_CAP = 10_000
-SEARCH_WINDOW = 2_000
+COUNT_CAP = 5_000
+SEARCH_WINDOW = 1_000
 MAX_QUERY_CHARS = 500
 MAX_NAME_CHARS = 200
 DETAIL_LIMIT = 100  # rows of a session's (or a contributor's) observations shown on its page

@@ -13,11 +13,13 @@ import pytest
 from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 
+from engram_cloud import dashboard_queries as dq
 from engram_cloud.dashboard import SECURITY_HEADERS
 from engram_cloud.dashboard_render import STATIC_DIR
 from engram_cloud.workers import record_heartbeat
 from tests.cloud import records as rec
 from tests.dashboard.conftest import LEGACY_TOKEN, is_fragment, links
+from tests.support.postgres import PostgresCluster
 
 HX = {"HX-Request": "true"}
 
@@ -462,3 +464,38 @@ def test_no_inline_script_or_style(team: None, admin: TestClient) -> None:
         assert not re.search(r"<script(?![^>]*\bsrc=)", html), path
         assert "<style" not in html and " style=" not in html, path
         assert not re.search(r"\son[a-z]+=", html), path
+
+
+def test_database_down_and_unexpected_errors_get_pages(
+    admin: TestClient, postgres_cluster: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    postgres_cluster.stop()
+    try:
+        page = admin.get("/dashboard/stats")
+    finally:
+        postgres_cluster.start()
+    assert page.status_code == 503 and "Database unavailable" in page.text
+    assert page.headers["retry-after"] == "5"
+    assert admin.get("/dashboard/stats").status_code == 200  # back once the database is
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(dq, "stats", broken)  # a bug cannot be produced any other way
+    page = admin.get("/dashboard/stats")
+    assert page.status_code == 500 and "Something went wrong" in page.text
+    assert "a bug" not in page.text  # internals stay in the log
+
+
+def test_counts_stop_at_the_cap(
+    seed: Callable[..., None], admin: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _many(seed, 30)
+    monkeypatch.setattr(dq, "COUNT_CAP", 20)  # the real cap is 5,000: too many rows for a test
+    monkeypatch.setattr(dq, "SEARCH_WINDOW", 5)
+    html = admin.get("/dashboard/browser/observations?pageSize=10&page=99").text
+    assert "11–20 of 20+" in html and "Note 010" in html  # clamped to the last counted page
+    assert "Showing the first 20; narrow the list" in html
+    search = admin.get("/dashboard/browser/observations?q=routine+deploy").text
+    assert "1–5 of 5+" in search
+    assert search.count('data-testid="observation"') == 5
