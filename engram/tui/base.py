@@ -13,6 +13,7 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from engram.errors import EngramError
+from engram.tui.gateway import Closing, as_engram_error
 from engram.tui.styles import MIN_HEIGHT, MIN_WIDTH
 
 if TYPE_CHECKING:
@@ -44,10 +45,10 @@ def run_in_thread(
     def work() -> None:
         try:
             result = call(app.gateway)
-        except EngramError as exc:
-            outcome: tuple[Callable[[Any], None], Any] = (failed, exc)
-        except RuntimeError:  # the app closed the store while quitting
+        except Closing:
             return
+        except Exception as exc:
+            outcome: tuple[Callable[[Any], None], Any] = (failed, as_engram_error(exc))
         else:
             outcome = (done, result)
         if get_current_worker().is_cancelled:

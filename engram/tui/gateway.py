@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from engram import config as config_module
 from engram.config import Config
-from engram.errors import NotFoundError
+from engram.errors import EngramError, NotFoundError
 from engram.store import Observation, ProjectInfo, Prompt, Session, Stats, Store, Timeline
 
 T = TypeVar("T")
@@ -75,6 +75,18 @@ class Stale(Exception):
     """A search was superseded by a newer keystroke before or while it ran."""
 
 
+class Closing(RuntimeError):
+    """The TUI is quitting and has closed the store: nobody waits for this answer."""
+
+
+def as_engram_error(exc: Exception) -> EngramError:
+    """Errors the store raises on purpose pass as they are; anything else (a bug, a disk
+    error) is still shown as one line, never left as a screen that keeps saying "Loading…"."""
+    if isinstance(exc, EngramError):
+        return exc
+    return EngramError(f"unexpected error: {type(exc).__name__}: {exc}")
+
+
 class Gateway:
     """Opens the store on first use; every public method is safe to call from any thread."""
 
@@ -102,7 +114,7 @@ class Gateway:
     def _open(self) -> Store:
         with self._open_lock:
             if self._closed:
-                raise RuntimeError("the TUI is closing")
+                raise Closing("the TUI is closing")
             if self._store is None:
                 self._store = Store.open(config=self.config)
             return self._store
@@ -270,7 +282,7 @@ class Gateway:
     def _search_connection(self) -> Store:
         with self._open_lock:
             if self._closed:
-                raise RuntimeError("the TUI is closing")
+                raise Closing("the TUI is closing")
             if self._search_store is None:
                 self._search_store = Store.open(config=self.config)
             return self._search_store

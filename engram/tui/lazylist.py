@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from engram.errors import EngramError
+from engram.tui.gateway import Closing, as_engram_error
 from engram.tui.present import position_text
 
 T = TypeVar("T")
@@ -235,16 +235,20 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         try:
             total = source.count()
             items = source.fetch(page * PAGE_SIZE, PAGE_SIZE) if total else []
-        except (EngramError, RuntimeError, OSError) as exc:
-            self._call_ui(self._failed, generation, str(exc))
+        except Closing:
+            return
+        except Exception as exc:
+            self._call_ui(self._failed, generation, str(as_engram_error(exc)))
             return
         self._call_ui(self._counted, generation, total, page, items)
 
     def _load_page(self, generation: int, source: Source[T], page: int) -> None:
         try:
             items = source.fetch(page * PAGE_SIZE, PAGE_SIZE)
-        except (EngramError, RuntimeError, OSError) as exc:
-            self._call_ui(self._failed, generation, str(exc))
+        except Closing:
+            return
+        except Exception as exc:
+            self._call_ui(self._failed, generation, str(as_engram_error(exc)))
             return
         self._call_ui(self._page_loaded, generation, page, items)
 
@@ -380,8 +384,10 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         def grow() -> None:
             try:
                 items = source.grow()
-            except (EngramError, RuntimeError, OSError) as exc:
-                self._call_ui(self._failed, generation, str(exc))
+            except Closing:
+                return
+            except Exception as exc:
+                self._call_ui(self._failed, generation, str(as_engram_error(exc)))
                 return
             self._call_ui(self._grown, generation, items)
 

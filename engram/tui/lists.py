@@ -173,7 +173,9 @@ class SearchScreen(ObservationListScreen):
         )
 
     @staticmethod
-    def _run_search(gateway, generation: int, query: str, project: str | None):
+    def _run_search(
+        gateway: Gateway, generation: int, query: str, project: str | None
+    ) -> SearchResult | None:
         try:
             return gateway.search(generation, query, project)
         except Stale:
