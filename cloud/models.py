@@ -165,6 +165,12 @@ observations = Table(
     Index(None, "project", "created_at"),
     Index(None, "project", "session_id"),
     Index("ix_cloud_observations_search", "search", postgresql_using="gin"),
+    Index(
+        "ix_cloud_observations_live",
+        "project",
+        text("created_at DESC"),
+        postgresql_where=text("deleted_at IS NULL"),
+    ),
 )
 
 prompts = Table(
@@ -181,6 +187,7 @@ prompts = Table(
     Column("search", TSVECTOR, Computed(PROMPT_SEARCH, persisted=True)),
     PrimaryKeyConstraint("project", "sync_id"),
     Index(None, "project", "session_id"),
+    Index(None, "project", "created_at"),
     Index("ix_cloud_prompts_search", "search", postgresql_using="gin"),
 )
 

@@ -43,7 +43,6 @@ ENV_VARS = (
     "ENGRAM_CLOUD_TOKEN_PEPPER",
     "ENGRAM_CLOUD_MAX_PUSH_BYTES",
     "ENGRAM_CLOUD_DB_POOL_SIZE",
-    "ENGRAM_DASHBOARD_ENABLE_DELETE",
 )
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -71,7 +70,6 @@ class Settings:
     default_pull_limit: int = DEFAULT_PULL_LIMIT
     max_pull_limit: int = MAX_PULL_LIMIT
     max_wait_seconds: float = MAX_WAIT_SECONDS
-    dashboard_enable_delete: bool = False
     pool_size: int = 10
 
     def __post_init__(self) -> None:
@@ -206,6 +204,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         admin_token=admin_token,
         token_pepper=pepper_raw.encode() if pepper_raw else derive_pepper(jwt_secret),
         max_push_bytes=_int(env, "ENGRAM_CLOUD_MAX_PUSH_BYTES", DEFAULT_MAX_PUSH_BYTES, 1024),
-        dashboard_enable_delete=_flag(env, "ENGRAM_DASHBOARD_ENABLE_DELETE"),
         pool_size=_int(env, "ENGRAM_CLOUD_DB_POOL_SIZE", 10),
     )
