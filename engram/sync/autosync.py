@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from engram.store import Store
 
 ENABLE_ENV = "ENGRAM_CLOUD_AUTOSYNC"
+#: While healthy, ``last_sync_at`` is written to the database at most this often (seconds).
+PERSIST_HEALTHY_EVERY = 5.0
 INTERNAL_ERROR = "internal_error"
 
 # Phases (reference §6.6): idle, pushing, pulling, healthy, push_failed, pull_failed, backoff,
@@ -178,6 +180,8 @@ class Autosync:
         self._next_heartbeat = 0.0
         self._journal_top = -1
         self._clients: dict[str, CloudClient] = {}  # one per thread
+        self._persisted: str | None = None  # the phase last written to sync_state
+        self._persist_after = 0.0
         self.last_heartbeat_error: str | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -476,6 +480,7 @@ class Autosync:
         self.phase = BACKOFF if failures >= self.timings.max_failures else phase
         if first:
             _say(f"{phase.replace('_', ' ')} ({exc.reason_code}): {exc}")
+        self._persisted = self.phase
         state.write_state(
             store,
             self.target,
@@ -520,6 +525,10 @@ class Autosync:
         self.phase = HEALTHY
         if recovered:
             _say("recovered: in sync again")
+        now = time.monotonic()
+        if not recovered and self._persisted == HEALTHY and now < self._persist_after:
+            return  # healthy and said so recently: no write per cycle (snapshot() is live)
+        self._persisted, self._persist_after = HEALTHY, now + PERSIST_HEALTHY_EVERY
         state.write_state(
             store,
             self.target,

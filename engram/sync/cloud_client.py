@@ -62,11 +62,6 @@ class CloudError(EngramError):
         self.error_code = error_code
         self.project = project
 
-    @property
-    def retryable(self) -> bool:
-        """Worth retrying later without anyone changing anything (network, 5xx)."""
-        return self.reason_code == TRANSPORT_FAILED
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "reason_code": self.reason_code,

@@ -208,7 +208,7 @@ class CloudSync:
                 )
                 return report
             raise
-        self._clear_project_reason(project, last_push_at=state.iso(state.utc_now()))
+        self._settle_project(project, pushed=report.sent > 0)
         return report
 
     def _pending(self, project: str, after_seq: int) -> Iterator[list[JournalEntry]]:
@@ -264,11 +264,17 @@ class CloudSync:
             )
         report.unconfirmed += max(0, len(rows) - len(accepted) - rejected)
 
-    def _clear_project_reason(self, project: str, **values: Any) -> None:
+    def _settle_project(self, project: str, *, pushed: bool) -> None:
+        """After a successful push: clear a refusal the project had, note the push time (no
+        write at all when nothing changed: autosync pushes after every local write)."""
+        values: dict[str, Any] = {}
+        if pushed:
+            values["last_push_at"] = state.iso(state.utc_now())
         row = state.project_row(self.store, self.target, project)
         if row is not None and row.get("reason_code") in PROJECT_REASONS:
             values.update(reason_code=None, reason_message=None)
-        state.update_project(self.store, self.target, project, **values)
+        if values:
+            state.update_project(self.store, self.target, project, **values)
 
     # --- pull -------------------------------------------------------------------------------
 

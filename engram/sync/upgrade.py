@@ -7,7 +7,8 @@ repair|rollback --project P``.
 * **bootstrap**: enroll, push everything, pull everything, then verify against the server's log
   that every local mutation of the project is there (a mid the server lacks is un-acknowledged
   and pushed again). Every step is idempotent, so running it again resumes an interrupted one;
-  the stage reached is kept per (server, project).
+  the stage reached (``bootstrap_enrolled``, ``bootstrap_pushed``, ``bootstrap_verified``;
+  ``repair_applied``, ``rolled_back``) is kept per (server, project).
 * **repair**: journal the rows that never got a mutation, put rejected rows back in the queue
   and push them again.
 * **rollback**: unenroll and forget the project's cursor and state for this server. Local
@@ -33,16 +34,6 @@ from engram.sync.cloud_sync import CloudSync, ProgressFactory, no_progress
 if TYPE_CHECKING:
     from engram.store import Store
 
-STAGES = (
-    "planned",
-    "doctor_ready",
-    "doctor_blocked",
-    "repair_applied",
-    "bootstrap_enrolled",
-    "bootstrap_pushed",
-    "bootstrap_verified",
-    "rolled_back",
-)
 VERIFY_FAILED = "verify_failed"
 VERIFY_PAGE = 1000
 
