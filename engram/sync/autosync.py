@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engram import __version__
+from engram.errors import EngramError
 from engram.sync import cloud_state as state
 from engram.sync.cloud_client import (
     POLICY_FORBIDDEN,
@@ -493,10 +494,15 @@ class Autosync:
         )
 
     def _internal_error(self, direction: _Direction, phase: str, exc: Exception) -> None:
-        import traceback
+        """Anything but a cloud failure: the local store refusing (locked, read-only) is said in
+        one line; a bug also gets its traceback. Either way the loop backs off and goes on."""
+        if isinstance(exc, EngramError):
+            error = CloudError(INTERNAL_ERROR, f"local store problem in the sync loop: {exc}")
+        else:
+            import traceback
 
-        traceback.print_exc(file=sys.stderr)
-        error = CloudError(INTERNAL_ERROR, f"internal error in the sync loop: {exc!r}")
+            traceback.print_exc(file=sys.stderr)
+            error = CloudError(INTERNAL_ERROR, f"internal error in the sync loop: {exc!r}")
         with contextlib.suppress(Exception):
             self._failed(direction, phase, error)
         # without a store write (failed above), still wait before retrying
