@@ -14,7 +14,6 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
@@ -35,6 +34,7 @@ GROW_AHEAD = 10
 
 #: A line of an item: (text, role) spans; roles name the ``lazy-list--<role>`` styles.
 Line = Sequence[tuple[str, str]]
+ROLES = ("marker", "id", "type", "title", "badge", "meta", "preview", "notice")
 
 
 class Source(Protocol[T]):
@@ -187,6 +187,7 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         self._growing = False
         # Drawn lines, so that moving the cursor or scrolling redraws only what changed.
         self._lines: dict[tuple[object, ...], Strip] = {}
+        self._style_cache: dict[tuple[bool, bool], dict[str, Style]] = {}
 
     # --- data -----------------------------------------------------------------------------------
 
@@ -454,18 +455,28 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
 
     # --- drawing --------------------------------------------------------------------------------
 
-    def _style(self, role: str) -> Style:
-        return self.get_visual_style(f"lazy-list--{role}").rich_style
+    def _styles(self, selected: bool) -> dict[str, Style]:
+        """The style of each role on a normal or the cursor row (computed once per look)."""
+        key = (selected, self.has_focus)
+        styles = self._style_cache.get(key)
+        if styles is None:
+            base = self.rich_style
+            if selected:
+                base += self.get_visual_style("lazy-list--cursor").rich_style
+            styles = {"": base}
+            for role in ROLES:
+                styles[role] = base + self.get_visual_style(f"lazy-list--{role}").rich_style
+            self._style_cache[key] = styles
+        return styles
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self.rich_style
         line_no = y + int(self.scroll_offset.y)
         index, part = divmod(line_no, ITEM_HEIGHT)
         if self.total is None or self.error is not None or self.total == 0:
-            return self._notice_line(y, width, base)
+            return self._notice_line(y, width)
         if index >= self.total:
-            return Strip.blank(width, base)
+            return Strip.blank(width, self._styles(False)[""])
         item = self._items.get(index)
         if item is None:
             self._request(index)  # an in-memory source fills it in right away
@@ -474,34 +485,40 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         key = (self._generation, index, part, selected, width, self.has_focus, item is None)
         strip = self._lines.get(key)
         if strip is None:
-            strip = self._draw(item, index, part, selected, width, base)
+            # Strips are costly to make (each holds caches): one per line, kept while it holds.
+            strip = self._draw(item, part, selected, width).apply_offsets(0, line_no)
             if item is not None:
                 if len(self._lines) > 2000:
                     self._lines.clear()
                 self._lines[key] = strip
-        return strip.apply_offsets(0, line_no)
+        return strip
 
     def notify_style_update(self) -> None:
-        self._lines.clear()  # a theme or focus style changed: every line is drawn anew
+        # A theme or focus style changed: every line is drawn anew.
+        self._lines.clear()
+        self._style_cache.clear()
         super().notify_style_update()
 
-    def _draw(
-        self, item: T | None, index: int, part: int, selected: bool, width: int, base: Style
-    ) -> Strip:
-        row_style = base + self._style("cursor") if selected else base
-        marker = Text("▌" if selected else " ", style=row_style + self._style("marker"))
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append_text(marker)
-        text.append(" ", style=row_style)
+    def _draw(self, item: T | None, part: int, selected: bool, width: int) -> Strip:
+        styles = self._styles(selected)
+        segments = [Segment("▌" if selected else " ", styles["marker"]), Segment(" ", styles[""])]
         if item is None:
-            text.append("…" if part == 0 else "", style=row_style + self._style("notice"))
+            segments.append(Segment("…" if part == 0 else "", styles["notice"]))
         else:
-            for fragment, role in self.render_item(item)[part]:
-                text.append(fragment, style=row_style + self._style(role) if role else row_style)
-        text.truncate(width, overflow="ellipsis", pad=False)
-        return Strip(self._segments(text, row_style)).crop_extend(0, width, row_style)
+            segments += [Segment(text, styles[role]) for text, role in self.render_item(item)[part]]
+        return self._fit(segments, width, styles[""])
 
-    def _notice_line(self, y: int, width: int, base: Style) -> Strip:
+    @staticmethod
+    def _fit(segments: list[Segment], width: int, style: Style) -> Strip:
+        """Exactly ``width`` cells: padded, or cut with an ellipsis."""
+        if sum(segment.cell_length for segment in segments) > width:
+            kept = Segment.adjust_line_length(segments, max(0, width - 1))
+            ends = next((s.style for s in reversed(kept) if s.text.strip()), style)
+            segments = [*kept, Segment("…", ends)]  # in the style of the text it cuts
+        return Strip(Segment.adjust_line_length(segments, width, style), width)
+
+    def _notice_line(self, y: int, width: int) -> Strip:
+        styles = self._styles(False)
         if self.error is not None:
             lines = ["Could not load this list:", self.error, "Press r to retry."]
         elif self.total is None:
@@ -509,11 +526,5 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         else:
             lines = self.empty_text.splitlines()
         if y - 1 < 0 or y - 1 >= len(lines):
-            return Strip.blank(width, base)
-        text = Text("  " + lines[y - 1], style=base + self._style("notice"), no_wrap=True, end="")
-        text.truncate(width, overflow="ellipsis")
-        return Strip(self._segments(text, base)).crop_extend(0, width, base)
-
-    def _segments(self, text: Text, base: Style) -> list[Segment]:
-        # Every segment needs a style: Textual's NO_COLOR filter cannot handle ``None``.
-        return list(Segment.apply_style(text.render(self.app.console), base))
+            return Strip.blank(width, styles[""])
+        return self._fit([Segment("  " + lines[y - 1], styles["notice"])], width, styles[""])
