@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import orjson
 
 from engram.errors import NotFoundError, ValidationError
+from engram.files import write_atomic
 
 SERVER_NAME = "engram"
 
@@ -321,22 +321,6 @@ def _read(path: Path) -> str | None:
         raise ConfigFileError(f"{path} is not UTF-8 text; it was left untouched") from None
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if path.exists():
-            shutil.copymode(path, temp)  # config files may hold secrets: keep their mode
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def setup(
     agent_name: str,
     *,
@@ -372,7 +356,7 @@ def setup(
     if old is not None:
         backup = target.with_name(target.name + ".bak")
         shutil.copy2(target, backup)
-    _write_atomically(target, result.text)
+    write_atomic(target, result.text.encode("utf-8"))
     return SetupResult(agent, path, result.status, text_of_snippet, backup)
 
 

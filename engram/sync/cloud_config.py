@@ -9,10 +9,8 @@ https, except to a loopback address (a server on this machine).
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from engram.errors import EngramError, ValidationError
+from engram.files import write_atomic
 
 CONFIG_FILE = "cloud.json"
 SERVER_ENV = "ENGRAM_CLOUD_SERVER"
@@ -210,23 +209,6 @@ def load_cloud_config(data_dir: Path, env: Mapping[str, str] | None = None) -> C
     )
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` atomically with mode 0600 (the token is a secret)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".cloud-", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def save_cloud_config(data_dir: Path, server: str, token: str | None = None) -> CloudConfig:
     """Store ``server`` (and ``token``, or keep the stored one when None) in ``cloud.json``.
 
@@ -244,7 +226,7 @@ def save_cloud_config(data_dir: Path, server: str, token: str | None = None) -> 
     if problem:
         raise ValidationError(problem, field="server")
     try:
-        _write_private(path, orjson.dumps(stored, option=orjson.OPT_INDENT_2) + b"\n")
+        write_atomic(path, orjson.dumps(stored, option=orjson.OPT_INDENT_2) + b"\n", mode=0o600)
     except OSError as exc:
         raise CloudConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     return load_cloud_config(data_dir, {})

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from engram.errors import InvalidMutationError
+from engram.files import write_atomic
 from engram.store.models import ApplyResult
 from engram.sync.chunk import (
     MAX_CHUNK_BYTES,
@@ -53,7 +54,6 @@ from engram.sync.gitdir import (
     ensure_layout,
     locked,
     remove_stale_temp_files,
-    write_atomic,
 )
 from engram.sync.go_chunk import go_chunk_records
 from engram.sync.manifest import ManifestEntry, ManifestReading, read_manifest, render_manifest

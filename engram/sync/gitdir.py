@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from engram.errors import ConflictError, ValidationError
+from engram.files import TEMP_SUFFIX, write_atomic
 from engram.project import find_repository
 from engram.sync.chunk import CHUNK_FILE
 
@@ -22,7 +23,6 @@ SYNC_DIR_NAME = ".engram"
 MANIFEST = "manifest.json"
 CHUNKS = "chunks"
 LOCK_FILE = "sync.lock"
-TEMP_SUFFIX = ".tmp"
 LOCK_TIMEOUT_SECONDS = 30.0
 
 GITIGNORE = """\
@@ -129,41 +129,6 @@ def remove_stale_temp_files(sync_dir: SyncDir) -> int:
                         os.unlink(entry.path)
                         removed += 1
     return removed
-
-
-def _fsync_directory(path: Path) -> None:
-    with contextlib.suppress(OSError):  # not every filesystem lets a directory be fsynced
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def write_atomic(path: Path, data: bytes, *, midway: Callable[[], None] | None = None) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one:
-    a hidden temp file beside it, fsynced, then renamed over it.
-
-    ``midway`` runs after half the bytes are written (a test seam for crash tests).
-    """
-    temp = path.parent / f".{path.name}.{os.getpid()}{TEMP_SUFFIX}"
-    try:
-        with open(temp, "wb") as handle:
-            if midway is not None:
-                handle.write(data[: len(data) // 2])
-                handle.flush()
-                midway()
-                handle.write(data[len(data) // 2 :])
-            else:
-                handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    _fsync_directory(path.parent)
 
 
 @contextlib.contextmanager
