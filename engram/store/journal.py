@@ -305,13 +305,20 @@ class Journal:
             or 0
         )
 
-    def targets(self) -> list[str]:
+    def targets(self, conn: sqlite3.Connection | None = None) -> list[str]:
         """Every target (``git:<dir>``, ``cloud:<server>``) this replica has delivered to or
-        quarantined rows for, sorted: the sync destinations it knows about."""
-        rows = self.db.rows(
-            "SELECT DISTINCT target FROM sync_delivery"
-            " UNION SELECT DISTINCT target FROM sync_quarantine ORDER BY 1"
-        )
+        quarantined rows for, sorted: the sync destinations it knows about.
+
+        The delivery table is skip-scanned (one index probe per target), so this stays cheap
+        however many rows the targets hold."""
+        sql = """WITH RECURSIVE t(target) AS (
+                   SELECT MIN(target) FROM sync_delivery
+                   UNION ALL
+                   SELECT (SELECT MIN(target) FROM sync_delivery WHERE target > t.target)
+                   FROM t WHERE t.target IS NOT NULL)
+                 SELECT target FROM t WHERE target IS NOT NULL
+                 UNION SELECT DISTINCT target FROM sync_quarantine ORDER BY 1"""
+        rows = conn.execute(sql).fetchall() if conn is not None else self.db.rows(sql)
         return [r[0] for r in rows]
 
     def pending_sessions(
@@ -433,19 +440,6 @@ class Journal:
             "SELECT * FROM sync_quarantine WHERE target = ? ORDER BY seq", (target,)
         )
 
-    @staticmethod
-    def known_targets(conn: sqlite3.Connection) -> list[str]:
-        """Every target that holds anything (a skip-scan: one index probe per target)."""
-        rows = conn.execute(
-            """WITH RECURSIVE t(target) AS (
-                 SELECT MIN(target) FROM sync_delivery
-                 UNION ALL
-                 SELECT (SELECT MIN(target) FROM sync_delivery WHERE target > t.target)
-                 FROM t WHERE t.target IS NOT NULL)
-               SELECT target FROM t WHERE target IS NOT NULL"""
-        ).fetchall()
-        return [r[0] for r in rows]
-
     def blank_deleted_payloads(self, conn: sqlite3.Connection, seqs: Iterable[int]) -> int:
         """Once every known target holds a hard delete (at once when there are no targets),
         replace the title, content and summary of that key's earlier upserts in the journal by
@@ -455,7 +449,7 @@ class Journal:
         wanted = sorted({int(s) for s in seqs})
         if not wanted:
             return 0
-        targets = self.known_targets(conn)
+        targets = self.targets(conn)
         blanked = 0
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
