@@ -32,7 +32,7 @@ from litestar.response import Template
 
 from engram import __version__
 from engram.store.mutation import EPOCH_TEXT
-from engram.tui.present import one_line, split_blocks
+from engram.text import one_line, split_blocks
 
 log = logging.getLogger("engram_cloud.dashboard")
 

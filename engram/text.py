@@ -247,3 +247,62 @@ def find_similar(name: str, candidates: list[str], max_distance: int = 3) -> lis
                 ranked.append((2, distance, candidate))
     ranked.sort()
     return [c for _, _, c in ranked]
+
+
+# --- the structure agents give a memory ---------------------------------------------------------
+
+#: The labels agents are taught to structure a memory with, in their usual order.
+BLOCK_LABELS = ("What", "Why", "Where", "Learned")
+
+# "**What**: …", "What: …", "## What", "- **Why** — …" (any case); the rest of the line, if any,
+# starts the block's text.
+_LABEL_LINE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:#{1,6}\s*)?(?:\*\*|__)?\s*(?P<label>what|why|where|learned)\s*"
+    r"(?:\*\*|__)?\s*(?:[:\-—–]\s*(?:\*\*|__)?|(?:\*\*|__)?\s*$)(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One labelled part of a memory (``label`` is ``""`` for text before the first label)."""
+
+    label: str
+    text: str
+
+
+def split_blocks(content: str) -> list[Block]:
+    """Split ``content`` into labelled blocks; text without labels is one unlabelled block.
+
+    Only lines that *start* with a label count, so a sentence mentioning "why" stays text.
+    """
+    blocks: list[Block] = []
+    label = ""
+    lines: list[str] = []
+
+    def close() -> None:
+        text = "\n".join(lines).strip("\n")
+        if label or text.strip():
+            blocks.append(Block(label, text.rstrip()))
+
+    for line in content.splitlines():
+        match = _LABEL_LINE.match(line)
+        if match:
+            close()
+            label = match.group("label").capitalize()
+            rest = match.group("rest").strip()
+            lines = [rest] if rest else []
+        else:
+            lines.append(line)
+    close()
+    return blocks
+
+
+_EMPHASIS = re.compile(r"\*\*|__")
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """Whitespace collapsed to single spaces and Markdown bold markers dropped, cut to
+    ``limit`` characters (for previews)."""
+    flat = " ".join(_EMPHASIS.sub("", text[: limit * 4]).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -19,12 +19,12 @@ from textual.widgets import Static
 from engram.errors import EngramError, NotFoundError
 from engram.store import Observation, Prompt, Session, Timeline
 from engram.store.models import TimelineEntry
+from engram.text import split_blocks
 from engram.tui.base import EngramScreen
 from engram.tui.gateway import ObservationRow
 from engram.tui.items import ACTIVE, observation_item, prompt_item, timeline_item
 from engram.tui.lazylist import CallSource, FixedSource, LazyList
 from engram.tui.lists import ObservationListScreen
-from engram.tui.present import split_blocks
 
 TIMELINE_BEFORE = 10
 TIMELINE_AFTER = 10

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from engram.store import Prompt, Session
 from engram.store.models import TimelineEntry
+from engram.text import one_line
 from engram.tui.gateway import ObservationRow
 from engram.tui.lazylist import Line
-from engram.tui.present import one_line, short_time
+from engram.tui.present import short_time
 
 ACTIVE = "● active"
 

@@ -4,10 +4,11 @@ the two-line list items."""
 from __future__ import annotations
 
 from engram.store import Observation, Session
+from engram.text import Block, one_line, split_blocks
 from engram.tui.gateway import ObservationRow
 from engram.tui.items import observation_item, session_item
 from engram.tui.lazylist import Line
-from engram.tui.present import Block, one_line, position_text, split_blocks
+from engram.tui.present import position_text
 
 
 def test_blocks_of_the_structured_format() -> None:
