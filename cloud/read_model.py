@@ -24,28 +24,21 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, and_, delete, func, select, text, update
 
-from engram.store.mutation import EPOCH_TEXT, full_state, hlc_text, is_hard_delete
+from engram.store.mutation import (
+    EPOCH_TEXT,
+    FIELDS,
+    KEY_FIELD,
+    full_state,
+    hlc_text,
+    is_hard_delete,
+)
 from engram_cloud import bulk, models
 
 ROW, TOMB, MARK = "row", "tomb", "mark"  # final states: write a row, a tombstone, mark deleted
+# The replicated fields the read-model tables hold besides their key and project.
 _FIELDS = {
-    "session": ("directory", "started_at", "ended_at", "summary"),
-    "observation": (
-        "session_id",
-        "type",
-        "title",
-        "content",
-        "tool_name",
-        "scope",
-        "topic_key",
-        "revision_count",
-        "duplicate_count",
-        "last_seen_at",
-        "created_at",
-        "updated_at",
-        "deleted_at",
-    ),
-    "prompt": ("session_id", "content", "created_at"),
+    entity: tuple(f for f in FIELDS[entity] if f not in (KEY_FIELD[entity], "project"))
+    for entity in FIELDS
 }
 
 
