@@ -76,9 +76,11 @@ class _ApplyBatch:
         self.source = source
         self.delivered: list[int] = []
         self.sessions: set[str] = set()  # session ids known to exist (or be tombstoned)
+        self.index = fts.DeferredIndex(conn)
         self.now = now_text()
 
     def finish(self) -> None:
+        self.index.flush()
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
             [(self.source, seq, self.now) for seq in self.delivered],
@@ -170,8 +172,8 @@ class _ApplyBatch:
         self._stub_session(state["session_id"], state["project"])
         if entity == "prompt":
             if exists:
-                fts.remove(conn, "user_prompts", "sync_id", state["sync_id"])
-            conn.execute(
+                self.index.before_change("user_prompts", "sync_id", state["sync_id"])
+            cursor = conn.execute(
                 """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)
                    VALUES (:sync_id, :session_id, :content, :project, :created_at, :hlc)
                    ON CONFLICT(sync_id) DO UPDATE SET session_id = excluded.session_id,
@@ -179,11 +181,12 @@ class _ApplyBatch:
                        created_at = excluded.created_at, hlc = excluded.hlc""",
                 {**state, "hlc": hlc},
             )
-            fts.restore(conn, "user_prompts", "sync_id", state["sync_id"])
+            if not exists:
+                fts.add(conn, "user_prompts", int(cursor.lastrowid or 0), state)
             return
         values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
         if exists:
-            fts.remove(conn, "observations", "sync_id", state["sync_id"])
+            self.index.before_change("observations", "sync_id", state["sync_id"])
             conn.execute(
                 """UPDATE observations SET session_id = :session_id, type = :type,
                        title = :title, content = :content, tool_name = :tool_name,
@@ -195,7 +198,6 @@ class _ApplyBatch:
                    WHERE sync_id = :sync_id""",
                 values,
             )
-            fts.restore(conn, "observations", "sync_id", state["sync_id"])
             return
         values["search_context"] = session_context(conn, state["session_id"], state["created_at"])
         cursor = conn.execute(
@@ -225,7 +227,7 @@ class _ApplyBatch:
             return
         if exists:
             if entity != "session":
-                fts.remove(self.conn, TABLES[entity], "sync_id", key)
+                self.index.before_change(TABLES[entity], "sync_id", key)
             self.conn.execute(f"DELETE FROM {TABLES[entity]} WHERE {KEY_FIELD[entity]} = ?", (key,))
         self.conn.execute(
             """INSERT INTO sync_tombstones(entity, key, hlc, project, scope, deleted_at)
