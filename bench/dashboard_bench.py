@@ -30,6 +30,7 @@ template) — or saves (the bounded ranking window).
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import statistics
 import sys
@@ -182,6 +183,7 @@ def baseline(dsn: str, pages: list[int], queries: list[str]) -> tuple[list[float
 
 
 def main() -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--observations", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=200)
