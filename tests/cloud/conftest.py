@@ -39,20 +39,20 @@ def settings(cloud_db_url: str) -> Settings:
     )
 
 
-@pytest.fixture
-def engine(cloud_db_url: str) -> Iterator[Engine]:
+@pytest.fixture(name="engine")
+def fixture_engine(cloud_db_url: str) -> Iterator[Engine]:
     db = create_db_engine(cloud_db_url, pool_size=2)
     yield db
     db.dispose()
 
 
-@pytest.fixture
-def make_client(settings: Settings) -> Iterator[Callable[..., TestClient]]:
+@pytest.fixture(name="make_client")
+def fixture_make_client(settings: Settings) -> Iterator[Callable[..., TestClient]]:
     """``make_client(**settings_overrides)`` → a started TestClient on a fresh app."""
     clients: list[TestClient] = []
 
     def make(**overrides: object) -> TestClient:
-        client = TestClient(create_app(replace(settings, **overrides)))
+        client = TestClient(create_app(replace(settings, **overrides)), timeout=30)
         client.__enter__()
         clients.append(client)
         return client
@@ -62,8 +62,8 @@ def make_client(settings: Settings) -> Iterator[Callable[..., TestClient]]:
         client.__exit__(None, None, None)
 
 
-@pytest.fixture
-def client(make_client: Callable[..., TestClient]) -> TestClient:
+@pytest.fixture(name="client")
+def fixture_client(make_client: Callable[..., TestClient]) -> TestClient:
     return make_client()
 
 

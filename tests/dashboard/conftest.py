@@ -5,8 +5,7 @@ users, and a helper that logs a client in through the login form (CSRF cookie in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -15,10 +14,15 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine
 
 from engram_cloud import sync_log
-from engram_cloud.app import create_app
-from engram_cloud.db import create_db_engine
 from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
 from engram_cloud.settings import Settings, parse_allowlist
+
+# The app fixtures are the cloud package's; they use this package's ``settings`` below.
+from tests.cloud.conftest import (  # noqa: F401  (pytest finds fixtures by name)
+    fixture_client,
+    fixture_engine,
+    fixture_make_client,
+)
 from tests.support.postgres import (  # noqa: F401  (pytest finds fixtures by name)
     fixture_cloud_db_url,
     fixture_cloud_template,
@@ -49,34 +53,6 @@ def settings(cloud_db_url: str) -> Settings:
         jwt_secret=JWT_SECRET,
         pool_size=3,
     )
-
-
-@pytest.fixture
-def engine(cloud_db_url: str) -> Iterator[Engine]:
-    db = create_db_engine(cloud_db_url, pool_size=2)
-    yield db
-    db.dispose()
-
-
-@pytest.fixture
-def make_client(settings: Settings) -> Iterator[Callable[..., TestClient]]:
-    """``make_client(**settings_overrides)`` → a started TestClient on a fresh app."""
-    clients: list[TestClient] = []
-
-    def make(**overrides: Any) -> TestClient:
-        client = TestClient(create_app(replace(settings, **overrides)), timeout=30)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
-
-
-@pytest.fixture
-def client(make_client: Callable[..., TestClient]) -> TestClient:
-    return make_client()
 
 
 def csrf_token(client: TestClient) -> str:
