@@ -44,9 +44,9 @@ from sync_bench import journal_records  # noqa: E402
 
 from engram.config import Config  # noqa: E402
 from engram.store import Store  # noqa: E402
-from engram.sync import cloud_state  # noqa: E402
-from engram.sync.cloud_config import CloudConfig, normalize_server_url  # noqa: E402
-from engram.sync.cloud_sync import CloudSync  # noqa: E402
+from engram.sync.cloud import state as cloud_state  # noqa: E402
+from engram.sync.cloud.config import CloudConfig, normalize_server_url  # noqa: E402
+from engram.sync.cloud.sync import CloudSync  # noqa: E402
 from tests.support import engram_env, free_port, wait_for_port  # noqa: E402
 from tests.support.postgres import PostgresCluster  # noqa: E402
 
@@ -90,7 +90,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def round_trip(url: str) -> float:
     """One push of one fresh record plus one pull, on a kept-alive connection (median of 20)."""
-    from engram.store.mutation import build_record, format_hlc
+    from engram.record import build_record, format_hlc
 
     times = []
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:

@@ -37,7 +37,7 @@ import zstandard
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engram.store.mutation import build_record, format_hlc  # noqa: E402
+from engram.record import build_record, format_hlc  # noqa: E402
 from tests.support import free_port, wait_for_port  # noqa: E402
 from tests.support.postgres import PostgresCluster  # noqa: E402
 
@@ -173,7 +173,7 @@ def copy_baseline(dsn: str, work: list[list[list[dict]]]) -> float:
     """COPY the same log rows and read-model rows into identical tables; returns seconds."""
     import psycopg
 
-    from engram.store.mutation import full_state
+    from engram.record import full_state
 
     log_rows, obs_rows = [], []
     for c, batches in enumerate(work):

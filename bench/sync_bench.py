@@ -38,10 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import devnotes
 
 from engram.config import Config
+from engram.record import build_record, format_hlc
 from engram.store import Store
-from engram.store.mutation import build_record, format_hlc
-from engram.sync.git_sync import GitSync
-from engram.sync.gitdir import SyncDir
+from engram.sync.git.gitdir import SyncDir
+from engram.sync.git.sync import GitSync
 
 ORIGINS = ["a1a1a1a1a1a1a1a1", "b2b2b2b2b2b2b2b2", "c3c3c3c3c3c3c3c3"]
 START_MS = 1_763_700_000_000

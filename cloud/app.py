@@ -19,10 +19,12 @@ from litestar.openapi import OpenAPIConfig
 from sqlalchemy import Engine, text
 
 from engram import __version__
-from engram_cloud import admin_api, sync_api, workers
+from engram_cloud.api import admin as admin_api
+from engram_cloud.api import sync as sync_api
+from engram_cloud.api import workers
 from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
 from engram_cloud.compression import response_compression
-from engram_cloud.dashboard import DashboardPlugin
+from engram_cloud.dashboard.pages import DashboardPlugin
 from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
 from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
 from engram_cloud.notify import Notifier

@@ -2,7 +2,7 @@
 and its chunk documents (``{"sessions", "observations", "prompts", "mutations"}``).
 
 Both become the deterministic legacy records of DESIGN §3 through
-:func:`engram.sync.go_chunk.go_chunk_records`, so pushing the same chunk or entry twice stores
+:func:`engram.sync.git.go_chunk.go_chunk_records`, so pushing the same chunk or entry twice stores
 nothing new, and every machine that imports the same rows another way produces the same mids.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from engram.sync.chunk import BadChunkError
-from engram.sync.go_chunk import go_chunk_records
+from engram.sync.git.chunk import BadChunkError
+from engram.sync.git.go_chunk import go_chunk_records
 from engram_cloud.auth import normalize_project_name
 from engram_cloud.sync_log import Candidate, RecordRejected, Rejection, prepare_record
 

@@ -5,7 +5,7 @@ the log.
 The rules are the local store's (DESIGN §3 "Applying mutations"), per ``(project, entity, key)``:
 the greatest ``hlc`` wins (string order; ties go to the existing state), records are
 applied in log order; payloads are written
-verbatim through :func:`engram.store.mutation.full_state`; a hard delete removes the row and
+verbatim through :func:`engram.record.full_state`; a hard delete removes the row and
 leaves a tombstone that older upserts cannot beat; a newer upsert revives; a soft delete that
 carries the full state is an upsert with ``deleted_at``; one that carries only keys marks the
 existing row. Observations and prompts may arrive before their session: a stub session (empty
@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, and_, delete, func, select, text, update
 
-from engram.store.mutation import (
+from engram.record import (
     EPOCH_TEXT,
     FIELDS,
     KEY_FIELD,

@@ -28,7 +28,7 @@ from sqlalchemy import Connection, func, select, text
 
 from engram.errors import InvalidMutationError
 from engram.project import project_name
-from engram.store.mutation import build_record, validate_record
+from engram.record import build_record, validate_record
 from engram_cloud import bulk, models, read_model
 
 PUSH_LOCK = 0x656E6772616D02  # "engram" + 2

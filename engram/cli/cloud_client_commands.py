@@ -17,8 +17,8 @@ from engram.cli.common import add_json_flag, emit, open_store, wants_json
 
 if TYPE_CHECKING:
     from engram.store import Store
-    from engram.sync.cloud_client import CloudError
-    from engram.sync.cloud_config import CloudConfig
+    from engram.sync.cloud.client import CloudError
+    from engram.sync.cloud.config import CloudConfig
 
 EXIT_FAILED = 1
 
@@ -33,14 +33,14 @@ def _data_dir():
 
 
 def _cloud(required: bool = True) -> CloudConfig:
-    from engram.sync.cloud_config import load_cloud_config
+    from engram.sync.cloud.config import load_cloud_config
 
     cloud = load_cloud_config(_data_dir())
     return cloud.require() if required else cloud
 
 
 def _project(raw: str | None) -> str:
-    from engram.sync.cloud_state import project_arg
+    from engram.sync.cloud.state import project_arg
 
     return project_arg(raw)
 
@@ -76,7 +76,7 @@ def _read_token(raw: str | None) -> str | None:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from engram.errors import ValidationError
-    from engram.sync.cloud_config import clear_cloud_config, save_cloud_config
+    from engram.sync.cloud.config import clear_cloud_config, save_cloud_config
 
     data_dir = _data_dir()
     if args.clear:
@@ -110,7 +110,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_enroll(args: argparse.Namespace) -> int:
-    from engram.sync import cloud_state
+    from engram.sync.cloud import state as cloud_state
 
     project = _project(args.project_name)
     with open_store() as store:
@@ -131,7 +131,7 @@ def cmd_enroll(args: argparse.Namespace) -> int:
 
 
 def cmd_unenroll(args: argparse.Namespace) -> int:
-    from engram.sync import cloud_state
+    from engram.sync.cloud import state as cloud_state
 
     project = _project(args.project_name)
     with open_store() as store:
@@ -171,7 +171,7 @@ def _probe_daemon(port: int, project: str | None) -> tuple[str, dict[str, Any] |
 
 
 def _probe_server(cloud: CloudConfig) -> tuple[dict[str, Any] | None, CloudError | None]:
-    from engram.sync.cloud_client import CloudClient, CloudError
+    from engram.sync.cloud.client import CloudClient, CloudError
 
     try:
         with CloudClient(cloud, timeout=5.0) as client:
@@ -183,9 +183,9 @@ def _probe_server(cloud: CloudConfig) -> tuple[dict[str, Any] | None, CloudError
 def collect_status(store: Store, project: str | None, *, probe: bool = True) -> dict[str, Any]:
     """Everything ``engram cloud status`` shows, as data."""
     from engram import config as config_module
-    from engram.sync.cloud_client import POLICY_FORBIDDEN
-    from engram.sync.cloud_config import CloudConfigError, load_cloud_config
-    from engram.sync.status import CLOUD_CONFIG_ERROR, CLOUD_NOT_CONFIGURED, project_status
+    from engram.sync.cloud.client import POLICY_FORBIDDEN
+    from engram.sync.cloud.config import CloudConfigError, load_cloud_config
+    from engram.sync.cloud.status import CLOUD_CONFIG_ERROR, CLOUD_NOT_CONFIGURED, project_status
 
     data: dict[str, Any] = {"configured": False, "project": project}
     try:
@@ -312,9 +312,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from engram.sync import cloud_state
-    from engram.sync.cloud_client import CloudError
-    from engram.sync.cloud_sync import CloudSync
+    from engram.sync.cloud import state as cloud_state
+    from engram.sync.cloud.client import CloudError
+    from engram.sync.cloud.sync import CloudSync
 
     cloud = _cloud()
     project = _optional_project(args)
@@ -356,8 +356,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    from engram.sync import upgrade
-    from engram.sync.cloud_client import CloudError
+    from engram.sync.cloud import move_from_git as upgrade
+    from engram.sync.cloud.client import CloudError
 
     project = _project(args.project)
     action = args.upgrade_action
@@ -452,8 +452,8 @@ def _sync_project(args: argparse.Namespace) -> str:
 
 
 def cloud_export(args: argparse.Namespace) -> int:
-    from engram.sync.cloud_client import CloudError
-    from engram.sync.cloud_sync import CloudSync
+    from engram.sync.cloud.client import CloudError
+    from engram.sync.cloud.sync import CloudSync
 
     project = _sync_project(args)
     cloud = _cloud()
@@ -500,8 +500,8 @@ def cloud_export(args: argparse.Namespace) -> int:
 
 
 def cloud_import(args: argparse.Namespace) -> int:
-    from engram.sync.cloud_client import CloudError
-    from engram.sync.cloud_sync import CloudSync
+    from engram.sync.cloud.client import CloudError
+    from engram.sync.cloud.sync import CloudSync
 
     project = _sync_project(args)
     cloud = _cloud()
@@ -545,7 +545,7 @@ def cloud_import(args: argparse.Namespace) -> int:
 
 def cloud_status(args: argparse.Namespace) -> int:
     """Read-only: local counts for the project, no network."""
-    from engram.sync.status import project_status
+    from engram.sync.cloud.status import project_status
 
     project = _sync_project(args)
     with open_store() as store:

@@ -61,14 +61,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from engram import mcp_server
+    from engram.mcp import server as mcp_server
 
     mcp_server.run(tools=args.tools, project=args.project)
     return 0
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from engram import agent_setup
+    from engram.mcp import setup as agent_setup
 
     if not args.agent:
         command = agent_setup.server_command()
@@ -94,7 +94,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_protocol(args: argparse.Namespace) -> int:
-    from engram.protocol import PROTOCOL
+    from engram.mcp.instructions import PROTOCOL
 
     emit(args, PROTOCOL, {"protocol": PROTOCOL})
     return 0

@@ -133,9 +133,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         import uvicorn  # the web stack is imported only once the settings are known to be good
 
-        from engram.http_api import create_app
-        from engram.sync.autosync import AutosyncService, autosync_from_env
-        from engram.sync.status import CloudStatus
+        from engram.http.app import create_app
+        from engram.sync.cloud.autosync import AutosyncService, autosync_from_env
+        from engram.sync.cloud.status import CloudStatus
 
         autosync = autosync_from_env(store)  # None unless ENGRAM_CLOUD_AUTOSYNC=1
         app = create_app(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from engram.cli.common import add_json_flag, emit, open_store, resolve_project, wants_json
 
 if TYPE_CHECKING:
-    from engram.sync.git_sync import ChunkProblem, GitSync
+    from engram.sync.git.sync import ChunkProblem, GitSync
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,8 +68,8 @@ def _describe(projects: list[str] | None) -> str:
 
 def _git(args: argparse.Namespace, store) -> GitSync:
     from engram.cli.progress import factory
-    from engram.sync.git_sync import GitSync
-    from engram.sync.gitdir import locate
+    from engram.sync.git.gitdir import locate
+    from engram.sync.git.sync import GitSync
 
     quiet = args.quiet or wants_json(args)
     return GitSync(store, locate(args.dir), progress=factory(quiet=quiet))

@@ -7,9 +7,9 @@ import sqlite3
 from typing import Any
 
 from engram.config import Config
+from engram.record import FIELDS, KEY_FIELD
 from engram.store.db import Database
 from engram.store.journal import Journal
-from engram.store.mutation import FIELDS, KEY_FIELD
 
 TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
 _STATE_SQL = {

@@ -12,10 +12,10 @@ import orjson
 
 from engram.errors import UnsupportedFormatError, ValidationError
 from engram.project import project_name
+from engram.record import EPOCH_TEXT, FIELDS, legacy_record
 from engram.store import fts
 from engram.store.base import StoreBase
 from engram.store.models import ImportResult
-from engram.store.mutation import EPOCH_TEXT, FIELDS, legacy_record
 from engram.store.observations import session_context
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash
 from engram.times import now_text

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
+from engram.record import build_record, format_hlc, new_mid, new_origin, parse_hlc
 from engram.store.db import Database
-from engram.store.mutation import build_record, format_hlc, new_mid, new_origin, parse_hlc
 from engram.times import now_text
 
 MAX_COUNTER = 99_999

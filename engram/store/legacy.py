@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engram.project import project_name
+from engram.record import EPOCH_TEXT, legacy_record
 from engram.store import fts
-from engram.store.mutation import EPOCH_TEXT, legacy_record
 from engram.store.observations import session_context
 from engram.store.schema import apply_migrations, table_exists
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash

@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 
 from engram.errors import InvalidMutationError
+from engram.record import EPOCH_TEXT, KEY_FIELD, full_state, hlc_text, validate_record
 from engram.store import fts
 from engram.store.base import TABLES, StoreBase
 from engram.store.models import ApplyResult
-from engram.store.mutation import EPOCH_TEXT, KEY_FIELD, full_state, hlc_text, validate_record
 from engram.store.observations import session_context
 from engram.text import normalized_hash
 from engram.times import now_text

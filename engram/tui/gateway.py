@@ -185,8 +185,8 @@ class Gateway:
     def sync_targets(self) -> list[SyncTarget]:
         """The configured cloud server (with what autosync still has to push for the enrolled
         projects) and the git sync directories this replica has exported to or imported from."""
-        from engram.sync.cloud_config import TARGET_PREFIX, load_cloud_config
-        from engram.sync.cloud_state import enrolled_projects
+        from engram.sync.cloud.config import TARGET_PREFIX, load_cloud_config
+        from engram.sync.cloud.state import enrolled_projects
 
         def read(store: Store) -> list[SyncTarget]:
             found: list[SyncTarget] = []

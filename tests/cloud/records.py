@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
+from engram.record import build_record, format_hlc
 from engram.store import Store
-from engram.store.mutation import build_record, format_hlc
 
 ORIGIN = "a1b2c3d4e5f60718"
 _clock = itertools.count(1)

@@ -12,8 +12,8 @@ import pytest
 from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 
-from engram_cloud import dashboard_auth
 from engram_cloud.auth import LEGACY_PRINCIPAL
+from engram_cloud.dashboard import auth as dashboard_auth
 from engram_cloud.principals import CLI_ACTOR, revoke_token, set_enabled
 from tests.dashboard.conftest import (
     ADMIN_TOKEN,

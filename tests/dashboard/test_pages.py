@@ -13,10 +13,10 @@ import pytest
 from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 
-from engram_cloud import dashboard_queries as dq
-from engram_cloud.dashboard import SECURITY_HEADERS
-from engram_cloud.dashboard_render import STATIC_DIR
-from engram_cloud.workers import record_heartbeat
+from engram_cloud.api.workers import record_heartbeat
+from engram_cloud.dashboard import queries as dq
+from engram_cloud.dashboard.pages import SECURITY_HEADERS
+from engram_cloud.dashboard.render import STATIC_DIR
 from tests.cloud import records as rec
 from tests.dashboard.conftest import LEGACY_TOKEN, is_fragment, links
 from tests.support.postgres import PostgresCluster

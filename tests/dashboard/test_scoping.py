@@ -10,9 +10,9 @@ import pytest
 from litestar.testing import TestClient
 from sqlalchemy import Engine
 
+from engram_cloud.api.workers import record_heartbeat
 from engram_cloud.auth import LEGACY_PRINCIPAL
 from engram_cloud.principals import CLI_ACTOR, grant, revoke_grant
-from engram_cloud.workers import record_heartbeat
 from tests.cloud import records as rec
 from tests.dashboard.conftest import ADMIN_TOKEN, LEGACY_TOKEN, login, post_form
 

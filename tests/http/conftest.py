@@ -14,7 +14,7 @@ import httpx
 import pytest
 from litestar.testing import TestClient
 
-from engram.http_api import create_app
+from engram.http.app import create_app
 from engram.store import Store
 from tests.support import REPO, engram_env, free_port, wait_for_port
 

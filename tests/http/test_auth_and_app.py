@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from engram.http_api import create_app
+from engram.http.app import create_app
 from engram.store import Store
-from engram.sync.status import sync_status
+from engram.sync.cloud.status import sync_status
 from tests.http.conftest import TOKEN
 
 # Every route of reference §9 plus the additions: (method, OpenAPI path).

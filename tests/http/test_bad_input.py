@@ -9,7 +9,7 @@ import pytest
 from litestar.testing import TestClient
 
 from engram.config import Config
-from engram.http_api import create_app
+from engram.http.app import create_app
 from engram.store import Store
 
 

@@ -19,7 +19,7 @@ from schemathesis.checks import (
 )
 
 from engram.config import Config
-from engram.http_api import create_app
+from engram.http.app import create_app
 from engram.store import Store
 
 EXAMPLES_PER_OPERATION = 20

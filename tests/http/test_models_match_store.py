@@ -6,7 +6,7 @@ import dataclasses
 import msgspec
 import pytest
 
-from engram import http_models
+from engram.http import models as http_models
 from engram.store import models
 
 

@@ -233,7 +233,7 @@ def test_current_project_is_the_servers(client: TestClient, monkeypatch, tmp_pat
 def test_current_project_honours_engram_project(store: Store) -> None:
     from dataclasses import replace
 
-    from engram.http_api import create_app
+    from engram.http.app import create_app
 
     app = create_app(store, config=replace(store.config, project_override="Team-X"))
     with TestClient(app) as client:
@@ -254,7 +254,7 @@ def test_sync_status_without_cloud(client: TestClient) -> None:
 
 
 def test_export_then_import_into_another_store(client: TestClient, make_store) -> None:
-    from engram.http_api import create_app
+    from engram.http.app import create_app
 
     save(client, "Exported", "travels in the backup", project="acme", session_id="s-x")
     client.post("/prompts", json={"content": "a prompt", "session_id": "s-x"})

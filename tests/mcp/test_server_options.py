@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engram.errors import ValidationError
-from engram.mcp_server import ADMIN_TOOLS, AGENT_TOOLS, ALL_TOOLS, select_tools
+from engram.mcp.server import ADMIN_TOOLS, AGENT_TOOLS, ALL_TOOLS, select_tools
 from tests.mcp.client import call, engram_mcp, fail
 from tests.support import engram_env
 

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from engram import agent_setup
-from engram.agent_setup import AGENTS, ConfigFileError, Place, setup
+from engram.mcp import setup as agent_setup
+from engram.mcp.setup import AGENTS, ConfigFileError, Place, setup
 from tests.mcp.client import call, engram_mcp
 from tests.support import run_engram
 

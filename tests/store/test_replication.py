@@ -8,8 +8,8 @@ import pytest
 
 from engram.config import Config
 from engram.errors import InvalidMutationError
+from engram.record import format_hlc
 from engram.store import Store
-from engram.store.mutation import format_hlc
 
 from .replicas import converge, exchange
 

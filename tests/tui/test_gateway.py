@@ -50,8 +50,8 @@ def test_session_detail_pages_and_counts(seeded: Seeded, gateway: Gateway) -> No
 def test_sync_targets_git_and_cloud(
     seeded: Seeded, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engram.sync.cloud_config import save_cloud_config, target_for
-    from engram.sync.cloud_state import enroll
+    from engram.sync.cloud.config import save_cloud_config, target_for
+    from engram.sync.cloud.state import enroll
 
     for name in ("ENGRAM_CLOUD_SERVER", "ENGRAM_CLOUD_TOKEN"):
         monkeypatch.delenv(name, raising=False)

@@ -37,8 +37,8 @@ async def test_dashboard_shows_counts_recent_activity_and_sync(seeded: Seeded) -
 async def test_dashboard_shows_cloud_and_git_sync(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engram.sync.cloud_config import save_cloud_config
-    from engram.sync.cloud_state import enroll
+    from engram.sync.cloud.config import save_cloud_config
+    from engram.sync.cloud.state import enroll
 
     for name in ("ENGRAM_CLOUD_SERVER", "ENGRAM_CLOUD_TOKEN"):
         monkeypatch.delenv(name, raising=False)

@@ -1,0 +1,1 @@
+"""The cloud server's JSON API: sync routes, admin routes and machine heartbeats."""

@@ -1,0 +1,235 @@
+"""The managed-identity admin JSON API (reference §7.4), plus project pause and the sync audit
+log: ``/admin/users``, ``/admin/users/{id}/tokens|grants``, ``/admin/tokens/{id}/revoke``,
+``/admin/projects``, ``/admin/audit-log``.
+
+Handlers are ``async`` and run their transaction on a worker thread (litestar 2.25 mis-wraps
+two ``sync_to_thread`` handlers that share a path and return a ``Response``). Every route needs
+an admin: a managed principal with role ``admin``, the legacy
+``ENGRAM_CLOUD_ADMIN`` token, or insecure mode. ``{id}`` is a principal id or a username. A new
+token's raw value is in the answer of its creation only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from litestar import Request, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, RawBody
+
+from engram_cloud import controls, principals
+from engram_cloud.api.sync import read_json
+from engram_cloud.auth import Principal, normalize_project_name
+from engram_cloud.errors import invalid_request, json_response
+from engram_cloud.principals import Actor
+
+
+def _body(request: Request, body: bytes) -> dict[str, Any]:
+    if not body.strip():
+        return {}
+    doc = read_json(request, body, request.app.state.settings)
+    if not isinstance(doc, dict):
+        raise invalid_request("payload_invalid", "the body must be a JSON object")
+    return doc
+
+
+def _string(doc: dict[str, Any], name: str, default: str | None = None) -> str | None:
+    value = doc.get(name, default)
+    if value is not None and not isinstance(value, str):
+        raise invalid_request("payload_invalid", f"{name} must be a string")
+    return value
+
+
+async def _run(request: Request, action: Any) -> Any:
+    """``action(conn)`` in one transaction, on a worker thread."""
+
+    def run() -> Any:
+        with request.app.state.engine.begin() as conn:
+            return action(conn)
+
+    return await anyio.to_thread.run_sync(run)
+
+
+@get("/admin/users")
+async def users(request: Request, admin: NamedDependency[Principal]) -> Response[bytes]:
+    return json_response({"users": await _run(request, principals.list_principals)})
+
+
+@post("/admin/users", status_code=201)
+async def create_user(
+    request: Request, body: RawBody, admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    doc = _body(request, body)
+    user = await _run(
+        request,
+        lambda conn: principals.create_principal(
+            conn,
+            Actor.of(admin),
+            _string(doc, "username") or "",
+            kind=_string(doc, "kind", "human") or "human",
+            role=_string(doc, "role", "member") or "member",
+            email=_string(doc, "email"),
+            display_name=_string(doc, "display_name"),
+        ),
+    )
+    return json_response(user, 201)
+
+
+@get("/admin/users/{user:str}")
+async def user_detail(
+    request: Request, user: FromPath[str], admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    return json_response(await _run(request, lambda conn: principals.get_principal(conn, user)))
+
+
+async def _set_enabled(
+    request: Request, user: str, admin: Principal, enabled: bool
+) -> Response[bytes]:
+    found = await _run(
+        request, lambda conn: principals.set_enabled(conn, Actor.of(admin), user, enabled)
+    )
+    return json_response(
+        {"status": "ok", "principal_id": found["principal_id"], "enabled": found["enabled"]}
+    )
+
+
+@post("/admin/users/{user:str}/enable", status_code=200)
+async def enable_user(
+    request: Request, user: FromPath[str], admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    return await _set_enabled(request, user, admin, True)
+
+
+@post("/admin/users/{user:str}/disable", status_code=200)
+async def disable_user(
+    request: Request, user: FromPath[str], admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    return await _set_enabled(request, user, admin, False)
+
+
+@get("/admin/users/{user:str}/tokens")
+async def tokens(
+    request: Request, user: FromPath[str], admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    return json_response(
+        {"tokens": await _run(request, lambda conn: principals.list_tokens(conn, user))}
+    )
+
+
+@post("/admin/users/{user:str}/tokens", status_code=201)
+async def issue_token(
+    request: Request, user: FromPath[str], body: RawBody, admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    name = _string(_body(request, body), "name", "") or ""
+    pepper = request.app.state.settings.token_pepper
+    raw, meta = await _run(
+        request,
+        lambda conn: principals.issue_token(conn, Actor.of(admin), pepper, user, name=name),
+    )
+    return json_response({"raw_token": raw, "token": meta}, 201)
+
+
+@post("/admin/tokens/{token_id:int}/revoke", status_code=200)
+async def revoke_token(
+    request: Request, token_id: FromPath[int], body: RawBody, admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    reason = _string(_body(request, body), "reason")
+    meta = await _run(
+        request,
+        lambda conn: principals.revoke_token(conn, Actor.of(admin), token_id, reason=reason),
+    )
+    return json_response({"status": "ok", "token_id": meta["id"], "revoked_at": meta["revoked_at"]})
+
+
+@get("/admin/users/{user:str}/grants")
+async def grants(
+    request: Request, user: FromPath[str], admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    return json_response(
+        {"grants": await _run(request, lambda conn: principals.list_grants(conn, user))}
+    )
+
+
+@post("/admin/users/{user:str}/grants", status_code=201)
+async def grant(
+    request: Request, user: FromPath[str], body: RawBody, admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    project = _string(_body(request, body), "project") or ""
+    found = await _run(request, lambda conn: principals.grant(conn, Actor.of(admin), user, project))
+    return json_response(found, 201)
+
+
+@post("/admin/users/{user:str}/grants/{project:str}/revoke", status_code=200)
+async def revoke_grant(
+    request: Request, user: FromPath[str], project: FromPath[str], admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    found = await _run(
+        request, lambda conn: principals.revoke_grant(conn, Actor.of(admin), user, project)
+    )
+    return json_response(found)
+
+
+@get("/admin/projects")
+async def projects(request: Request, admin: NamedDependency[Principal]) -> Response[bytes]:
+    return json_response({"projects": await _run(request, controls.list_controls)})
+
+
+@post("/admin/projects/{project:str}/sync", status_code=200)
+async def project_sync(
+    request: Request, project: FromPath[str], body: RawBody, admin: NamedDependency[Principal]
+) -> Response[bytes]:
+    """Pause (``{"enabled": false, "reason": …}``) or resume a project's pushes."""
+    doc = _body(request, body)
+    enabled = doc.get("enabled")
+    if not isinstance(enabled, bool):
+        raise invalid_request("payload_invalid", "enabled must be true or false")
+    name = normalize_project_name(project)
+    if not name:
+        raise invalid_request("empty_project", "project is required")
+    reason = _string(doc, "reason")
+    control = await _run(
+        request,
+        lambda conn: controls.set_sync_enabled(
+            conn, name, enabled, reason=reason, updated_by=admin.label
+        ),
+    )
+    return json_response(control)
+
+
+@get("/admin/audit-log")
+async def audit_log(request: Request, admin: NamedDependency[Principal]) -> Response[bytes]:
+    params = request.query_params
+    raw_limit = params.get("limit") or "100"
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+        raise invalid_request("invalid_parameter", "limit must be between 1 and 1000")
+    project = normalize_project_name(params.get("project")) or None
+    rows = await _run(
+        request,
+        lambda conn: controls.audit_rows(
+            conn,
+            project=project,
+            contributor=params.get("contributor") or None,
+            outcome=params.get("outcome") or None,
+            limit=int(raw_limit),
+        ),
+    )
+    return json_response({"audit": rows})
+
+
+ROUTES = [
+    users,
+    create_user,
+    user_detail,
+    enable_user,
+    disable_user,
+    tokens,
+    issue_token,
+    revoke_token,
+    grants,
+    grant,
+    revoke_grant,
+    projects,
+    project_sync,
+    audit_log,
+]

@@ -1,0 +1,1 @@
+"""The browser dashboard: login, pages per family, admin pages, queries and rendering."""

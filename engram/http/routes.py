@@ -1,0 +1,589 @@
+"""The routes of the local HTTP API, each a thin shell over one :class:`engram.store.Store`
+method, and the parameter types they share.
+
+Handlers are synchronous (the store is) and run in worker threads. Their request and answer
+types come from :mod:`engram.http.models`; :mod:`engram.http.app` assembles them into the app,
+puts :data:`GUARDED_ROUTES` behind the bearer token and translates errors.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any, ClassVar, Literal
+
+from litestar import Controller, Response, delete, get, patch, post
+from litestar.di import NamedDependency
+from litestar.openapi import ResponseSpec
+from litestar.params import FromPath, FromQuery, JSONBody, PathParameter, QueryParameter
+
+from engram import __version__
+from engram.config import Config
+from engram.errors import ProjectResolutionError, ValidationError
+from engram.http.models import (
+    MAX_INT,
+    ContextOut,
+    CurrentProject,
+    ErrorBody,
+    ExportDocument,
+    Health,
+    ImportResultOut,
+    MergeResultOut,
+    ObservationCreate,
+    ObservationDeleted,
+    ObservationOut,
+    ObservationPage,
+    ObservationPatch,
+    ObservationSaved,
+    PassiveCapture,
+    PassiveResultOut,
+    ProjectInfoOut,
+    ProjectList,
+    ProjectMerge,
+    ProjectMigrate,
+    PromptCreate,
+    PromptDeleted,
+    PromptOut,
+    PromptSaved,
+    SessionCreate,
+    SessionDetail,
+    SessionEnd,
+    SessionOut,
+    SessionStatus,
+    StatsOut,
+    SyncStatus,
+    TimelineOut,
+    TopicKey,
+    TopicKeyRequest,
+    many,
+    to_wire,
+)
+from engram.project import ProjectResolution, detect_project, normalize_project
+from engram.store import Store
+from engram.sync.cloud.status import StatusSource, sync_status
+
+IMPORT_BODY_LIMIT = 50 * 1000 * 1000  # 50 MB, as the reference
+CONTEXT_MAX_BYTES = 65536  # the reference's cap for ?max_bytes
+LIST_MAX = 1000  # longest page any list route returns
+# Python names of parameters whose wire name differs (`scope` is reserved by litestar).
+WIRE_NAMES = {"scope_filter": "scope"}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerContext:
+    """What handlers need besides the store."""
+
+    config: Config
+    sync_source: StatusSource | None = None
+
+
+# --- shared parameter types ---------------------------------------------------------------------
+
+StoreArg = NamedDependency[Store]
+ServerArg = NamedDependency[ServerContext]
+
+Project = Annotated[str | None, QueryParameter(description="only this project (normalized)")]
+# `scope` is litestar's name for the ASGI scope, so the Python name differs from the query key.
+ScopeFilter = Annotated[
+    Literal["project", "personal"] | None,
+    QueryParameter(name="scope", description="only this scope"),
+]
+TypeFilter = Annotated[str | None, QueryParameter(description="only this memory type")]
+Since = Annotated[
+    str | None, QueryParameter(description="created on or after (YYYY-MM-DD or RFC 3339)")
+]
+Until = Annotated[
+    str | None, QueryParameter(description="created on or before (YYYY-MM-DD or RFC 3339)")
+]
+Offset = Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="rows to skip")]
+MatchMode = Annotated[
+    Literal["any", "all"], QueryParameter(description="any word (ranked, default) or all words")
+]
+ObservationId = Annotated[int, PathParameter(ge=1, le=MAX_INT, description="the memory's #id")]
+PromptId = Annotated[int, PathParameter(ge=1, le=MAX_INT, description="the prompt's #id")]
+SessionId = FromPath[str]
+
+
+def _limit(default: int, maximum: int = LIST_MAX, note: str = "") -> Any:
+    return Annotated[
+        int, QueryParameter(ge=1, le=maximum, description=f"how many (default {default}){note}")
+    ]
+
+
+RecentLimit = _limit(20)
+SessionLimit = _limit(5)
+SearchLimit = _limit(10, note=", at most 20 are returned")
+
+
+def _errors(*codes: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries for the error answers a route can give (every one may answer 503)."""
+    descriptions = {
+        400: "Invalid input: the message names the field",
+        401: "Missing or wrong bearer token (only when ENGRAM_HTTP_TOKEN is set)",
+        404: "No such id",
+        409: "Conflicts with stored data",
+        413: "Request body too large",
+        503: "The database is unavailable (locked, read-only, not a database)",
+    }
+    return {
+        code: ResponseSpec(
+            data_container=ErrorBody, description=descriptions[code], generate_examples=False
+        )
+        for code in (*codes, 503)
+    }
+
+
+# Every handler calls the synchronous store, so every handler runs in a worker thread.
+_get = partial(get, sync_to_thread=True)
+_post = partial(post, sync_to_thread=True)
+_patch = partial(patch, sync_to_thread=True)
+_delete = partial(delete, sync_to_thread=True, status_code=200)
+
+
+def _current_project(config: Config) -> ProjectResolution:
+    """The server's project: ``ENGRAM_PROJECT`` if set, else detected from its directory."""
+    if config.project_override:
+        name = normalize_project(config.project_override)[0]
+        return ProjectResolution(name, "process_override", "", os.getcwd())
+    return detect_project()
+
+
+# --- routes anyone who can reach the port may use -----------------------------------------------
+
+
+@_get("/health", tags=["server"], responses=_errors(), summary="Is the server up?")
+def health(store: StoreArg) -> Health:
+    store.count_sessions()  # touches the database: a broken store answers 503, not "ok"
+    return Health(status="ok", service="engram", version=__version__, instance_id=store.origin)
+
+
+class SessionRoutes(Controller):
+    path = "/sessions"
+    tags: ClassVar[list[str]] = ["sessions"]
+
+    @_post("/", status_code=201, responses=_errors(400, 413), summary="Start a session")
+    def create(self, store: StoreArg, data: JSONBody[SessionCreate]) -> SessionStatus:
+        """Create a session, or fill in the blank project/directory of an existing one."""
+        session = store.create_session(data.id, data.project or "", data.directory or "")
+        return SessionStatus(id=session.id, status="created")
+
+    @_post(
+        "/{session_id:str}/end",
+        status_code=200,
+        responses=_errors(400, 404, 413),
+        summary="End a session",
+    )
+    def end(
+        self, store: StoreArg, session_id: SessionId, data: JSONBody[SessionEnd | None] = None
+    ) -> SessionStatus:
+        session = store.end_session(session_id, data.summary if data else None)
+        return SessionStatus(id=session.id, status="completed")
+
+    @_get("/recent", responses=_errors(400), summary="Recently active sessions")
+    def recent(
+        self,
+        store: StoreArg,
+        project: Project = None,
+        since: Since = None,
+        until: Until = None,
+        limit: SessionLimit = 5,
+        offset: Offset = 0,
+    ) -> list[SessionOut]:
+        sessions = store.recent_sessions(project, limit, since=since, until=until, offset=offset)
+        return many(sessions, SessionOut)
+
+    @_get("/{session_id:str}", responses=_errors(400, 404), summary="A session and its memories")
+    def detail(self, store: StoreArg, session_id: SessionId) -> SessionDetail:
+        session = store.get_session(session_id)
+        return SessionDetail(
+            session=to_wire(session, SessionOut),
+            observations=many(store.session_observations(session_id), ObservationOut),
+            prompts=many(store.session_prompts(session_id), PromptOut),
+        )
+
+
+class ObservationRoutes(Controller):
+    path = "/observations"
+    tags: ClassVar[list[str]] = ["observations"]
+
+    @_post("/", status_code=201, responses=_errors(400, 413), summary="Save a memory")
+    def create(self, store: StoreArg, data: JSONBody[ObservationCreate]) -> ObservationSaved:
+        """Same topic key ⇒ that memory is updated; same content within 15 minutes ⇒ a
+        duplicate is counted; otherwise a new memory."""
+        result = store.add_observation(
+            title=data.title,
+            content=data.content,
+            type=data.type,
+            session_id=data.session_id,
+            project=data.project,
+            scope=data.scope,
+            topic_key=data.topic_key,
+            tool_name=data.tool_name,
+        )
+        return ObservationSaved(
+            id=result.observation.id,
+            status="saved",
+            action=result.action,
+            observation=to_wire(result.observation, ObservationOut),
+            warnings=result.warnings,
+            truncated=result.truncated,
+            suggested_topic_key=result.suggested_topic_key,
+            original_bytes=result.original_bytes if result.truncated else None,
+            limit_bytes=result.limit_bytes if result.truncated else None,
+        )
+
+    @_post(
+        "/passive",
+        status_code=200,
+        responses=_errors(400, 413),
+        summary="Save the items of a 'Key Learnings' section",
+    )
+    def passive(self, store: StoreArg, data: JSONBody[PassiveCapture]) -> PassiveResultOut:
+        result = store.capture_passive(
+            data.content,
+            session_id=data.session_id,
+            project=data.project,
+            source=data.source or "http-passive",
+        )
+        return to_wire(result, PassiveResultOut)
+
+    @_get("/recent", responses=_errors(400), summary="Newest memories")
+    def recent(
+        self,
+        store: StoreArg,
+        project: Project = None,
+        scope_filter: ScopeFilter = None,
+        type: TypeFilter = None,
+        since: Since = None,
+        until: Until = None,
+        limit: RecentLimit = 20,
+    ) -> list[ObservationOut]:
+        found = store.recent_observations(
+            project, scope_filter, limit, type=type, since=since, until=until
+        )
+        return many(found, ObservationOut)
+
+    @_get("/", responses=_errors(400), summary="Memories, newest first, a page at a time")
+    def page(
+        self,
+        store: StoreArg,
+        project: Project = None,
+        scope_filter: ScopeFilter = None,
+        type: TypeFilter = None,
+        since: Since = None,
+        until: Until = None,
+        limit: RecentLimit = 20,
+        offset: Offset = 0,
+    ) -> ObservationPage:
+        found = store.recent_observations(
+            project, scope_filter, limit, type=type, since=since, until=until, offset=offset
+        )
+        total = store.count_observations(project, scope_filter, type=type, since=since, until=until)
+        return ObservationPage(
+            observations=many(found, ObservationOut), total=total, offset=offset, limit=limit
+        )
+
+    @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
+    def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
+        return to_wire(store.get_observation(observation_id), ObservationOut)
+
+    @_patch(
+        "/{observation_id:int}",
+        responses=_errors(400, 404, 413),
+        summary="Change some fields of a memory",
+    )
+    def update(
+        self, store: StoreArg, observation_id: ObservationId, data: JSONBody[ObservationPatch]
+    ) -> ObservationOut:
+        changed = store.update_observation(
+            observation_id,
+            title=data.title,
+            content=data.content,
+            type=data.type,
+            project=data.project,
+            scope=data.scope,
+            topic_key=data.topic_key,
+            tool_name=data.tool_name,
+        )
+        return to_wire(changed, ObservationOut)
+
+
+@_get("/search", tags=["search"], responses=_errors(400), summary="Search memories")
+def search(
+    store: StoreArg,
+    q: Annotated[str, QueryParameter(description="words or a question; FTS syntax is just text")],
+    type: TypeFilter = None,
+    project: Project = None,
+    scope_filter: ScopeFilter = None,
+    limit: SearchLimit = 10,
+    match_mode: MatchMode = "any",
+    since: Since = None,
+    until: Until = None,
+) -> list[ObservationOut]:
+    """Best matches first (BM25 ``rank``, lower is better); a query with ``/`` first matches
+    topic keys exactly."""
+    found = store.search(
+        q,
+        type=type,
+        project=project,
+        scope=scope_filter,
+        limit=limit,
+        match_mode=match_mode,
+        since=since,
+        until=until,
+    )
+    return many(found, ObservationOut)
+
+
+@_get(
+    "/timeline",
+    tags=["search"],
+    responses=_errors(400, 404),
+    summary="Memories saved around one, in its session",
+)
+def timeline(
+    store: StoreArg,
+    observation_id: Annotated[
+        int, QueryParameter(ge=1, le=MAX_INT, description="the memory to center on")
+    ],
+    before: Annotated[int, QueryParameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
+    after: Annotated[int, QueryParameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
+) -> TimelineOut:
+    return to_wire(store.timeline(observation_id, before, after), TimelineOut)
+
+
+class PromptRoutes(Controller):
+    path = "/prompts"
+    tags: ClassVar[list[str]] = ["prompts"]
+
+    @_post("/", status_code=201, responses=_errors(400, 413), summary="Save what the user asked")
+    def create(self, store: StoreArg, data: JSONBody[PromptCreate]) -> PromptSaved:
+        prompt = store.add_prompt(data.content, session_id=data.session_id, project=data.project)
+        return PromptSaved(id=prompt.id, status="saved", prompt=to_wire(prompt, PromptOut))
+
+    @_get("/recent", responses=_errors(400), summary="Newest prompts")
+    def recent(
+        self, store: StoreArg, project: Project = None, limit: RecentLimit = 20, offset: Offset = 0
+    ) -> list[PromptOut]:
+        return many(store.recent_prompts(project, limit, offset=offset), PromptOut)
+
+    @_get("/search", responses=_errors(400), summary="Search prompts")
+    def search(
+        self,
+        store: StoreArg,
+        q: FromQuery[str],
+        project: Project = None,
+        limit: SearchLimit = 10,
+        match_mode: MatchMode = "any",
+    ) -> list[PromptOut]:
+        found = store.search_prompts(q, project=project, limit=limit, match_mode=match_mode)
+        return many(found, PromptOut)
+
+
+SectionLimit = Annotated[
+    int, QueryParameter(ge=-1, le=500, description="0: the default, -1: leave the section out")
+]
+
+
+@_get(
+    "/context",
+    tags=["search"],
+    responses=_errors(400),
+    summary="Recent sessions, prompts and memories as markdown",
+)
+def context(
+    store: StoreArg,
+    project: Annotated[str | None, QueryParameter(description="default: every project")] = None,
+    scope_filter: ScopeFilter = None,
+    max_bytes: Annotated[
+        int | None,
+        QueryParameter(
+            ge=1, le=MAX_INT, description=f"cap the text's size (at most {CONTEXT_MAX_BYTES})"
+        ),
+    ] = None,
+    sessions: SectionLimit = 0,
+    observations: SectionLimit = 0,
+    prompts: SectionLimit = 0,
+    compact: FromQuery[bool] = False,
+) -> ContextOut:
+    text = store.context(
+        project,
+        scope_filter,
+        max_bytes=None if max_bytes is None else min(max_bytes, CONTEXT_MAX_BYTES),
+        sessions=sessions,
+        observations=observations,
+        prompts=prompts,
+        compact=compact,
+    )
+    return ContextOut(project=normalize_project(project)[0] or None, context=text)
+
+
+@_get("/stats", tags=["projects"], responses=_errors(400), summary="How much is stored")
+def stats(store: StoreArg, project: Project = None) -> StatsOut:
+    return to_wire(store.stats(project), StatsOut)
+
+
+@_get("/projects", tags=["projects"], responses=_errors(), summary="Projects with their counts")
+def projects(store: StoreArg) -> ProjectList:
+    found = many(store.list_projects(), ProjectInfoOut)
+    return ProjectList(projects=found, count=len(found))
+
+
+@_get(
+    "/project/current",
+    tags=["projects"],
+    responses=_errors(),
+    summary="The project of the server's working directory",
+)
+def current_project(server: ServerArg) -> CurrentProject:
+    return to_wire(_current_project(server.config).to_dict(), CurrentProject)
+
+
+@_post(
+    "/topic-keys/suggest",
+    tags=["observations"],
+    status_code=200,
+    responses=_errors(400, 413),
+    summary="Suggest a topic key for a memory",
+)
+def suggest_topic(data: JSONBody[TopicKeyRequest]) -> TopicKey:
+    from engram.text import suggest_topic_key
+
+    title, content = (data.title or "").strip(), (data.content or "").strip()
+    if not title and not content:
+        raise ValidationError("give a title or content to suggest a topic key for", field="title")
+    return TopicKey(topic_key=suggest_topic_key(data.type or "", title, content))
+
+
+@_get("/sync/status", tags=["sync"], responses=_errors(400), summary="Cloud sync state")
+def sync_state(
+    store: StoreArg,
+    server: ServerArg,
+    project: Annotated[
+        str | None, QueryParameter(description="default: the current project")
+    ] = None,
+    all_projects: FromQuery[bool] = False,
+) -> SyncStatus:
+    if all_projects:
+        raise ProjectResolutionError(
+            "sync status is per project: pass ?project=<name> instead of all_projects",
+            code="unsupported_project_scope",
+        )
+    name = normalize_project(project)[0] if project else _current_project(server.config).project
+    return to_wire(sync_status(store, name, source=server.sync_source), SyncStatus)
+
+
+# --- destructive and bulk routes: behind ENGRAM_HTTP_TOKEN when it is set ------------------------
+
+
+@_delete(
+    "/sessions/{session_id:str}",
+    tags=["sessions"],
+    responses=_errors(400, 401, 404, 409),
+    summary="Delete a session (refused while memories reference it)",
+)
+def delete_session(store: StoreArg, session_id: SessionId) -> SessionStatus:
+    store.delete_session(session_id)
+    return SessionStatus(id=session_id, status="deleted")
+
+
+@_delete(
+    "/observations/{observation_id:int}",
+    tags=["observations"],
+    responses=_errors(400, 401, 404),
+    summary="Delete a memory (soft by default)",
+)
+def delete_observation(
+    store: StoreArg,
+    observation_id: ObservationId,
+    hard: Annotated[bool, QueryParameter(description="remove it for good")] = False,
+) -> ObservationDeleted:
+    gone = store.delete_observation(observation_id, hard=hard)
+    return ObservationDeleted(id=gone.id, status="deleted", hard_delete=hard)
+
+
+@_delete(
+    "/prompts/{prompt_id:int}",
+    tags=["prompts"],
+    responses=_errors(400, 401, 404),
+    summary="Delete a prompt",
+)
+def delete_prompt(store: StoreArg, prompt_id: PromptId) -> PromptDeleted:
+    gone = store.delete_prompt(prompt_id)
+    return PromptDeleted(id=gone.id, status="deleted")
+
+
+@_get(
+    "/export",
+    tags=["backup"],
+    responses=_errors(400, 401),
+    summary="Download every session, memory and prompt as JSON",
+)
+def export(store: StoreArg, project: Project = None) -> Response[ExportDocument]:
+    # The store's document is returned as is: the same bytes as `engram export`.
+    return Response(
+        store.export_data(project),
+        headers={"Content-Disposition": 'attachment; filename="engram-export.json"'},
+    )
+
+
+@_post(
+    "/import",
+    tags=["backup"],
+    status_code=200,
+    request_max_body_size=IMPORT_BODY_LIMIT,
+    responses=_errors(400, 401, 413),
+    summary="Import a JSON export (all or nothing; rows already present are skipped)",
+)
+def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResultOut:
+    import msgspec
+
+    return to_wire(store.import_data(msgspec.to_builtins(data)), ImportResultOut)
+
+
+@_post(
+    "/projects/merge",
+    tags=["projects"],
+    status_code=200,
+    responses=_errors(400, 401, 413),
+    summary="Move every memory of some projects into another",
+)
+def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResultOut:
+    return to_wire(store.merge_projects(data.sources, data.to), MergeResultOut)
+
+
+@_post(
+    "/projects/migrate",
+    tags=["projects"],
+    status_code=200,
+    responses=_errors(400, 401, 413),
+    summary="Rename a project (moves everything of old_project into new_project)",
+)
+def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeResultOut:
+    return to_wire(store.merge_projects([data.old_project], data.new_project), MergeResultOut)
+
+
+OPEN_ROUTES = [
+    health,
+    SessionRoutes,
+    ObservationRoutes,
+    search,
+    timeline,
+    PromptRoutes,
+    context,
+    stats,
+    projects,
+    current_project,
+    suggest_topic,
+    sync_state,
+]
+GUARDED_ROUTES = [
+    delete_session,
+    delete_observation,
+    delete_prompt,
+    export,
+    import_,
+    merge_projects,
+    migrate_project,
+]

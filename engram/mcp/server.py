@@ -1,0 +1,314 @@
+"""``engram mcp``: the MCP stdio server named ``engram`` (official ``mcp`` SDK 2.x, MCPServer).
+
+This module assembles the server: which tools a ``--tools`` profile exposes, their titles and
+hints, and how failures become MCP tool errors (``is_error``) whose text is JSON an agent can act
+on — ``{"error", "error_code"[, "available_projects"]}`` — so a bad call never stops the
+server. The tools themselves live in :mod:`engram.mcp.tools`.
+
+Start-up matters (agents start this process often): import only the SDK and the store here.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import Annotated, Any
+
+import anyio
+import orjson
+import pydantic
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from engram import __version__
+from engram.errors import (
+    ConflictError,
+    EngramError,
+    NotFoundError,
+    ProjectResolutionError,
+    StoreUnavailableError,
+    ValidationError,
+)
+from engram.mcp.instructions import INSTRUCTIONS
+from engram.mcp.tools import MERGE_DESCRIPTION, Envelope, MemoryTools, Workspace
+from engram.store import Store
+
+AGENT_TOOLS = (
+    "mem_save",
+    "mem_search",
+    "mem_context",
+    "mem_session_summary",
+    "mem_session_start",
+    "mem_session_end",
+    "mem_get_observation",
+    "mem_suggest_topic_key",
+    "mem_capture_passive",
+    "mem_save_prompt",
+    "mem_update",
+    "mem_current_project",
+    "mem_list_projects",
+)
+ADMIN_TOOLS = ("mem_delete", "mem_stats", "mem_timeline", "mem_merge_projects")
+ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
+PROFILES: dict[str, tuple[str, ...]] = {
+    "agent": AGENT_TOOLS,
+    "admin": ADMIN_TOOLS,
+    "all": ALL_TOOLS,
+}
+
+
+def _hints(title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False):
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,  # only the local store is touched
+    )
+
+
+ANNOTATIONS: dict[str, ToolAnnotations] = {
+    "mem_save": _hints("Save a memory", read_only=False),
+    "mem_search": _hints("Search memories", read_only=True, idempotent=True),
+    "mem_context": _hints("Recent context", read_only=True, idempotent=True),
+    "mem_session_summary": _hints("Save the session summary", read_only=False),
+    "mem_session_start": _hints("Start a session", read_only=False, idempotent=True),
+    "mem_session_end": _hints("End a session", read_only=False, idempotent=True),
+    "mem_get_observation": _hints("Get a memory", read_only=True, idempotent=True),
+    "mem_suggest_topic_key": _hints("Suggest a topic key", read_only=True, idempotent=True),
+    "mem_capture_passive": _hints("Capture key learnings", read_only=False, idempotent=True),
+    "mem_save_prompt": _hints("Save the user's prompt", read_only=False),
+    "mem_update": _hints("Update a memory", read_only=False, destructive=True),
+    "mem_current_project": _hints("Current project", read_only=True, idempotent=True),
+    "mem_list_projects": _hints("List projects", read_only=True, idempotent=True),
+    "mem_delete": _hints("Delete a memory", read_only=False, destructive=True),
+    "mem_stats": _hints("Memory statistics", read_only=True, idempotent=True),
+    "mem_timeline": _hints("Timeline around a memory", read_only=True, idempotent=True),
+    "mem_merge_projects": _hints("Merge projects", read_only=False, destructive=True),
+}
+
+
+def select_tools(spec: str | Iterable[str] | None) -> list[str]:
+    """Tool names for a ``--tools`` value: profiles (agent, admin, all) and/or tool names,
+    comma-separated. Empty means every tool. Unknown names are an error (nothing starts)."""
+    tokens = spec.split(",") if isinstance(spec, str) else list(spec or [])
+    tokens = [t.strip() for t in tokens if t and t.strip()]
+    if not tokens:
+        return list(ALL_TOOLS)
+    chosen: set[str] = set()
+    for token in tokens:
+        if token in PROFILES:
+            chosen.update(PROFILES[token])
+        elif token in ALL_TOOLS:
+            chosen.add(token)
+        else:
+            raise ValidationError(
+                f"unknown tool or profile {token!r} in --tools; use agent, admin, all or any of: "
+                f"{', '.join(ALL_TOOLS)}",
+                field="tools",
+            )
+    return [name for name in ALL_TOOLS if name in chosen]
+
+
+# --- tool errors ----------------------------------------------------------------------------
+
+_CODES: tuple[tuple[type[EngramError], str], ...] = (
+    (NotFoundError, "not_found"),
+    (ValidationError, "invalid_argument"),
+    (ConflictError, "conflict"),
+    (StoreUnavailableError, "store_unavailable"),
+)
+_NOT_FOUND_HINT = ". Find the right #id with mem_search."
+
+
+def error_result(message: str, code: str, **extra: Any) -> CallToolResult:
+    """A tool error (``is_error``) whose text is JSON. No ``structured_content``: some clients
+    check it against the tool's output schema (the success envelope) even on errors."""
+    data = {"error": message, "error_code": code, **extra}
+    return CallToolResult(
+        content=[TextContent(type="text", text=orjson.dumps(data).decode())], is_error=True
+    )
+
+
+def engram_error_result(exc: EngramError) -> CallToolResult:
+    message = str(exc)
+    if isinstance(exc, ProjectResolutionError):
+        return error_result(message, exc.code, available_projects=exc.available_projects)
+    code = getattr(exc, "code", None)
+    if code is None:
+        code = next((c for cls, c in _CODES if isinstance(exc, cls)), "error")
+    if code == "not_found" and message.startswith("Observation #"):
+        message += _NOT_FOUND_HINT
+    return error_result(message, code)
+
+
+def _describe_problem(arg: str, error: Any) -> str:
+    kind, received = error["type"], error.get("input")
+    shown = repr(received)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    if kind == "missing":
+        return f"{arg} is required"
+    if kind.startswith("int_"):
+        return f"{arg} must be an integer (got {shown})"
+    if kind.startswith("string_"):
+        return f"{arg} must be a string (got {shown})"
+    if kind.startswith("bool_"):
+        return f"{arg} must be true or false (got {shown})"
+    if kind == "literal_error":
+        return f"{arg} must be {error['ctx']['expected']} (got {shown})"
+    return f"{arg}: {error['msg']} (got {shown})"
+
+
+def invalid_arguments_result(tool: str, exc: pydantic.ValidationError) -> CallToolResult:
+    """Name each wrong argument once, in words an agent can act on."""
+    problems: dict[str, str] = {}
+    for error in exc.errors():
+        arg = str(error["loc"][0]) if error["loc"] else "arguments"
+        problems.setdefault(arg, _describe_problem(arg, error))
+    return error_result(
+        f"Invalid arguments for {tool}: {'; '.join(problems.values())}. Nothing was done; "
+        "check the tool's input schema and call again.",
+        "invalid_arguments",
+        arguments=sorted(problems),
+    )
+
+
+class EngramMCPServer(MCPServer):
+    """MCPServer whose tool failures are JSON tool errors, never protocol errors or crashes."""
+
+    def __init__(self, *args: Any, tool_names: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tool_names = tuple(tool_names)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        if name not in self.tool_names:
+            hidden = " (not enabled by this server's --tools)" if name in ALL_TOOLS else ""
+            return error_result(
+                f"Unknown tool {name!r}{hidden}. Available: {', '.join(self.tool_names)}.",
+                "unknown_tool",
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, pydantic.ValidationError):
+                return invalid_arguments_result(name, cause)
+            if isinstance(cause, EngramError):
+                return engram_error_result(cause)
+            if isinstance(cause, sqlite3.DatabaseError):
+                return error_result(f"database error: {cause}", "store_unavailable")
+            raise  # a bug: the SDK logs it and answers with a generic tool error
+
+
+# --- assembling the server ------------------------------------------------------------------
+
+
+class MergeArguments(ArgModelBase):
+    """``mem_merge_projects`` takes ``from``, a Python keyword, so its model is explicit."""
+
+    sources: Annotated[
+        str | list[str],
+        Field(alias="from", description="project(s) to merge away: a list or 'a,b' text"),
+    ]
+    to: Annotated[str, Field(min_length=1, description="the project that keeps everything")]
+
+
+def _merge_tool(tools: MemoryTools) -> Tool:
+    def merge(**arguments: Any) -> CallToolResult:
+        sources = arguments["from"]
+        names = sources.split(",") if isinstance(sources, str) else sources
+        return tools.mem_merge_projects(names, arguments["to"])
+
+    return Tool(
+        fn=merge,
+        name="mem_merge_projects",
+        title=ANNOTATIONS["mem_merge_projects"].title,
+        description=MERGE_DESCRIPTION,
+        parameters=MergeArguments.model_json_schema(by_alias=True),
+        fn_metadata=FuncMetadata(arg_model=MergeArguments, output_model=Envelope),
+        is_async=False,
+        annotations=ANNOTATIONS["mem_merge_projects"],
+    )
+
+
+def build_server(
+    store: Store,
+    *,
+    tools: Sequence[str] | None = None,
+    cwd: str | None = None,
+    project: str | None = None,
+) -> EngramMCPServer:
+    """The ``engram`` server exposing ``tools`` (default: all) over ``store``.
+
+    ``cwd`` is the directory the project is detected from (default: the process's);
+    ``project`` overrides detection (``--project`` / ``ENGRAM_PROJECT``).
+    """
+    names = list(tools) if tools is not None else list(ALL_TOOLS)
+    workspace = Workspace(store, cwd or os.getcwd(), project)
+    impl = MemoryTools(store, workspace)
+    registered: list[Tool] = []
+    for name in names:
+        if name == "mem_merge_projects":
+            registered.append(_merge_tool(impl))
+            continue
+        annotations, fn = ANNOTATIONS[name], getattr(impl, name)
+        registered.append(
+            Tool.from_function(
+                fn,
+                name=name,
+                title=annotations.title,
+                # Docstrings are the descriptions agents read: without the code's indentation.
+                description=" ".join((fn.__doc__ or "").split()),
+                annotations=annotations,
+            )
+        )
+    return EngramMCPServer(
+        "engram",
+        title="Engram memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        tools=registered,
+        tool_names=names,
+        log_level="WARNING",
+    )
+
+
+def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
+    """Long-lived helpers that share this process's store for as long as the client stays
+    connected: the cloud autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before
+    the first request and exited after the last; tool writes reach them through
+    ``store.add_write_listener``."""
+    if os.environ.get("ENGRAM_CLOUD_AUTOSYNC", "").strip() != "1":
+        return []  # the sync stack (httpx) is imported only when asked for
+    from engram.sync.cloud.autosync import autosync_from_env, autosync_running
+
+    manager = autosync_from_env(store)
+    return [autosync_running(manager)] if manager is not None else []
+
+
+async def serve(server: MCPServer, store: Store) -> None:
+    """Serve stdio, with the background services running, until the client disconnects."""
+    async with AsyncExitStack() as stack:
+        for service in background_services(store):
+            await stack.enter_async_context(service)
+        await server.run_stdio_async()
+
+
+def run(tools: str | None = None, project: str | None = None) -> None:
+    """``engram mcp``: open the store, then serve stdio until the client disconnects."""
+    names = select_tools(tools)
+    store = Store.open()
+    try:
+        override = project or store.config.project_override
+        server = build_server(store, tools=names, project=override)
+        anyio.run(serve, server, store)
+    finally:
+        store.close()

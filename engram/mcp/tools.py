@@ -1,0 +1,609 @@
+"""The ``mem_*`` MCP tools: typed, documented shells over :class:`engram.store.Store`.
+
+Each tool validates what only the MCP face knows about (which project a call means, how big an
+argument may be), calls one store method, and returns the envelope
+``{"project", "project_source", "project_path", "result"}``. Failures are raised as
+``engram.errors`` exceptions; ``engram.mcp.server`` turns them into tool errors.
+
+Which project a call means (reference §8.3): an explicit ``project`` argument must name a known
+project; otherwise the session's project (for tools given a ``session_id``), then the process
+override (``--project`` / ``ENGRAM_PROJECT``), then the server's working directory. A directory
+holding several repositories is ambiguous: read tools then look at every project, write tools
+refuse and write nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import orjson
+from mcp_types import CallToolResult, TextContent
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from engram import formatting
+from engram.errors import EngramError, NotFoundError, ProjectResolutionError, ValidationError
+from engram.project import ProjectResolution, detect_project, normalize_project
+from engram.store import Store
+from engram.text import find_similar, strip_private, suggest_topic_key
+
+CONTEXT_DEFAULT_BYTES = 16 * 1024
+CONTEXT_MAX_BYTES = 64 * 1024
+MAX_TITLE_BYTES = 1000
+# Passive capture scans a whole answer for its "Key Learnings" list, so it may be long.
+MAX_PASSIVE_BYTES = 1_000_000
+SEARCH_CUT_HINT = "Previews are cut: call mem_get_observation with an #id for the full text."
+
+
+class Envelope(BaseModel):
+    """Every successful result: the project the call used, how it was chosen, and the output."""
+
+    model_config = ConfigDict(extra="allow")
+
+    project: str = Field(description="the project the call used ('' = every project)")
+    project_source: str = Field(
+        description="how it was chosen: explicit_override, process_override, session, "
+        "config, git_remote, git_root, git_child, dir_basename, ambiguous, all_projects"
+    )
+    project_path: str = Field(description="the directory that project was detected from")
+    result: str | dict[str, Any] = Field(description="the tool's output")
+
+
+#: The return annotation of every tool: a CallToolResult whose structured content is validated
+#: against (and advertised as) the envelope's schema.
+ToolResult = Annotated[CallToolResult, Envelope]
+
+
+class ToolFailure(EngramError):
+    """A refusal specific to the MCP face, with the machine-readable code agents see."""
+
+    status_code = 409
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The project a call uses and where that choice came from."""
+
+    project: str
+    source: str
+    path: str
+
+
+def envelope(resolved: Resolved, result: str | dict[str, Any], **extra: Any) -> CallToolResult:
+    """The JSON envelope as text, mirrored in ``structured_content``."""
+    data: dict[str, Any] = {
+        "project": resolved.project,
+        "project_source": resolved.source,
+        "project_path": resolved.path,
+        "result": result,
+        **extra,
+    }
+    text = orjson.dumps(data).decode()
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def check_size(value: str | None, field: str, limit: int) -> None:
+    """Refuse (rather than silently cut) text larger than the store keeps, so nothing is lost."""
+    if not value:
+        return
+    size = len(strip_private(value).encode())
+    if size > limit:
+        raise ValidationError(
+            f"{field} is {size:,} bytes, over the {limit:,}-byte limit; nothing was saved. "
+            f"Split it into several memories (one subject each) or summarize it, then retry.",
+            field=field,
+        )
+
+
+class Workspace:
+    """The server's working directory, the project it means, and the projects a call may name.
+
+    Detection reads files, so its outcome is cached for the life of the process;
+    ``mem_current_project`` refreshes it.
+    """
+
+    def __init__(self, store: Store, cwd: str, override: str | None = None) -> None:
+        self.store = store
+        self.cwd = cwd
+        self.override = normalize_project(override)[0] if override and override.strip() else ""
+        self._detected: ProjectResolution | None = None
+        #: Sessions started through this server and not ended yet: session id → project.
+        self.live_sessions: dict[str, str] = {}
+
+    def detection(self, *, refresh: bool = False) -> ProjectResolution:
+        if self._detected is None or refresh:
+            self._detected = detect_project(self.cwd)
+        return self._detected
+
+    def _path_for(self, name: str) -> str:
+        detected = self.detection()
+        return detected.path if detected.project == name else ""
+
+    def default(self) -> Resolved:
+        """The project when a call names none: the process override, else the directory's."""
+        if self.override:
+            return Resolved(self.override, "process_override", self._path_for(self.override))
+        detected = self.detection()
+        return Resolved(detected.project, detected.source, detected.path)
+
+    def known_projects(self) -> list[str]:
+        """Every project a call may name: stored ones, the override, the detected project(s)."""
+        names = set(self.store.project_names())
+        detected = self.detection()
+        names.update(n for n in (self.override, detected.project) if n)
+        names.update(detected.available_projects)
+        return sorted(names)
+
+    def _is_known(self, name: str) -> bool:
+        detected = self.detection()
+        if name in (self.override, detected.project) or name in detected.available_projects:
+            return True
+        return self.store.project_exists(name)
+
+    def resolve(self, explicit: str | None, *, write: bool) -> Resolved:
+        """The project of a call: a known explicit name, else :meth:`default`.
+
+        An ambiguous directory fails writes (nothing is written) and gives reads every project.
+        """
+        if explicit is not None and explicit.strip():
+            name = normalize_project(explicit)[0]
+            if not self._is_known(name):
+                raise self.unknown_project(name)
+            return Resolved(name, "explicit_override", self._path_for(name))
+        resolved = self.default()
+        if write and resolved.source == "ambiguous":
+            choices = self.detection().available_projects
+            raise ProjectResolutionError(
+                f"{self.cwd} holds several repositories, so the project is ambiguous and nothing "
+                f"was written. Call again with project set to one of: {', '.join(choices)} "
+                "(or start the server with --project).",
+                code="ambiguous_project",
+                available_projects=choices,
+            )
+        return resolved
+
+    def unknown_project(self, name: str) -> ProjectResolutionError:
+        known = self.known_projects()
+        similar = find_similar(name, known, max_distance=2)
+        hint = f' Did you mean "{similar[0]}"?' if similar else ""
+        here = self.default().project
+        fallback = f' or omit project to use this directory\'s project "{here}"' if here else ""
+        return ProjectResolutionError(
+            f'Unknown project "{name}": nothing is stored under that name.{hint} Use one of '
+            f"available_projects{fallback}. Nothing was written.",
+            code="unknown_project",
+            available_projects=known,
+        )
+
+    def resolve_with_session(
+        self, explicit: str | None, session_id: str | None
+    ) -> tuple[Resolved, str | None]:
+        """The project and session of a write that may name a session (reference §8.3):
+        explicit project, else the session's project, else the default. A named session must
+        exist; without one, the single open session this server started is used."""
+        if session_id is not None and session_id.strip():
+            try:
+                session = self.store.get_session(session_id.strip())
+            except NotFoundError:
+                raise NotFoundError(
+                    f'Session "{session_id.strip()}" not found. Start it with '
+                    "mem_session_start, or omit session_id to use the default session."
+                ) from None
+            if explicit is not None and explicit.strip():
+                resolved = self.resolve(explicit, write=True)
+                if session.project and session.project != resolved.project:
+                    raise ToolFailure(
+                        f'Session "{session.id}" belongs to project "{session.project}", not '
+                        f'"{resolved.project}". Omit project, or use another session.',
+                        code="project_mismatch",
+                    )
+                return resolved, session.id
+            if session.project:
+                return Resolved(session.project, "session", session.directory), session.id
+            return self.resolve(None, write=True), session.id
+        resolved = self.resolve(explicit, write=True)
+        return resolved, self.open_session(resolved.project)
+
+    def open_session(self, project: str) -> str | None:
+        """The one session of ``project`` this server started and has not ended, if exactly
+        one (tracked in memory: asking the database would cost a scan per save)."""
+        live = [sid for sid, owner in self.live_sessions.items() if owner == project]
+        return live[0] if len(live) == 1 else None
+
+
+# --- argument types (descriptions are what agents read in the schema) ----------------------
+
+MemoryId = Annotated[
+    int, Field(strict=True, ge=1, description="the memory's #id (from mem_search or mem_save)")
+]
+ProjectArg = Annotated[
+    str | None,
+    Field(description="an existing project to use instead of this directory's; omit it normally"),
+]
+SessionArg = Annotated[
+    str | None,
+    Field(description="a session started with mem_session_start; omit for the default session"),
+]
+ScopeArg = Literal["project", "personal"]
+TYPE_HELP = "bugfix, decision, architecture, discovery, pattern, config, preference, learning"
+
+
+class MemoryTools:
+    """The tool functions, bound to one store and one workspace."""
+
+    def __init__(self, store: Store, workspace: Workspace) -> None:
+        self.store = store
+        self.workspace = workspace
+
+    @property
+    def max_content(self) -> int:
+        return self.store.config.max_observation_length
+
+    # --- saving -----------------------------------------------------------------------------
+
+    def mem_save(
+        self,
+        title: Annotated[
+            str, Field(description="short, searchable: 'Fixed N+1 query in the user list'")
+        ],
+        content: Annotated[
+            str,
+            Field(
+                description="**What**: what was done or found. **Why**: the reason or problem. "
+                "**Where**: files, functions, commands. **Learned**: the gotcha worth keeping.",
+                validation_alias=AliasChoices("content", "observation"),
+            ),
+        ],
+        type: Annotated[str, Field(description=f"kind of memory: {TYPE_HELP}")] = "manual",
+        session_id: SessionArg = None,
+        project: ProjectArg = None,
+        scope: Annotated[
+            ScopeArg, Field(description="'personal' memories never leave this machine")
+        ] = "project",
+        topic_key: Annotated[
+            str | None,
+            Field(
+                description="stable key for a subject that evolves (e.g. architecture/auth): "
+                "saving with the same key updates that memory instead of adding one"
+            ),
+        ] = None,
+    ) -> ToolResult:
+        """Save a memory. Call it right after fixing a bug, making or explaining a decision,
+        discovering something non-obvious, getting tricky configuration right, establishing a
+        pattern, or learning a user preference — do not wait to be asked. Write the content as
+        **What** / **Why** / **Where** / **Learned** so it is useful months later; one subject
+        per memory. Reuse a topic_key to update an evolving subject. Text inside
+        <private>…</private> is never stored."""
+        check_size(title, "title", MAX_TITLE_BYTES)
+        check_size(content, "content", self.max_content)
+        resolved, session = self.workspace.resolve_with_session(project, session_id)
+        saved = self.store.add_observation(
+            title=title,
+            content=content,
+            type=type,
+            session_id=session,
+            project=resolved.project,
+            scope=scope,
+            topic_key=topic_key,
+        )
+        return envelope(resolved, formatting.save_result(saved))
+
+    def mem_save_prompt(
+        self,
+        content: Annotated[str, Field(description="what the user asked, in their words")],
+        session_id: SessionArg = None,
+        project: ProjectArg = None,
+    ) -> ToolResult:
+        """Record the user's request, so later sessions know why the work was done. Use it when
+        the request itself carries intent worth keeping."""
+        check_size(content, "content", self.max_content)
+        resolved, session = self.workspace.resolve_with_session(project, session_id)
+        prompt = self.store.add_prompt(content, session_id=session, project=resolved.project)
+        shown = formatting.quoted(formatting.cut_bytes(prompt.content, 80))
+        return envelope(resolved, f"Prompt saved: {shown}")
+
+    def mem_session_summary(
+        self,
+        content: Annotated[
+            str,
+            Field(
+                description="## Goal / ## Instructions / ## Discoveries / ## Accomplished / "
+                "## Next Steps / ## Relevant Files"
+            ),
+        ],
+        session_id: SessionArg = None,
+        project: ProjectArg = None,
+    ) -> ToolResult:
+        """Save the end-of-session summary. Mandatory before a session ends and before a
+        context reset: sections Goal, Instructions, Discoveries, Accomplished, Next Steps,
+        Relevant Files. The next session reads it through mem_context."""
+        check_size(content, "content", self.max_content)
+        resolved, session = self.workspace.resolve_with_session(project, session_id)
+        self.store.add_observation(
+            title=f"Session summary: {resolved.project or 'no project'}",
+            content=content,
+            type="session_summary",
+            session_id=session,
+            project=resolved.project,
+        )
+        return envelope(
+            resolved, f"Session summary saved for project {formatting.quoted(resolved.project)}"
+        )
+
+    def mem_capture_passive(
+        self,
+        content: Annotated[
+            str, Field(description="text containing a '## Key Learnings:' numbered list")
+        ],
+        session_id: SessionArg = None,
+        source: Annotated[
+            str | None, Field(description="what produced the text (default mcp-passive)")
+        ] = None,
+        project: ProjectArg = None,
+    ) -> ToolResult:
+        """Save each item of a '## Key Learnings:' list (numbered or bulleted) found in the text
+        as its own memory; items already stored in the project are skipped."""
+        check_size(content, "content", MAX_PASSIVE_BYTES)
+        resolved, session = self.workspace.resolve_with_session(project, session_id)
+        result = self.store.capture_passive(
+            content, session_id=session, project=resolved.project, source=source or "mcp-passive"
+        )
+        return envelope(
+            resolved,
+            f"Passive capture complete: extracted={result.extracted} saved={result.saved} "
+            f"duplicates={result.duplicates}",
+        )
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def mem_session_start(
+        self,
+        id: Annotated[str, Field(min_length=1, description="a unique session id of your choice")],
+        directory: Annotated[
+            str | None, Field(description="the working directory (default: the server's)")
+        ] = None,
+        project: ProjectArg = None,
+    ) -> ToolResult:
+        """Start a session: until mem_session_end, memories and prompts saved without a
+        session_id attach to it (when it is the only one open). Starting it again is harmless."""
+        resolved = self.workspace.resolve(project, write=True)
+        try:
+            existing = self.store.get_session(id.strip())
+        except NotFoundError:
+            existing = None
+        if existing is not None and not existing.active:
+            raise ToolFailure(
+                f'Session "{existing.id}" already ended at {existing.ended_at}; start a new '
+                "session with another id.",
+                code="session_already_ended",
+            )
+        session = self.store.create_session(id, resolved.project, directory or self.workspace.cwd)
+        self.workspace.live_sessions[session.id] = session.project
+        return envelope(
+            resolved,
+            f"Session {formatting.quoted(session.id)} started for project "
+            f"{formatting.quoted(session.project)}",
+        )
+
+    def mem_session_end(
+        self,
+        id: Annotated[str, Field(min_length=1, description="the session to end")],
+        summary: Annotated[str | None, Field(description="a one-paragraph summary")] = None,
+    ) -> ToolResult:
+        """End a session (record the full summary with mem_session_summary first)."""
+        check_size(summary, "summary", self.max_content)
+        try:
+            session = self.store.end_session(id, summary)
+        except NotFoundError:
+            raise NotFoundError(
+                f'Session "{id.strip()}" not found: it was never started (mem_session_start).'
+            ) from None
+        self.workspace.live_sessions.pop(session.id, None)
+        resolved = Resolved(session.project, "session", session.directory)
+        return envelope(resolved, f"Session {formatting.quoted(session.id)} completed")
+
+    # --- finding ----------------------------------------------------------------------------
+
+    def mem_search(
+        self,
+        query: Annotated[
+            str, Field(description="words or a question: 'how did we fix the login timeout?'")
+        ],
+        type: Annotated[str | None, Field(description=f"only this kind: {TYPE_HELP}")] = None,
+        project: ProjectArg = None,
+        scope: ScopeArg | None = None,
+        limit: Annotated[int | None, Field(description="results (default 10, at most 20)")] = None,
+        all_projects: Annotated[
+            bool, Field(description="search every project, not only this one")
+        ] = False,
+        match_mode: Annotated[
+            Literal["any", "all"],
+            Field(description="'any' word (ranked, default) or 'all' words"),
+        ] = "any",
+    ) -> ToolResult:
+        """Search memories (full text, best first). Use it before re-investigating anything that
+        may have been solved before. Results are previews with #ids: call mem_get_observation
+        for the full text. A query containing '/' also matches topic keys exactly."""
+        if all_projects:
+            resolved, where = Resolved("", "all_projects", ""), None
+        else:
+            resolved = self.workspace.resolve(project, write=False)
+            where = resolved.project or None
+        results = self.store.search(
+            query, type=type, project=where, scope=scope, limit=limit, match_mode=match_mode
+        )
+        return envelope(
+            resolved, formatting.search_results(query, results, cut_hint=SEARCH_CUT_HINT)
+        )
+
+    def mem_get_observation(self, id: MemoryId) -> ToolResult:
+        """Get one memory in full (search results only show previews)."""
+        obs = self.store.get_observation(id)
+        return envelope(self.workspace.default(), formatting.observation(obs))
+
+    def mem_context(
+        self,
+        project: ProjectArg = None,
+        scope: ScopeArg | None = None,
+        compact: Annotated[
+            bool, Field(description="titles only, without content previews")
+        ] = False,
+        max_bytes: Annotated[
+            int | None, Field(description="size cap of the text (default 16384, max 65536)")
+        ] = None,
+    ) -> ToolResult:
+        """Recent sessions, prompts and memories of the project. Call it at the start of every
+        session and after a context reset, before anything else."""
+        resolved = self.workspace.resolve(project, write=False)
+        size = CONTEXT_DEFAULT_BYTES if max_bytes is None else min(max_bytes, CONTEXT_MAX_BYTES)
+        text = self.store.context(resolved.project or None, scope, max_bytes=size, compact=compact)
+        if not text:
+            return envelope(resolved, "No previous session memories found.")
+        return envelope(resolved, text + formatting.context_footer(self.store.stats()))
+
+    def mem_timeline(
+        self,
+        observation_id: MemoryId,
+        before: Annotated[int, Field(description="memories shown before it")] = 5,
+        after: Annotated[int, Field(description="memories shown after it")] = 5,
+        project: Annotated[
+            str | None, Field(description="fail unless the memory belongs to this project")
+        ] = None,
+    ) -> ToolResult:
+        """The memories saved just before and after one, in the same session: what led to it and
+        what followed."""
+        resolved = self.workspace.resolve(project, write=False)
+        timeline = self.store.timeline(observation_id, before, after)
+        if project is not None and project.strip() and timeline.focus.project != resolved.project:
+            raise ToolFailure(
+                f'Memory #{observation_id} belongs to project "{timeline.focus.project}", not '
+                f'"{resolved.project}".',
+                code="project_mismatch",
+            )
+        return envelope(resolved, formatting.timeline(timeline))
+
+    def mem_suggest_topic_key(
+        self,
+        type: Annotated[str, Field(description=f"kind of memory: {TYPE_HELP}")] = "",
+        title: Annotated[str, Field(description="the memory's title")] = "",
+        content: Annotated[str, Field(description="the memory's content")] = "",
+    ) -> ToolResult:
+        """Propose a stable topic_key (family/subject, e.g. architecture/auth-model) for a
+        memory about a subject that will evolve. Needs a title or content."""
+        try:
+            key = suggest_topic_key(type, title, content)
+        except ValueError:
+            raise ValidationError(
+                "give a title or content (or both) to suggest a topic key", field="title"
+            ) from None
+        return envelope(self.workspace.default(), f"Suggested topic_key: {key}")
+
+    # --- changing ---------------------------------------------------------------------------
+
+    def mem_update(
+        self,
+        id: MemoryId,
+        title: Annotated[str | None, Field(description="new title")] = None,
+        content: Annotated[str | None, Field(description="new content (replaces it)")] = None,
+        type: Annotated[str | None, Field(description="new kind")] = None,
+        scope: ScopeArg | None = None,
+        topic_key: Annotated[str | None, Field(description="new topic key ('' removes it)")] = None,
+        project: Annotated[
+            str | None, Field(description="move the memory to this existing project")
+        ] = None,
+    ) -> ToolResult:
+        """Correct or extend a memory in place (give only the fields that change). Prefer this to
+        saving a second memory that contradicts the first."""
+        check_size(title, "title", MAX_TITLE_BYTES)
+        check_size(content, "content", self.max_content)
+        resolved = self.workspace.resolve(project, write=True)
+        obs = self.store.update_observation(
+            id,
+            title=title,
+            content=content,
+            type=type,
+            scope=scope,
+            topic_key=topic_key,
+            project=resolved.project if project is not None and project.strip() else None,
+        )
+        return envelope(
+            resolved,
+            f"Memory updated: #{obs.id} {formatting.quoted(obs.title)} "
+            f"({obs.type}, scope={obs.scope})",
+        )
+
+    def mem_delete(
+        self,
+        id: MemoryId,
+        hard_delete: Annotated[
+            bool, Field(description="remove it for good instead of hiding it (not undoable)")
+        ] = False,
+    ) -> ToolResult:
+        """Delete a memory that is wrong or obsolete. By default it is hidden everywhere (and
+        the deletion syncs); hard_delete removes its content for good."""
+        resolved = self.workspace.resolve(None, write=True)
+        obs = self.store.delete_observation(id, hard=hard_delete)
+        how = "permanently deleted" if hard_delete else "soft-deleted"
+        return envelope(resolved, f"Memory #{obs.id} {how}")
+
+    # --- projects and statistics ------------------------------------------------------------
+
+    def mem_stats(self, project: ProjectArg = None) -> ToolResult:
+        """How many sessions, memories and prompts are stored, and in which projects (the whole
+        store unless project is given)."""
+        resolved = self.workspace.resolve(project, write=False)
+        given = project is not None and project.strip()
+        stats = self.store.stats(resolved.project if given else None)
+        return envelope(resolved, formatting.stats(stats))
+
+    def mem_current_project(self) -> ToolResult:
+        """Which project this server saves to and why (directory, git remote, override), plus
+        the projects that exist. Never fails; use it when unsure where memories go."""
+        detected = self.workspace.detection(refresh=True)
+        resolved = self.workspace.default()
+        if resolved.source == "ambiguous":
+            choices = detected.available_projects
+            text = (
+                f"{detected.cwd} holds several repositories: pass project set to one of "
+                f"{', '.join(choices)} to save."
+            )
+            available = choices
+        else:
+            text = (
+                f"Memories go to project {formatting.quoted(resolved.project)} "
+                f"(from {resolved.source}{': ' + resolved.path if resolved.path else ''})."
+            )
+            available = self.workspace.known_projects()
+        return envelope(
+            resolved,
+            text,
+            cwd=detected.cwd,
+            available_projects=available,
+            warning=detected.warning,
+        )
+
+    def mem_list_projects(self) -> ToolResult:
+        """Every project with its memory, session and prompt counts and directories."""
+        projects = [p.to_dict() for p in self.store.list_projects()]
+        return envelope(self.workspace.default(), {"projects": projects, "count": len(projects)})
+
+    def mem_merge_projects(self, sources: list[str], to: str) -> ToolResult:
+        """Body of ``mem_merge_projects`` (its ``from`` argument is a Python keyword, so
+        ``engram.mcp.server`` registers it with an explicit argument model)."""
+        names = [normalize_project(s)[0] for s in sources if s and s.strip()]
+        unknown = [n for n in names if not self.store.project_exists(n)]
+        if unknown:
+            raise self.workspace.unknown_project(unknown[0])
+        result = self.store.merge_projects(names, to)
+        resolved = Resolved(result.canonical, "explicit_override", "")
+        return envelope(resolved, result.to_dict())
+
+
+MERGE_DESCRIPTION = (
+    "Move every memory, session and prompt of one or more projects into another (for name "
+    "variants such as 'my-app' and 'myapp'). Each moved memory syncs as a move."
+)

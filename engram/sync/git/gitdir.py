@@ -1,0 +1,171 @@
+"""The sync directory on disk: where ``.engram/`` is, its git housekeeping files, listing its
+chunk files, atomic writes, and the lock that keeps two ``engram sync`` runs from interleaving.
+
+``.engram/`` lives at the top of the repository's main worktree (found from any subdirectory or
+linked worktree), so one repository has one sync directory; outside git it is ``./.engram``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from engram.errors import ConflictError, ValidationError
+from engram.files import TEMP_SUFFIX, write_atomic
+from engram.project import find_repository
+from engram.sync.git.chunk import CHUNK_FILE
+
+SYNC_DIR_NAME = ".engram"
+MANIFEST = "manifest.json"
+CHUNKS = "chunks"
+LOCK_FILE = "sync.lock"
+LOCK_TIMEOUT_SECONDS = 30.0
+
+GITIGNORE = """\
+# Written by engram: files that are local to one machine and must never be committed.
+*.db
+*.db-shm
+*.db-wal
+*.lock
+*.tmp
+"""
+GITATTRIBUTES = """\
+# Written by engram: concurrent syncs only ever add lines to the manifest, and engram rebuilds
+# it from the chunk files anyway, so git merges it by keeping both sides instead of stopping.
+manifest.json merge=union
+chunks/*.jsonl.gz binary
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncDir:
+    """One sync directory and the replication target it stands for."""
+
+    path: Path
+
+    @property
+    def target(self) -> str:
+        """The journal target of this directory: ``git:<real path>``."""
+        return "git:" + os.path.realpath(self.path)
+
+    @property
+    def chunks_dir(self) -> Path:
+        return self.path / CHUNKS
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+    def display(self) -> str:
+        """The directory as a human types it: relative to the working directory when that is
+        inside the project that holds it (``.engram/``, ``../.engram/``), else absolute."""
+        here, path = Path.cwd().resolve(), self.path.resolve()
+        if here != path.parent and path.parent not in here.parents:
+            return str(path)
+        return os.path.relpath(path, here) + "/"
+
+
+def locate(override: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> SyncDir:
+    """``--dir`` if given, else ``.engram/`` at the top of the main worktree of the repository
+    containing ``cwd``, else ``cwd/.engram``."""
+    here = Path(cwd if cwd is not None else Path.cwd())
+    if override is not None and str(override).strip():
+        path = Path(override).expanduser()
+        return SyncDir(path if path.is_absolute() else here / path)
+    repo = find_repository(here)
+    base = repo.main_worktree if repo is not None else here
+    return SyncDir(base / SYNC_DIR_NAME)
+
+
+def ensure_layout(sync_dir: SyncDir) -> list[str]:
+    """Create the directory, ``chunks/``, ``.gitignore`` and ``.gitattributes`` when missing
+    (existing files are left as the team edited them). Returns the files written."""
+    if sync_dir.path.exists() and not sync_dir.path.is_dir():
+        raise ValidationError(f"{sync_dir.path} exists and is not a directory")
+    sync_dir.chunks_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
+        path = sync_dir.path / name
+        if not path.exists():
+            write_atomic(path, text.encode())
+            written.append(name)
+    return written
+
+
+def chunk_files(sync_dir: SyncDir) -> tuple[list[tuple[str, Path]], list[str]]:
+    """The chunk files (id, path) sorted by id, and the names in ``chunks/`` that are not
+    chunks (our own temp files excluded)."""
+    found: list[tuple[str, Path]] = []
+    strangers: list[str] = []
+    try:
+        entries = list(os.scandir(sync_dir.chunks_dir))
+    except FileNotFoundError:
+        return found, strangers
+    for entry in entries:
+        match = CHUNK_FILE.match(entry.name)
+        if match and entry.is_file():
+            found.append((match.group(1), Path(entry.path)))
+        elif not (entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX)):
+            strangers.append(entry.name)
+    found.sort()
+    return found, sorted(strangers)
+
+
+def remove_stale_temp_files(sync_dir: SyncDir) -> int:
+    """Delete temp files an interrupted export left behind (call with the lock held)."""
+    removed = 0
+    for folder in (sync_dir.path, sync_dir.chunks_dir):
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(folder):
+                if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+                        removed += 1
+    return removed
+
+
+@contextlib.contextmanager
+def locked(
+    sync_dir: SyncDir, timeout: float = LOCK_TIMEOUT_SECONDS, *, required: bool = True
+) -> Iterator[None]:
+    """Hold ``.engram/sync.lock`` (an OS lock, released even if the process is killed).
+
+    ``required=False`` (imports, which only read the directory) goes on unguarded when the
+    lock file cannot be created, e.g. in a read-only checkout.
+    """
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks on this platform: run unguarded
+        yield
+        return
+    try:
+        sync_dir.path.mkdir(parents=True, exist_ok=True)
+        handle = open(sync_dir.path / LOCK_FILE, "a+b")  # noqa: SIM115 - held for the block
+    except OSError:
+        if required:
+            raise
+        yield
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ConflictError(
+                        f"another engram sync is running on {sync_dir.path} "
+                        f"(waited {timeout:.0f}s); try again when it is done"
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        handle.close()

@@ -1,0 +1,209 @@
+"""Every kind of bad input in a sync directory is reported by name, loses nothing, and never
+stops the other chunks from importing."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import orjson
+import pytest
+
+from engram.store import Store
+from engram.sync.git.chunk import encode_chunk
+from engram.sync.git.gitdir import SyncDir
+from engram.sync.git.manifest import read_manifest
+from tests.sync.git.conftest import canonical, export, import_
+
+
+@pytest.fixture
+def alice(make_store) -> Store:
+    store = make_store("alice")
+    store.add_observation(
+        title="Good memory", content="imported despite the bad chunk", project="acme"
+    )
+    return store
+
+
+@pytest.fixture
+def good(alice: Store, sync_dir: SyncDir) -> str:
+    """A directory with one good chunk (returns its id)."""
+    return export(alice, sync_dir, ["acme"]).chunks[0].id
+
+
+def craft(sync_dir: SyncDir, lines: list[bytes]) -> str:
+    """A chunk whose hash is right but whose lines are whatever the test needs."""
+    chunk = encode_chunk(
+        [line + b"\n" for line in lines],
+        {},
+        created_by="mallory",
+        created_at="2030-01-01T00:00:00Z",
+    )
+    (sync_dir.chunks_dir / f"{chunk.id}.jsonl.gz").write_bytes(chunk.compressed())
+    return chunk.id
+
+
+def valid_line(title: str) -> bytes:
+    """A real mutation from another replica, as a chunk line."""
+    import tempfile
+
+    from engram.config import Config
+
+    with tempfile.TemporaryDirectory() as tmp, Store.open(config=Config(data_dir=Path(tmp))) as s:
+        s.add_observation(title=title, content="should not be half-applied", project="acme")
+        entries = s.journal.pending("x", projects=["acme"])
+    return entries[-1].record.encode()
+
+
+def titles(store: Store) -> set[str]:
+    return {o.title for o in store.recent_observations(limit=100)}
+
+
+def import_with_bad(bob: Store, sync_dir: SyncDir, bad_id: str, good_id: str, reason: str):
+    report = import_(bob, sync_dir)
+    assert [f.chunk for f in report.failures] == [bad_id]
+    assert reason in report.failures[0].reason
+    assert good_id in report.chunks_imported
+    assert titles(bob) == {"Good memory"}
+    # nothing of the bad chunk was written, and the next import tries it again
+    again = import_(bob, sync_dir)
+    assert [f.chunk for f in again.failures] == [bad_id] and again.chunks_imported == []
+    return report
+
+
+def test_truncated_chunk(make_store, sync_dir: SyncDir, good: str, alice: Store) -> None:
+    alice.add_observation(title="second", content="in the truncated chunk", project="acme")
+    bad = export(alice, sync_dir, ["acme"]).chunks[0].id
+    path = sync_dir.chunks_dir / f"{bad}.jsonl.gz"
+    path.write_bytes(path.read_bytes()[:-30])
+    bob = make_store("bob")
+    import_with_bad(bob, sync_dir, bad, good, "truncated")
+    assert titles(bob) == {"Good memory"}
+
+
+def test_flipped_byte(make_store, sync_dir: SyncDir, good: str, alice: Store) -> None:
+    alice.add_observation(title="second", content="in the damaged chunk", project="acme")
+    bad = export(alice, sync_dir, ["acme"]).chunks[0].id
+    path = sync_dir.chunks_dir / f"{bad}.jsonl.gz"
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    path.write_bytes(bytes(raw))
+    bob = make_store("bob")
+    report = import_(bob, sync_dir)
+    assert [f.chunk for f in report.failures] == [bad] and good in report.chunks_imported
+    assert titles(bob) == {"Good memory"}
+
+
+def test_content_not_matching_its_id(
+    make_store, sync_dir: SyncDir, good: str, alice: Store
+) -> None:
+    alice.add_observation(title="second", content="original words", project="acme")
+    bad = export(alice, sync_dir, ["acme"]).chunks[0].id
+    path = sync_dir.chunks_dir / f"{bad}.jsonl.gz"
+    edited = gzip.decompress(path.read_bytes()).replace(b"original words", b"tampered words")
+    path.write_bytes(gzip.compress(edited))
+    bob = make_store("bob")
+    import_with_bad(bob, sync_dir, bad, good, "does not match its id")
+    assert titles(bob) == {"Good memory"}
+    # a good file under another chunk's name is just as wrong
+    renamed = "0" * 16
+    (sync_dir.chunks_dir / f"{good}.jsonl.gz").rename(sync_dir.chunks_dir / f"{renamed}.jsonl.gz")
+    assert renamed in [f.chunk for f in import_(make_store("carol"), sync_dir).failures]
+
+
+def test_invalid_json_line(make_store, sync_dir: SyncDir, good: str) -> None:
+    bad = craft(sync_dir, [valid_line("applied only with its chunk"), b'{"mid": "broken'])
+    bob = make_store("bob")
+    report = import_with_bad(bob, sync_dir, bad, good, "line 3: invalid JSON")
+    assert "line 3" in str(report.failures[0])
+    assert titles(bob) == {"Good memory"}  # the valid line 2 was not applied
+
+
+def test_unknown_entity(make_store, sync_dir: SyncDir, good: str) -> None:
+    line = orjson.loads(valid_line("widget neighbour"))
+    widget = orjson.dumps({**line, "mid": "f" * 32, "entity": "widget"})
+    bad = craft(sync_dir, [valid_line("widget neighbour"), widget])
+    bob = make_store("bob")
+    import_with_bad(bob, sync_dir, bad, good, "unknown entity 'widget'")
+    assert titles(bob) == {"Good memory"}
+
+
+def test_manifest_id_with_path_traversal(
+    make_store, sync_dir: SyncDir, good: str, tmp_path: Path
+) -> None:
+    # A valid chunk planted outside the directory, and a manifest entry pointing at it.
+    evil_store = make_store("mallory")
+    evil_store.add_observation(title="EVIL", content="must never be imported", project="acme")
+    evil_dir = SyncDir(tmp_path / "evil")
+    evil_id = export(evil_store, evil_dir, ["acme"]).chunks[0].id
+    planted = tmp_path / "repo" / "planted.jsonl.gz"
+    planted.write_bytes((evil_dir.chunks_dir / f"{evil_id}.jsonl.gz").read_bytes())
+    document = orjson.loads(sync_dir.manifest_path.read_bytes())
+    document["chunks"].append(
+        {"id": "../../planted", "created_by": "mallory", "created_at": "2030-01-01T00:00:00Z"}
+    )
+    sync_dir.manifest_path.write_bytes(orjson.dumps(document))
+    bob = make_store("bob")
+    report = import_(bob, sync_dir)
+    assert report.failures == [] and report.chunks_imported == [good]
+    assert any("'../../planted'" in w.reason for w in report.warnings)
+    assert titles(bob) == {"Good memory"}
+    assert not report.manifest_rebuilt  # import leaves tracked files alone...
+    assert export(bob, sync_dir, ["acme"]).manifest_rebuilt  # ...the next export rebuilds it
+    assert list(read_manifest(sync_dir.manifest_path.read_bytes()).entries) == [good]
+    assert not planted.with_suffix(".tmp").exists() and planted.exists()
+
+
+def test_manifest_with_conflict_markers_is_rebuilt(
+    make_store, sync_dir: SyncDir, good: str, alice: Store
+) -> None:
+    alice.add_observation(title="Second memory", content="from the other side", project="acme")
+    second = export(alice, sync_dir, ["acme"]).chunks[0].id
+    text = sync_dir.manifest_path.read_text()
+    sync_dir.manifest_path.write_text(
+        "<<<<<<< HEAD\n" + text + "=======\n" + '{"version": 2, "chunks": []}\n>>>>>>> b\n'
+    )
+    bob = make_store("bob")
+    report = import_(bob, sync_dir)
+    assert sorted(report.chunks_imported) == sorted([good, second]) and report.failures == []
+    assert any("conflict markers" in w.reason for w in report.warnings)
+    assert report.manifest_rebuilt
+    rebuilt = read_manifest(sync_dir.manifest_path.read_bytes())
+    assert rebuilt.state == "ok" and set(rebuilt.entries) == {good, second}
+    assert canonical(bob) == canonical(alice)
+
+
+def test_manifest_entry_whose_chunk_file_is_missing(
+    make_store, sync_dir: SyncDir, good: str
+) -> None:
+    document = orjson.loads(sync_dir.manifest_path.read_bytes())
+    document["chunks"].append(
+        {
+            "id": "0123456789abcdef",
+            "created_by": "bob",
+            "created_at": "2030-01-01T00:00:00Z",
+            "memories": 3,
+        }
+    )
+    sync_dir.manifest_path.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+    (sync_dir.chunks_dir / "notes.txt").write_text("not a chunk")
+    bob = make_store("bob")
+    report = import_(bob, sync_dir)
+    assert report.chunks_imported == [good] and report.failures == []
+    reasons = {w.chunk: w.reason for w in report.warnings}
+    assert "chunks/0123456789abcdef.jsonl.gz is missing" in reasons["0123456789abcdef"]
+    assert "not a chunk file" in reasons["notes.txt"]
+    assert export(bob, sync_dir, ["acme"]).manifest_rebuilt
+    assert list(read_manifest(sync_dir.manifest_path.read_bytes()).entries) == [good]
+
+
+def test_export_goes_on_past_a_bad_pulled_chunk(
+    make_store, sync_dir: SyncDir, good: str, alice: Store
+) -> None:
+    bad = craft(sync_dir, [b"not json at all"])
+    alice.add_observation(title="after", content="exported anyway", project="acme")
+    report = export(alice, sync_dir, ["acme"])
+    assert [p.chunk for p in report.problems] == [bad]
+    assert report.total("mutations") == 1
+    manifest = read_manifest(sync_dir.manifest_path.read_bytes())
+    assert bad in manifest.entries  # listed: its header is fine; import reports it by name

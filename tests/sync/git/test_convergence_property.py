@@ -1,0 +1,118 @@
+"""Property: whatever three replicas write and however their chunks are exchanged (each through
+its own clone of the sync directory, pulled at random moments), once everyone has pulled and
+imported everything, their shared memories are byte-identical."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engram.config import Config
+from engram.errors import NotFoundError
+from engram.store import Store
+from engram.sync.git.gitdir import SyncDir
+from engram.sync.git.sync import GitSync
+
+REPLICAS = 3
+TOPICS = ["arch/db", "arch/auth", "ops/deploy"]
+
+step = st.one_of(
+    st.tuples(st.just("save"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
+    st.tuples(st.just("topic"), st.integers(0, REPLICAS - 1), st.integers(0, len(TOPICS) - 1)),
+    st.tuples(st.just("personal"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
+    st.tuples(st.just("edit"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
+    st.tuples(st.just("soft"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
+    st.tuples(st.just("hard"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
+    st.tuples(st.just("export"), st.integers(0, REPLICAS - 1), st.just(0)),
+    st.tuples(st.just("pull"), st.integers(0, REPLICAS - 1), st.integers(0, REPLICAS - 1)),
+    st.tuples(st.just("import"), st.integers(0, REPLICAS - 1), st.just(0)),
+)
+
+
+def pull(source: SyncDir, destination: SyncDir) -> None:
+    destination.chunks_dir.mkdir(parents=True, exist_ok=True)
+    for path in source.chunks_dir.glob("*.jsonl.gz"):
+        if not (destination.chunks_dir / path.name).exists():
+            shutil.copy(path, destination.chunks_dir / path.name)
+
+
+def shared_view(store: Store, personal: set[str]) -> dict:
+    """The canonical export without personal memories. The tombstone of a hard-deleted
+    personal memory stays on its machine only (it never travels, as it should), but the
+    store's canonical export cannot tell its scope yet (sync_tombstones has no scope column;
+    reported to the lead), so it is left out of the comparison here."""
+    document = orjson.loads(store.canonical_export(projects=["acme"], include_personal=False))
+    document["tombstones"] = [t for t in document["tombstones"] if t["key"] not in personal]
+    return document
+
+
+def live_ids(store: Store) -> list[int]:
+    return [o.id for o in store.recent_observations(limit=500)]
+
+
+def apply_step(stores, dirs, kind: str, who: int, arg: int, personal: set[str]) -> None:
+    store, directory = stores[who], dirs[who]
+    sync = GitSync(store, directory, author=f"r{who}")
+    if kind == "save":
+        store.add_observation(title=f"memory {arg} by {who}", content=f"text {arg}", project="acme")
+    elif kind == "topic":
+        store.add_observation(
+            title=f"topic {TOPICS[arg]}",
+            content=f"version by {who}",
+            project="acme",
+            topic_key=TOPICS[arg],
+        )
+    elif kind == "personal":
+        saved = store.add_observation(
+            title=f"mine {arg}", content="private", project="acme", scope="personal"
+        )
+        personal.add(saved.observation.sync_id)
+    elif kind in ("edit", "soft", "hard"):
+        ids = live_ids(store)
+        if not ids:
+            return
+        target = ids[arg % len(ids)]
+        try:
+            if kind == "edit":
+                store.update_observation(target, content=f"edited {arg} by {who}")
+            else:
+                store.delete_observation(target, hard=kind == "hard")
+        except NotFoundError:
+            pass
+    elif kind == "export":
+        sync.export(projects=["acme"])
+    elif kind == "pull":
+        pull(dirs[arg], directory)
+    else:
+        assert sync.import_chunks().failures == []
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(step, min_size=1, max_size=30))
+def test_replicas_converge_whatever_the_exchange_order(steps) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        stores = [Store.open(config=Config(data_dir=root / f"data{i}")) for i in range(REPLICAS)]
+        dirs = [SyncDir(root / f"clone{i}" / ".engram") for i in range(REPLICAS)]
+        personal: set[str] = set()
+        try:
+            for kind, who, arg in steps:
+                apply_step(stores, dirs, kind, who, arg, personal)
+            # everyone exports, pulls from everyone, imports
+            for i in range(REPLICAS):
+                apply_step(stores, dirs, "export", i, 0, personal)
+            for i in range(REPLICAS):
+                for j in range(REPLICAS):
+                    pull(dirs[j], dirs[i])
+                apply_step(stores, dirs, "import", i, 0, personal)
+                assert GitSync(stores[i], dirs[i]).status(projects=["acme"]).pending_export == 0
+            views = [shared_view(s, personal) for s in stores]
+            assert views[0] == views[1] == views[2]
+        finally:
+            for store in stores:
+                store.close()

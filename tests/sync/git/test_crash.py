@@ -1,0 +1,100 @@
+"""An export killed with SIGKILL half way: the next run finds no partial chunk listed and still
+exports everything. Real processes, a real kill; the pause point is the clearly named test-only
+hook ``ENGRAM_TEST_PAUSE_EXPORT``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from engram.config import Config
+from engram.store import Store
+from engram.sync.git.gitdir import SyncDir
+from engram.sync.git.manifest import read_manifest
+from engram.sync.git.sync import TEST_PAUSE_ENV
+from tests.support import engram_env, run_engram
+from tests.sync.git.conftest import canonical, import_, synthetic_records
+
+
+def kill_paused_export(data_dir: Path, sync_dir: SyncDir, point: str) -> None:
+    env = engram_env(data_dir, {TEST_PAUSE_ENV: point})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engram", "sync", "--project", "acme", "--dir", str(sync_dir.path)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert f"test pause at {point}" in line, line
+        os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def seeded(data_dir: Path, count: int) -> None:
+    with Store.open(config=Config(data_dir=data_dir)) as store:
+        store.apply_mutations(synthetic_records(count), source="seed:test")
+        store.add_observation(title="local memory", content="written here", project="acme")
+
+
+def chunk_lines(sync_dir: SyncDir) -> int:
+    import gzip
+
+    return sum(
+        gzip.decompress(p.read_bytes()).count(b"\n") - 1
+        for p in sync_dir.chunks_dir.glob("*.jsonl.gz")
+    )
+
+
+@pytest.mark.parametrize("point", ["mid-chunk", "after-chunk"])
+def test_export_killed_half_way(point: str, tmp_path: Path, make_store) -> None:
+    data_dir = tmp_path / "data"
+    sync_dir = SyncDir(tmp_path / "repo" / ".engram")
+    # ~6 MiB of mutations: two chunks, so "after-chunk" is killed between them
+    seeded(data_dir, 6000)
+    kill_paused_export(data_dir, sync_dir, point)
+
+    listed = list(sync_dir.chunks_dir.glob("*.jsonl.gz"))
+    temps = list(sync_dir.chunks_dir.glob(".*.tmp"))
+    if point == "mid-chunk":
+        assert listed == [] and len(temps) == 1  # only a hidden temp file, never a chunk
+    else:
+        assert len(listed) == 1 and temps == []  # one complete chunk, not yet recorded
+    manifest = (
+        read_manifest(sync_dir.manifest_path.read_bytes())
+        if sync_dir.manifest_path.exists()
+        else None
+    )
+    assert manifest is None or manifest.entries == {}
+
+    done = run_engram(
+        "sync", "--project", "acme", "--dir", str(sync_dir.path), "--json", data_dir=data_dir
+    )
+    assert done.returncode == 0, done.stderr
+    report = orjson.loads(done.stdout)
+    assert list(sync_dir.chunks_dir.glob(".*.tmp")) == []
+    with Store.open(config=Config(data_dir=data_dir)) as store:
+        total = store.journal.count_pending("nowhere", projects=["acme"])
+        everything = canonical(store, ["acme"])
+    # every mutation is in the directory exactly once
+    assert chunk_lines(sync_dir) == total == 6000 + 2  # + the local session and memory
+    if point == "after-chunk":
+        assert report["already_held"] > 0
+        assert report["mutations"] == total - report["already_held"]
+    entries = read_manifest(sync_dir.manifest_path.read_bytes()).entries
+    assert set(entries) == {p.name[:16] for p in sync_dir.chunks_dir.glob("*.jsonl.gz")}
+    receiver = make_store("receiver")
+    assert import_(receiver, sync_dir).failures == []
+    assert canonical(receiver, ["acme"]) == everything

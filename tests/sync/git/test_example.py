@@ -1,0 +1,43 @@
+"""``.engram-example/`` (made by ``tests/sync/git/make_example.py`` with real ``engram sync``) is a
+valid sync directory that imports into an empty store with its edit and delete applied."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+
+from engram.sync.git.manifest import read_manifest, render_manifest
+from tests.support import REPO, run_engram
+
+EXAMPLE = REPO / ".engram-example"
+
+
+def test_example_directory_imports(tmp_path: Path) -> None:
+    assert (EXAMPLE / ".gitattributes").read_text().count("manifest.json merge=union") == 1
+    assert "*.db" in (EXAMPLE / ".gitignore").read_text()
+    copy = tmp_path / "example"  # import into a copy: the checkout stays untouched
+    shutil.copytree(EXAMPLE, copy)
+    data = tmp_path / "data"
+    done = run_engram("sync", "--import", "--dir", str(copy), "--json", data_dir=data)
+    assert done.returncode == 0, done.stderr
+    report = orjson.loads(done.stdout)
+    assert report["chunks_imported"] == 1 and report["chunks_failed"] == 0
+
+    found = orjson.loads(run_engram("search", "PostgreSQL", "--json", data_dir=data).stdout)
+    assert [m["title"] for m in found] == ["Team server uses PostgreSQL"]
+    assert "every laptop keeps SQLite" in found[0]["content"]  # the edit won
+    assert found[0]["revision_count"] == 2
+    assert orjson.loads(run_engram("search", "S3 chunks", "--json", data_dir=data).stdout) == []
+    sessions = orjson.loads(
+        run_engram("export", "--canonical", "--project", "acme", data_dir=data).stdout
+    )["sessions"]
+    assert [s["id"] for s in sessions] == ["s-bugs", "s-design"]
+
+    status = orjson.loads(
+        run_engram("sync", "--status", "--dir", str(copy), "--json", data_dir=data).stdout
+    )
+    assert status["manifest"] == "ok" and status["pending_import"] == []
+    reading = read_manifest((EXAMPLE / "manifest.json").read_bytes())
+    assert render_manifest(reading.entries.values()) == (EXAMPLE / "manifest.json").read_bytes()
