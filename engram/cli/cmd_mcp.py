@@ -47,14 +47,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="show the entry and where it goes; change nothing",
     )
     p.add_argument("--config", metavar="PATH", help="edit this file instead of the default one")
+    p.add_argument(
+        "--project",
+        help="pin the server to this project (for clients that start it outside the project, "
+        "such as Claude Desktop)",
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an environment variable for the server (repeatable), e.g. ENGRAM_DATA_DIR=...",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_setup)
 
     p = sub.add_parser(
         "protocol",
         help="print the memory protocol for an agent's instructions file",
-        description="Print the instructions that teach an agent when to save and how to search "
-        "(append them to CLAUDE.md, AGENTS.md, GEMINI.md…).",
+        description="Print the instructions that teach an agent when to save and how to search, "
+        "or add them once to an instructions file (CLAUDE.md, AGENTS.md, GEMINI.md…).",
+    )
+    p.add_argument(
+        "--install",
+        metavar="FILE",
+        help="add the protocol to FILE (created if missing); running it again changes nothing, "
+        "and after an Engram upgrade it updates the block it added",
     )
     add_json_flag(p)
     p.set_defaults(func=cmd_protocol)
@@ -88,13 +105,39 @@ def cmd_setup(args: argparse.Namespace) -> int:
         human += "\n\nRun 'engram setup <agent>' to configure one (--print to preview)."
         emit(args, human, {"agents": rows})
         return 0
-    result = agent_setup.setup(args.agent, config=args.config, print_only=args.print_only)
+    result = agent_setup.setup(
+        args.agent,
+        config=args.config,
+        print_only=args.print_only,
+        project=args.project,
+        env=agent_setup.parse_env(args.env),
+    )
     emit(args, result.message(), result.to_dict())
     return 0
 
 
 def cmd_protocol(args: argparse.Namespace) -> int:
-    from engram.mcp.instructions import PROTOCOL
+    from engram.mcp.instructions import PROTOCOL, install
 
-    emit(args, PROTOCOL, {"protocol": PROTOCOL})
+    if not args.install:
+        emit(args, PROTOCOL, {"protocol": PROTOCOL})
+        return 0
+    from pathlib import Path
+
+    from engram.files import write_atomic
+
+    path = Path(args.install).expanduser()
+    try:
+        old = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = None
+    status, new = install(old)
+    if status != "unchanged":
+        write_atomic(path, new.encode("utf-8"))
+    human = {
+        "added": f"Added the Engram memory protocol to {path}",
+        "updated": f"Updated the Engram memory protocol in {path}",
+        "unchanged": f"{path} already has the Engram memory protocol; nothing changed.",
+    }[status]
+    emit(args, human, {"path": str(path), "status": status})
     return 0

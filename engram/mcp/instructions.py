@@ -86,3 +86,28 @@ non-obvious, establishing a pattern or learning a user preference — content as
 ends, call mem_session_summary (Goal / Instructions / Discoveries / Accomplished / Next Steps / \
 Relevant Files). The project comes from the server's working directory: pass `project` only to \
 use another existing project (see mem_current_project)."""
+
+
+BEGIN_MARK = "<!-- engram:protocol (managed by 'engram protocol --install'; edits here are replaced) -->"
+END_MARK = "<!-- /engram:protocol -->"
+
+
+def install(text: str | None) -> tuple[str, str]:
+    """``(status, new_text)`` for putting the protocol into an instructions file's ``text``:
+    ``added`` (appended between markers), ``updated`` (the marked block replaced by today's
+    protocol) or ``unchanged`` (already there, marked or pasted by hand)."""
+    block = f"{BEGIN_MARK}\n{PROTOCOL.rstrip()}\n{END_MARK}\n"
+    text = text or ""
+    start = text.find(BEGIN_MARK)
+    end = text.find(END_MARK, start + 1) if start >= 0 else -1
+    if start >= 0 and end >= 0:
+        end += len(END_MARK)
+        if end < len(text) and text[end] == "\n":
+            end += 1
+        new = text[:start] + block + text[end:]
+        return ("unchanged" if new == text else "updated"), new
+    if PROTOCOL.strip() in text:
+        return "unchanged", text
+    # One blank line between the user's text and the block, whatever the text ended with.
+    separator = "\n\n"[: max(0, 2 - (len(text) - len(text.rstrip("\n"))))] if text else ""
+    return "added", text + separator + block

@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,9 @@ class Agent:
     entry: Callable[[list[str]], dict[str, Any]]
     note: str = ""
     instructions: str = "AGENTS.md"  # the file the agent reads its standing instructions from
+    env_key: str = "env"  # the entry's member holding environment variables
+    #: the client starts servers in / or the home directory, where no project can be detected
+    no_project_directory: bool = False
 
     def config_path(self, place: Place | None = None) -> Path:
         return self.locate(place or Place.current())
@@ -118,6 +121,7 @@ AGENTS: dict[str, Agent] = {
             _plain,
             "Claude Desktop has no project directory: set ENGRAM_PROJECT or use --project",
             "the project's instructions",
+            no_project_directory=True,
         ),
         Agent("codex", "Codex", "toml", ("mcp_servers",), _codex_path, _plain),
         Agent(
@@ -129,7 +133,10 @@ AGENTS: dict[str, Agent] = {
             _plain,
             instructions="GEMINI.md",
         ),
-        Agent("opencode", "OpenCode", "json", ("mcp",), _opencode_path, _opencode),
+        Agent(
+            "opencode", "OpenCode", "json", ("mcp",), _opencode_path, _opencode,
+            env_key="environment",
+        ),
         Agent(
             "cursor",
             "Cursor",
@@ -226,21 +233,25 @@ def _merge_into(node: Any, entry: dict[str, Any], new_table: Callable[[], Any]) 
 
 
 def merge_json(text: str | None, container: tuple[str, ...], entry: dict[str, Any]) -> Merge:
-    """Add the server entry to a JSON config's text, keeping everything else."""
+    """Add the server entry to a JSON or JSONC config's text, keeping everything else — comments,
+    trailing commas and layout included (only the entry's own text is rewritten)."""
+    from engram import jsonc
+
     if text is None or not text.strip():
-        data: Any = {}
-    else:
-        try:
-            data = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            raise ConfigFileError(f"not valid JSON ({exc})") from None
+        data: dict[str, Any] = {}
+        _merge_into(_descend(data, container, "JSON", dict), entry, dict)
+        return Merge("added", orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    try:
+        data = jsonc.loads(text)
+    except jsonc.JsoncError as exc:
+        raise ConfigFileError(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ConfigFileError("the top level is not a JSON object")
     node = _descend(data, container, "JSON", dict)
     status = _merge_into(node, entry, dict)
     if status == "unchanged":
         return Merge(status, None)
-    return Merge(status, orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return Merge(status, jsonc.set_member(text, (*container, SERVER_NAME), node[SERVER_NAME]))
 
 
 def merge_toml(text: str | None, container: tuple[str, ...], entry: dict[str, Any]) -> Merge:
@@ -259,16 +270,37 @@ def merge_toml(text: str | None, container: tuple[str, ...], entry: dict[str, An
     return Merge(status, tomlkit.dumps(doc))
 
 
-def merge(agent: Agent, text: str | None, command: list[str]) -> Merge:
+def entry(agent: Agent, command: list[str], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The agent's server entry for ``command``, with ``env`` under the agent's own key."""
+    value = agent.entry(command)
+    if env:
+        value[agent.env_key] = dict(env)
+    return value
+
+
+def merge(
+    agent: Agent, text: str | None, command: list[str], env: Mapping[str, str] | None = None
+) -> Merge:
     merge_text = merge_toml if agent.format == "toml" else merge_json
-    return merge_text(text, agent.container, agent.entry(command))
+    return merge_text(text, agent.container, entry(agent, command, env))
 
 
-def snippet(agent: Agent, command: list[str]) -> str:
+def snippet(agent: Agent, command: list[str], env: Mapping[str, str] | None = None) -> str:
     """The entry as it appears in an otherwise empty config file of that agent."""
-    text = merge(agent, None, command).text
+    text = merge(agent, None, command, env).text
     assert text is not None
     return text
+
+
+def parse_env(pairs: list[str] | None) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` (from ``--env``) as a dict; a pair without ``=`` is refused."""
+    env: dict[str, str] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ValidationError(f"--env expects KEY=VALUE, got {pair!r}", field="env")
+        env[name.strip()] = value
+    return env
 
 
 # --- the edge: files ------------------------------------------------------------------------
@@ -281,6 +313,7 @@ class SetupResult:
     status: str  # added | updated | already_configured | printed
     snippet: str
     backup: Path | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -289,12 +322,14 @@ class SetupResult:
             "status": self.status,
             "backup": str(self.backup) if self.backup else None,
             "snippet": self.snippet,
+            "warnings": self.warnings,
         }
 
     def message(self) -> str:
         name, path = self.agent.name, self.path
         if self.status == "printed":
-            return f"# {name}: add this to {path}\n{self.snippet}"
+            head = [f"# {name}: add this to {path}", *(f"# Warning: {w}" for w in self.warnings)]
+            return "\n".join([*head, self.snippet])
         if self.status == "already_configured":
             lines = [f"{name} is already configured in {path}; nothing changed."]
         else:
@@ -303,7 +338,8 @@ class SetupResult:
             if self.backup:
                 lines.append(f"Previous file kept as {self.backup}")
             lines.append(f"Restart {name}, then ask it to call mem_current_project.")
-        if self.agent.note:
+        lines.extend(f"Warning: {w}" for w in self.warnings)
+        if self.agent.note and not self.warnings:
             lines.append(f"Note: {self.agent.note}.")
         lines.append(
             "Teach the agent when to save and search: add the output of 'engram protocol' to "
@@ -328,36 +364,54 @@ def setup(
     print_only: bool = False,
     command: list[str] | None = None,
     place: Place | None = None,
+    project: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> SetupResult:
     """Add (or with ``print_only`` show) Engram's server entry in the agent's config file.
 
+    ``project`` pins the server to a project (``engram mcp --project P``), for clients that start
+    servers where no project can be detected; ``env`` adds environment variables to the entry.
     Idempotent; a file that does not parse is left untouched and reported; the previous file is
     kept as ``<file>.bak``.
     """
     agent = find_agent(agent_name)
-    command = command or server_command()
+    command = list(command or server_command())
+    if project:
+        from engram.project import project_name
+
+        command += ["--project", project_name(project)]
+    env = dict(env or {})
+    warnings = []
+    if agent.no_project_directory and not project and "ENGRAM_PROJECT" not in env:
+        warnings.append(
+            f"{agent.name} starts MCP servers in / or your home directory, where Engram would "
+            "guess the project from that directory's name; pass --project NAME (or --env "
+            "ENGRAM_PROJECT=NAME) so memories land in the right project"
+        )
     path = Path(config).expanduser() if config else agent.config_path(place)
-    text_of_snippet = snippet(agent, command)
+    text_of_snippet = snippet(agent, command, env)
     if print_only:
-        return SetupResult(agent, path, "printed", text_of_snippet)
+        return SetupResult(agent, path, "printed", text_of_snippet, warnings=warnings)
     # A symlinked config (dotfile managers) is edited where it really lives.
     target = path.resolve() if path.is_symlink() else path
     old = _read(target)
     try:
-        result = merge(agent, old, command)
+        result = merge(agent, old, command, env)
     except ConfigFileError as exc:
         raise ConfigFileError(
             f"{path}: {exc}; it was left untouched. Fix it, or run 'engram setup "
             f"{agent.key} --print' and add the entry by hand."
         ) from None
     if result.text is None:
-        return SetupResult(agent, path, "already_configured", text_of_snippet)
+        return SetupResult(
+            agent, path, "already_configured", text_of_snippet, warnings=warnings
+        )
     backup = None
     if old is not None:
         backup = target.with_name(target.name + ".bak")
         shutil.copy2(target, backup)
     write_atomic(target, result.text.encode("utf-8"))
-    return SetupResult(agent, path, result.status, text_of_snippet, backup)
+    return SetupResult(agent, path, result.status, text_of_snippet, backup, warnings)
 
 
 def status(agent: Agent, place: Place | None = None, command: list[str] | None = None) -> str:

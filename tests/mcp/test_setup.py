@@ -239,6 +239,68 @@ def test_server_command_prefers_the_engram_script(tmp_path: Path) -> None:
     assert agent_setup.find_agent("Claude").key == "claude-code"
 
 
+@pytest.mark.parametrize("agent", ["vscode", "opencode"])
+def test_jsonc_files_keep_their_comments_and_trailing_commas(agent: str, place: Place) -> None:
+    """VS Code's mcp.json and OpenCode's opencode.jsonc nearly always carry comments."""
+    relative, keys, entry = EXPECTED[agent]
+    if agent == "opencode":
+        relative = ".config/opencode/opencode.jsonc"
+    path = place.home / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    container = keys[0]
+    original = (
+        "// my editor's MCP servers\n"
+        "{\n"
+        f'  "{container}": {{\n'
+        '    /* the one I use at work */\n'
+        '    "other": {"command": "npx", "args": ["-y", "other-server"],}, // trailing\n'
+        "  },\n"
+        '  "theme": "dark",\n'
+        "}\n"
+    )
+    path.write_text(original)
+    result = setup(agent, command=COMMAND, place=place)
+    assert result.status == "added"
+    text = path.read_text()
+    for kept in ("// my editor's MCP servers", "/* the one I use at work */", "// trailing"):
+        assert kept in text
+    from engram import jsonc
+
+    data = jsonc.loads(text)
+    assert data[container]["engram"] == entry and data[container]["other"] == OTHER_SERVER
+    assert data["theme"] == "dark"
+    assert result.backup is not None and result.backup.read_text() == original
+    assert setup(agent, command=COMMAND, place=place).status == "already_configured"
+    assert path.read_text() == text
+
+
+def test_project_and_env_go_into_the_entry(place: Place) -> None:
+    result = setup(
+        "opencode", command=COMMAND, place=place, project="Acme-Web", env={"ENGRAM_DATA_DIR": "/d"}
+    )
+    entry = load(place.home / EXPECTED["opencode"][0])["mcp"]["engram"]
+    assert entry["command"] == [*COMMAND, "--project", "acme-web"]
+    assert entry["environment"] == {"ENGRAM_DATA_DIR": "/d"}  # OpenCode's own key
+    assert result.warnings == []
+    setup("cursor", command=COMMAND, place=place, env={"ENGRAM_PROJECT": "acme"})
+    assert load(place.home / EXPECTED["cursor"][0])["mcpServers"]["engram"]["env"] == {
+        "ENGRAM_PROJECT": "acme"
+    }
+    with pytest.raises(Exception, match="KEY=VALUE"):
+        agent_setup.parse_env(["NOEQUALS"])
+
+
+def test_claude_desktop_without_a_project_is_warned(place: Place) -> None:
+    """Claude Desktop starts servers in / or $HOME: the project guess would be wrong, silently."""
+    warned = setup("claude-desktop", command=COMMAND, place=place, print_only=True)
+    assert warned.warnings and "--project" in warned.warnings[0]
+    assert "Warning:" in warned.message()
+    pinned = setup("claude-desktop", command=COMMAND, place=place, project="acme")
+    assert pinned.warnings == []
+    entry = load(place.home / EXPECTED["claude-desktop"][0])["mcpServers"]["engram"]
+    assert entry["args"] == ["mcp", "--project", "acme"]
+
+
 # --- the real command -----------------------------------------------------------------------
 
 
@@ -288,6 +350,31 @@ def test_protocol_command_prints_the_memory_protocol(data_dir: Path) -> None:
     ):
         assert needle in done.stdout
     assert orjson.loads(run_engram("protocol", "--json", data_dir=data_dir).stdout)["protocol"]
+
+
+def test_protocol_install_adds_it_once_and_updates_its_own_block(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """`engram protocol >> CLAUDE.md` duplicated it on every run; --install is idempotent."""
+    from engram.mcp.instructions import BEGIN_MARK, PROTOCOL, install
+
+    target = tmp_path / "CLAUDE.md"
+    target.write_text("# My project\n\nUse tabs.\n")
+    first = run_engram("protocol", "--install", str(target), "--json", data_dir=data_dir)
+    assert first.returncode == 0, first.stderr
+    assert orjson.loads(first.stdout)["status"] == "added"
+    text = target.read_text()
+    assert text.startswith("# My project\n\nUse tabs.\n\n") and text.count(BEGIN_MARK) == 1
+    again = run_engram("protocol", "--install", str(target), data_dir=data_dir)
+    assert "nothing changed" in again.stdout and target.read_text() == text
+    # An older block (an earlier Engram's protocol) is replaced in place, the rest kept.
+    stale = text.replace(PROTOCOL.rstrip(), "old protocol text") + "\nMore notes.\n"
+    assert install(stale) == ("updated", text + "\nMore notes.\n")
+    # Pasted by hand before --install existed: left alone.
+    assert install("notes\n" + PROTOCOL)[0] == "unchanged"
+    created = tmp_path / "new" / "AGENTS.md"
+    assert run_engram("protocol", "--install", str(created), data_dir=data_dir).returncode == 0
+    assert created.read_text().startswith(BEGIN_MARK)
 
 
 @pytest.mark.anyio
