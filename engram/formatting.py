@@ -65,8 +65,24 @@ def search_results(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def observation(obs: Observation) -> str:
-    lines = [f"#{obs.id} [{obs.type}] {obs.title}", obs.content, f"Session: {obs.session_id}"]
+def content_blocks(content: str) -> str:
+    """A memory's content with its What/Why/Where/Learned blocks one per paragraph (the rule the
+    TUI and the dashboard use too); content without labels is returned as it is."""
+    from engram.text import split_blocks
+
+    blocks = split_blocks(content)
+    if not any(block.label for block in blocks):
+        return content
+    return "\n".join(
+        f"{block.label}: {block.text}" if block.label else block.text for block in blocks
+    )
+
+
+def observation(obs: Observation, *, blocks: bool = False) -> str:
+    """One memory in full; ``blocks`` lays its content out by What/Why/Where/Learned (for people;
+    agents get the content as saved)."""
+    content = content_blocks(obs.content) if blocks else obs.content
+    lines = [f"#{obs.id} [{obs.type}] {obs.title}", content, f"Session: {obs.session_id}"]
     if obs.project:
         lines.append(f"Project: {obs.project}")
     lines.append(f"Scope: {obs.scope}")

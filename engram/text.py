@@ -263,6 +263,26 @@ _LABEL_LINE = re.compile(
 )
 
 
+# A bold label in the middle of a line ("… **Why**: …", "… __Where:__ …"): agents and the MCP
+# tool description often write every block on one line. Only bold ones count mid-line, so a
+# sentence saying "why: because" stays text.
+_INLINE_LABEL = re.compile(
+    r"\s+(?=(?:\*\*|__)\s*(?:what|why|where|learned)\s*"
+    r"(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*[:\-—–]))",
+    re.IGNORECASE,
+)
+
+
+def _break_before_label(match: re.Match[str]) -> str:
+    """A line break before a mid-line label; none after a bullet or heading mark at the start of
+    a line, where the label already starts the line."""
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if not text[line_start : match.start()].strip(" \t-*+#"):
+        return match.group(0)
+    return "\n"
+
+
 @dataclass(frozen=True, slots=True)
 class Block:
     """One labelled part of a memory (``label`` is ``""`` for text before the first label)."""
@@ -274,7 +294,9 @@ class Block:
 def split_blocks(content: str) -> list[Block]:
     """Split ``content`` into labelled blocks; text without labels is one unlabelled block.
 
-    Only lines that *start* with a label count, so a sentence mentioning "why" stays text.
+    A label starts a block at the start of a line ("What: …", "## Why", "- **Where** — …") or,
+    in bold, in the middle of one ("**What**: x **Why**: y"); a sentence mentioning "why" stays
+    text.
     """
     blocks: list[Block] = []
     label = ""
@@ -285,7 +307,7 @@ def split_blocks(content: str) -> list[Block]:
         if label or text.strip():
             blocks.append(Block(label, text.rstrip()))
 
-    for line in content.splitlines():
+    for line in _INLINE_LABEL.sub(_break_before_label, content).splitlines():
         match = _LABEL_LINE.match(line)
         if match:
             close()

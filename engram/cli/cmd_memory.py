@@ -146,7 +146,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 
     with open_store() as store:
         obs = store.get_observation(args.id)
-    emit(args, formatting.observation(obs), obs.to_dict())
+    emit(args, formatting.observation(obs, blocks=True), obs.to_dict())
     return 0
 
 

@@ -97,6 +97,16 @@ def test_get_timeline_stats_delete(data_dir: Path) -> None:
     assert "not found" in fails("delete", "prompt", "9", data_dir=data_dir)
 
 
+def test_get_lays_out_blocks_written_on_one_line(data_dir: Path) -> None:
+    """The README's own example writes What and Why on one line; `get` shows them apart, as the
+    TUI and the dashboard do, while --json keeps the content as saved."""
+    content = "**What**: memories live in SQLite with FTS5 **Why**: zero setup, works offline"
+    ok("save", "Chose SQLite", content, "--project", "p", data_dir=data_dir)
+    shown = ok("get", "1", data_dir=data_dir).stdout
+    assert "What: memories live in SQLite with FTS5\nWhy: zero setup, works offline\n" in shown
+    assert orjson.loads(ok("get", "1", "--json", data_dir=data_dir).stdout)["content"] == content
+
+
 def test_errors_are_one_line_with_json_too(data_dir: Path) -> None:
     assert (
         fails("save", "", "x", data_dir=data_dir)

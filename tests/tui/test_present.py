@@ -47,6 +47,23 @@ def test_text_that_merely_mentions_a_label_stays_text() -> None:
     assert split_blocks("") == []
 
 
+def test_blocks_written_on_one_line_are_split_too() -> None:
+    """The MCP mem_save description and the README write every block on one line."""
+    content = "**What**: memories live in SQLite **Why**: zero setup, works offline"
+    assert split_blocks(content) == [
+        Block("What", "memories live in SQLite"),
+        Block("Why", "zero setup, works offline"),
+    ]
+    assert split_blocks("**What:** a **Where:** b.py __Learned__ — c") == [
+        Block("What", "a"),
+        Block("Where", "b.py"),
+        Block("Learned", "c"),
+    ]
+    # Mid-line, only a bold label followed by a colon or dash starts a block.
+    for text in ("We asked why: because.", "text **Why** it matters", "a **what** b"):
+        assert split_blocks(text) == [Block("", text)]
+
+
 def test_position_text() -> None:
     assert position_text(21, 40, 312) == "21–40 of 312"
     assert position_text(1, 20, 100_000) == "1–20 of 100,000"
