@@ -12,6 +12,8 @@ from pathlib import Path
 
 DEFAULT_PORT = 7437
 DEFAULT_HOST = "127.0.0.1"
+#: `engram hub`, the first seed's Hub API, listens where that seed's clients look for it.
+DEFAULT_HUB_PORT = 8000
 
 
 def _int_env(env: dict[str, str], name: str, default: int) -> int:
@@ -50,6 +52,10 @@ class Config:
     http_host: str = DEFAULT_HOST
     http_port: int = DEFAULT_PORT
     http_token: str | None = None
+    #: `engram hub`: its address and the seed's bearer token (ENGRAM_API_TOKEN).
+    hub_host: str = DEFAULT_HOST
+    hub_port: int = DEFAULT_HUB_PORT
+    api_token: str | None = None
     project_override: str | None = None
 
     @property
@@ -65,6 +71,9 @@ def load(env: dict[str, str] | None = None) -> Config:
         http_host=env.get("ENGRAM_HOST", "").strip() or DEFAULT_HOST,
         http_port=_int_env(env, "ENGRAM_PORT", DEFAULT_PORT),
         http_token=env.get("ENGRAM_HTTP_TOKEN", "").strip() or None,
+        hub_host=env.get("ENGRAM_HUB_HOST", "").strip() or DEFAULT_HOST,
+        hub_port=_int_env(env, "ENGRAM_HUB_PORT", DEFAULT_HUB_PORT),
+        api_token=env.get("ENGRAM_API_TOKEN", "").strip() or None,
         project_override=env.get("ENGRAM_PROJECT", "").strip() or None,
         busy_timeout_ms=_int_env(env, "ENGRAM_BUSY_TIMEOUT_MS", 10_000),
     )

@@ -16,6 +16,7 @@ from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
 from engram.store.journal import Journal
 from engram.store.observations import ObservationsMixin
+from engram.store.pattern import PatternSearchMixin
 from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
 from engram.store.replication import ReplicationMixin
@@ -29,6 +30,7 @@ class Store(
     ObservationsMixin,
     PromptsMixin,
     SearchMixin,
+    PatternSearchMixin,
     ContextMixin,
     ProjectsMixin,
     ExchangeMixin,
