@@ -38,6 +38,9 @@ MAX_TAG_CHARS = 200
 RE2_MAX_MEM = 8 << 20
 _BATCH = 256
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+#: Patterns anchored to the whole text (or turning per-line anchors off) may match a memory
+#: alone but not the same memory inside a batch: they are matched one memory at a time.
+_ABSOLUTE_ANCHORS = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
 
 
 @dataclass(slots=True)
@@ -48,7 +51,8 @@ class PatternResult:
     text: str
     matched: int
     scanned: int
-    candidates: int
+    #: How many memories the filters select, counted only when the scan stopped early.
+    candidates: int | None
     truncated: bool
     stopped_early: bool
     elapsed_ms: float
@@ -69,7 +73,9 @@ def compile_pattern(query: str) -> Any:
     options.log_errors = False  # RE2 would print every refused pattern on stderr
     options.max_mem = RE2_MAX_MEM
     try:
-        return re2.compile(query, options=options)
+        re2.compile(query, options=options)  # errors then quote the user's pattern, not ours
+        # (?m): ^ and $ match at every line, as in ripgrep, which the seed's clients expect.
+        return re2.compile(f"(?m){query}", options=options)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
@@ -184,61 +190,67 @@ class PatternSearchMixin(StoreBase):
             clauses.append("o.created_at < ?")
             params.append(f"{(last + timedelta(days=1)).isoformat()} 00:00:00")
         where = " AND ".join(clauses)
-        ids = [
-            row[0]
-            for row in self.db.rows(
-                f"SELECT o.id FROM observations o WHERE {where} "
-                "ORDER BY o.created_at DESC, o.id DESC",
-                params,
-            )
-        ]
         filtered = bool(session_id or tag_list or first or last)
-        if not ids and filtered:
-            raise NotFoundError(_nothing_selected(session_id, tag_list, date_from, date_to))
-
+        # A batch's rows joined by newlines match when one of them does (given the per-line
+        # anchors below), so one RE2 call per batch skips the rows that cannot match: RE2's
+        # per-call cost is a few microseconds, its scanning is fast.
+        batch_filter = pattern is not None and not _ABSOLUTE_ANCHORS.search(query)
         deadline = started + max(0.0, time_limit)
         pieces: list[str] = []
         size = matched = scanned = 0
         truncated = stopped_early = False
-        for start in range(0, len(ids), _BATCH):
-            if time.perf_counter() >= deadline:
-                stopped_early = True
-                break
-            batch = ids[start : start + _BATCH]
-            rows = self.db.rows(
-                "SELECT id, session_id, type, title, content, project, topic_key, created_at "
-                f"FROM observations WHERE id IN ({', '.join('?' for _ in batch)})",
-                batch,
+        with self.db.read() as conn:
+            cursor = conn.execute(
+                "SELECT o.id, o.session_id, o.type, o.title, o.content, o.project, o.topic_key,"
+                f" o.created_at FROM observations o WHERE {where}"
+                " ORDER BY o.created_at DESC, o.id DESC",
+                params,
             )
-            by_id = {row["id"]: row for row in rows}
-            for oid in batch:
-                row = by_id.get(oid)
-                if row is None:  # deleted between the two reads
-                    continue
-                scanned += 1
-                if pattern is not None and (
-                    pattern.search(row["title"]) is None and pattern.search(row["content"]) is None
-                ):
-                    continue
-                matched += 1
-                text = _memory_text(row)
-                if pattern is None and len(text) > SNIPPET_CHARS:
-                    text = text[:SNIPPET_CHARS]
-                piece = ("\n\n" if pieces else "") + text
-                pieces.append(piece)
-                size += len(piece)
-                if size >= max_chars:
-                    truncated = size > max_chars or scanned < len(ids)
+            while True:
+                if time.perf_counter() >= deadline:
+                    stopped_early = cursor.fetchone() is not None
                     break
-            if size >= max_chars:
-                break
+                batch = cursor.fetchmany(_BATCH)
+                if not batch:
+                    break
+                texts = [f"{row['title']}\n{row['content']}" for row in batch]
+                if batch_filter and pattern.search("\n".join(texts)) is None:
+                    scanned += len(batch)
+                    continue
+                for place, (row, text) in enumerate(zip(batch, texts, strict=True), 1):
+                    scanned += 1
+                    if pattern is not None and pattern.search(text) is None:
+                        continue
+                    matched += 1
+                    shown = _memory_text(row)
+                    if pattern is None and len(shown) > SNIPPET_CHARS:
+                        shown = shown[:SNIPPET_CHARS]
+                    piece = ("\n\n" if pieces else "") + shown
+                    pieces.append(piece)
+                    size += len(piece)
+                    if size >= max_chars:
+                        # "more than shown": text was cut, or memories were left unread.
+                        unread = place < len(batch) or cursor.fetchone() is not None
+                        truncated = size > max_chars or unread
+                        break
+                if size >= max_chars:
+                    break
+            candidates = None
+            if stopped_early:
+                candidates = int(
+                    conn.execute(
+                        f"SELECT COUNT(*) FROM observations o WHERE {where}", params
+                    ).fetchone()[0]
+                )
+        if scanned == 0 and filtered and not stopped_early:
+            raise NotFoundError(_nothing_selected(session_id, tag_list, date_from, date_to))
         text = "".join(pieces)[:max_chars]
         return PatternResult(
             query=query,
             text=text,
             matched=matched,
             scanned=scanned,
-            candidates=len(ids),
+            candidates=candidates,
             truncated=truncated,
             stopped_early=stopped_early,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 3),

@@ -129,3 +129,26 @@ def test_the_scan_is_bounded_in_time(filled: Store) -> None:
     result = filled.pattern_search("nothing matches this", time_limit=0)
     assert result.stopped_early
     assert result.scanned < result.candidates
+
+
+def test_anchors_match_at_every_line_as_in_ripgrep(store: Store) -> None:
+    fill(store, [memory(1, "first", "intro\nTODO: rotate the keys\nend")])
+    assert store.pattern_search("^TODO").matched == 1
+    assert store.pattern_search("keys$").matched == 1
+    assert store.pattern_search("^first$").matched == 1  # the title is a line too
+    assert store.pattern_search(r"\Aintro").matched == 0  # the text starts with the title
+    assert store.pattern_search(r"\Afirst").matched == 1
+
+
+def test_whole_text_anchors_see_each_memory_alone(store: Store) -> None:
+    # Matching a batch of memories at once must not change what \A and \z mean.
+    fill(store, [memory(n, f"note {n}", f"body {n}") for n in range(1, 6)])
+    assert store.pattern_search(r"\Anote 3").matched == 1
+    assert store.pattern_search(r"body 2\z").matched == 1
+    assert store.pattern_search(r"(?s-m)^note 4.*4$").matched == 1
+
+
+def test_an_error_quotes_the_pattern_as_given(store: Store) -> None:
+    with pytest.raises(ValidationError) as caught:
+        store.pattern_search("a)")
+    assert "(?m)" not in str(caught.value)
