@@ -19,6 +19,7 @@ from litestar.openapi import OpenAPIConfig
 from sqlalchemy import Engine, text
 
 from engram import __version__
+from engram_cloud import gateway
 from engram_cloud.api import admin as admin_api
 from engram_cloud.api import sync as sync_api
 from engram_cloud.api import workers
@@ -27,6 +28,7 @@ from engram_cloud.compression import response_compression
 from engram_cloud.dashboard.pages import DashboardPlugin
 from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
 from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
+from engram_cloud.live import LiveFeed
 from engram_cloud.notify import Notifier
 from engram_cloud.settings import Settings, load_settings
 
@@ -97,13 +99,16 @@ def create_app(
     owns_engine = engine is None
     engine = engine or create_db_engine(settings.database_url, pool_size=settings.pool_size)
     notifier = Notifier(libpq_url(settings.database_url))
+    live_feed = LiveFeed(engine, notifier)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         await notifier.start()
+        await live_feed.start()
         try:
             yield
         finally:
+            await live_feed.stop()
             await notifier.stop()
             if owns_engine:
                 engine.dispose()
@@ -116,13 +121,22 @@ def create_app(
             *sync_api.ROUTES,
             *admin_api.ROUTES,
             *workers.ROUTES,
+            *gateway.ROUTES,
         ],
         dependencies={
             "principal": Provide(provide_principal, sync_to_thread=True),
             "admin": Provide(provide_admin, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
-        state=State({"settings": settings, "engine": engine, "notifier": notifier}),
+        state=State(
+            {
+                "settings": settings,
+                "engine": engine,
+                "notifier": notifier,
+                "live_feed": live_feed,
+                "gateway_clients": gateway.Clients(),
+            }
+        ),
         lifespan=[lifespan],
         request_max_body_size=settings.max_push_bytes,
         compression_config=response_compression(),

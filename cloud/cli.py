@@ -91,6 +91,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "proxy_headers": True,
         "timeout_graceful_shutdown": 5,
         "access_log": args.access_log,
+        # The WebSocket gateway's keep-alive, as the seed's gateway: a ping every 20 s, and a
+        # connection whose pong is 10 s late is closed.
+        "ws": "websockets",
+        "ws_ping_interval": 20.0,
+        "ws_ping_timeout": 10.0,
     }
     if args.workers > 1:
         engine.dispose()
