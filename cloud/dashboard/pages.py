@@ -504,9 +504,12 @@ def home(
 def stats_page(
     request: Request, viewer: NamedDependency[Viewer], db: NamedDependency[Connection]
 ) -> Template:
+    from engram_cloud.dashboard.charts import stats_charts
+
     figures = dq.stats(db, viewer.scope)
     machines = machines_for(db, viewer)
     online = sum(1 for m in machines if m["online"])
+    charts = stats_charts(db, viewer.scope, machines)
     return render(
         request,
         "stats.html",
@@ -517,6 +520,7 @@ def stats_page(
             "stats": figures,
             "online": online,
             "machines": len(machines),
+            "charts": charts,
         },
     )
 
