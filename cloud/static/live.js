@@ -68,7 +68,7 @@
     if (event.event === "resume") toast("Sync resumed for " + event.project);
     pending[event.event === "overflow" ? "memory" : event.event] = true;
     if (event.event === "overflow") pending.heartbeat = pending.push = pending.pause = true;
-    if (!timer) timer = setTimeout(refresh, 250); /* a burst of events is one re-read */
+    if (!timer) timer = setTimeout(refresh, 50); /* one push brings several events: one re-read */
   }
 
   function connect() {
