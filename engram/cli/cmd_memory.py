@@ -34,6 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--session", dest="session_id", help="session id (default manual-save-<project>)"
     )
     p.add_argument("--tool", dest="tool_name", help="tool that produced the memory")
+    p.add_argument(
+        "--allow-secrets",
+        action="store_true",
+        help="keep text that looks like a secret (by default it is saved as [REDACTED:kind])",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_save)
 
@@ -118,6 +123,7 @@ def cmd_save(args: argparse.Namespace) -> int:
             scope=args.scope,
             topic_key=args.topic_key,
             tool_name=args.tool_name,
+            allow_secrets=args.allow_secrets,
         )
     emit(args, formatting.save_result(result), result.to_dict())
     return 0

@@ -130,6 +130,8 @@ class ObservationCreate(Struct):
     scope: str | None = "project"  # personal | project (anything else is project)
     topic_key: str | None = None
     tool_name: str | None = None
+    #: keep text that looks like a secret (by default it is saved as [REDACTED:kind])
+    allow_secrets: bool = False
 
 
 class ObservationSaved(Struct, omit_defaults=True):
@@ -156,6 +158,7 @@ class ObservationPatch(Struct):
     scope: str | None = None
     topic_key: str | None = None
     tool_name: str | None = None
+    allow_secrets: bool = False
 
 
 class ObservationDeleted(Struct):
@@ -212,6 +215,7 @@ class PromptCreate(Struct):
     content: Text
     session_id: SessionId | None = None
     project: str | None = ""
+    allow_secrets: bool = False
 
 
 class PromptSaved(Struct):

@@ -220,6 +220,7 @@ class ObservationRoutes(Controller):
             scope=data.scope,
             topic_key=data.topic_key,
             tool_name=data.tool_name,
+            allow_secrets=data.allow_secrets,
         )
         return ObservationSaved(
             id=result.observation.id,
@@ -296,6 +297,8 @@ class ObservationRoutes(Controller):
     def update(
         self, store: StoreArg, observation_id: ObservationId, data: JSONBody[ObservationPatch]
     ) -> ObservationOut:
+        """The body is the memory after the change: secrets in new text show as
+        ``[REDACTED:kind]`` (``allow_secrets`` keeps them)."""
         changed = store.update_observation(
             observation_id,
             title=data.title,
@@ -305,6 +308,7 @@ class ObservationRoutes(Controller):
             scope=data.scope,
             topic_key=data.topic_key,
             tool_name=data.tool_name,
+            allow_secrets=data.allow_secrets,
         )
         return to_wire(changed, ObservationOut)
 
@@ -359,7 +363,12 @@ class PromptRoutes(Controller):
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save what the user asked")
     def create(self, store: StoreArg, data: JSONBody[PromptCreate]) -> PromptSaved:
-        prompt = store.add_prompt(data.content, session_id=data.session_id, project=data.project)
+        prompt = store.add_prompt(
+            data.content,
+            session_id=data.session_id,
+            project=data.project,
+            allow_secrets=data.allow_secrets,
+        )
         return PromptSaved(id=prompt.id, status="saved", prompt=to_wire(prompt, PromptOut))
 
     @_get("/recent", responses=_errors(400), summary="Newest prompts")

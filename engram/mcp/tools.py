@@ -271,6 +271,13 @@ class MemoryTools:
                 "saving with the same key updates that memory instead of adding one"
             ),
         ] = None,
+        allow_secrets: Annotated[
+            bool,
+            Field(
+                description="keep text that looks like a secret; by default API keys, tokens, "
+                "private keys and passwords are saved as [REDACTED:kind]"
+            ),
+        ] = False,
     ) -> ToolResult:
         """Save a memory. Call it right after fixing a bug, making or explaining a decision,
         discovering something non-obvious, getting tricky configuration right, establishing a
@@ -289,6 +296,7 @@ class MemoryTools:
             project=resolved.project,
             scope=scope,
             topic_key=topic_key,
+            allow_secrets=allow_secrets,
         )
         return envelope(resolved, formatting.save_result(saved))
 
@@ -515,12 +523,16 @@ class MemoryTools:
         project: Annotated[
             str | None, Field(description="move the memory to this existing project")
         ] = None,
+        allow_secrets: Annotated[
+            bool, Field(description="keep text that looks like a secret (see mem_save)")
+        ] = False,
     ) -> ToolResult:
         """Correct or extend a memory in place (give only the fields that change). Prefer this to
         saving a second memory that contradicts the first."""
         check_size(title, "title", MAX_TITLE_BYTES)
         check_size(content, "content", self.max_content)
         resolved = self.workspace.resolve(project, write=True)
+        warnings: list[str] = []
         obs = self.store.update_observation(
             id,
             title=title,
@@ -529,12 +541,14 @@ class MemoryTools:
             scope=scope,
             topic_key=topic_key,
             project=resolved.project if project is not None and project.strip() else None,
+            allow_secrets=allow_secrets,
+            warnings=warnings,
         )
-        return envelope(
-            resolved,
+        text = (
             f"Memory updated: #{obs.id} {formatting.quoted(obs.title)} "
-            f"({obs.type}, scope={obs.scope})",
+            f"({obs.type}, scope={obs.scope})"
         )
+        return envelope(resolved, "\n".join([text, *warnings]))
 
     def mem_delete(
         self,

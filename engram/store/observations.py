@@ -10,6 +10,7 @@ from typing import Any
 
 from engram.errors import NotFoundError, ValidationError
 from engram.project import normalize_project
+from engram.secrets import redact_secrets, redaction_warning
 from engram.store import fts
 from engram.store.base import StoreBase, default_session_id
 from engram.store.models import (
@@ -55,6 +56,14 @@ def _check_id(observation_id: Any, field: str = "id") -> int:
     return value
 
 
+def _redacted(text: str, field: str, warnings: list[str] | None) -> str:
+    """``text`` with detected secrets replaced; the warning saying so goes to ``warnings``."""
+    redaction = redact_secrets(text)
+    if redaction.redacted and warnings is not None:
+        warnings.append(redaction_warning(redaction.kinds, field) or "")
+    return redaction.text
+
+
 def session_context(conn: sqlite3.Connection, session_id: str, created_at: str) -> str:
     """What an agent was doing when a memory was saved: the two memories saved just before it
     in the same session and the prompt that led to it. Indexed (weighted ~0.5) so questions
@@ -79,9 +88,19 @@ def session_context(conn: sqlite3.Connection, session_id: str, created_at: str) 
 class ObservationsMixin(StoreBase):
     # --- saving -----------------------------------------------------------------------------
 
-    def _clean_text(self, title: str | None, content: str | None):
+    def _clean_text(
+        self,
+        title: str | None,
+        content: str | None,
+        *,
+        allow_secrets: bool = False,
+        warnings: list[str] | None = None,
+    ):
         title = strip_private(title or "")
         content = strip_private(content or "")
+        if not allow_secrets:
+            title = _redacted(title, "title", warnings)
+            content = _redacted(content, "content", warnings)
         if not title:
             raise ValidationError("title is required and cannot be empty", field="title")
         if not content:
@@ -129,10 +148,15 @@ class ObservationsMixin(StoreBase):
         scope: str | None = "project",
         topic_key: str | None = None,
         tool_name: str | None = None,
+        allow_secrets: bool = False,
     ) -> SaveResult:
         """Save a memory. Same topic key ⇒ update that memory; same content within the dedupe
-        window ⇒ count a duplicate; otherwise insert. One transaction, journaled."""
-        title, truncation = self._clean_text(title, content)
+        window ⇒ count a duplicate; otherwise insert. One transaction, journaled. Detected
+        secrets become ``[REDACTED:kind]`` (with a warning) unless ``allow_secrets``."""
+        redactions: list[str] = []
+        title, truncation = self._clean_text(
+            title, content, allow_secrets=allow_secrets, warnings=redactions
+        )
         content = truncation.text
         kind = (type or "").strip() or "manual"
         project, project_warning = normalize_project(project)
@@ -140,7 +164,7 @@ class ObservationsMixin(StoreBase):
         topic = normalize_topic_key(topic_key)
         session_id = check_session_id(session_id) if session_id else default_session_id(project)
         tool = (tool_name or "").strip() or None
-        warnings = [w for w in (truncation.warning, project_warning) if w]
+        warnings = [*redactions, *(w for w in (truncation.warning, project_warning) if w)]
         if similar := self.similar_project_warning(project):
             warnings.append(similar)
         digest = normalized_hash(content)
@@ -430,8 +454,13 @@ class ObservationsMixin(StoreBase):
         scope: str | None = None,
         topic_key: str | None = None,
         tool_name: str | None = None,
+        allow_secrets: bool = False,
+        warnings: list[str] | None = None,
     ) -> Observation:
-        """Change the given fields of a live observation (``topic_key=""`` clears it)."""
+        """Change the given fields of a live observation (``topic_key=""`` clears it).
+
+        Detected secrets in a new title or content become ``[REDACTED:kind]`` unless
+        ``allow_secrets``; a list passed as ``warnings`` receives the warning saying so."""
         oid = _check_id(observation_id)
         if all(v is None for v in (title, content, type, project, scope, topic_key, tool_name)):
             raise ValidationError("provide at least one field to update")
@@ -446,11 +475,15 @@ class ObservationsMixin(StoreBase):
             new = dict(old)
             if title is not None:
                 new["title"] = strip_private(title)
+                if not allow_secrets:
+                    new["title"] = _redacted(new["title"], "title", warnings)
                 if not new["title"]:
                     raise ValidationError("title cannot be empty", field="title")
                 new["title"] = truncate(new["title"], MAX_TITLE_BYTES).text
             if content is not None:
                 text = strip_private(content)
+                if not allow_secrets:
+                    text = _redacted(text, "content", warnings)
                 if not text:
                     raise ValidationError("content cannot be empty", field="content")
                 new["content"] = truncate(text, self.config.max_observation_length).text

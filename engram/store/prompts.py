@@ -7,6 +7,7 @@ from typing import Any
 
 from engram.errors import NotFoundError, ValidationError
 from engram.project import project_name
+from engram.secrets import redact_secrets
 from engram.store import fts
 from engram.store.base import StoreBase, default_session_id
 from engram.store.models import Prompt
@@ -17,9 +18,18 @@ from engram.times import now_text
 
 class PromptsMixin(StoreBase):
     def add_prompt(
-        self, content: str, *, session_id: str | None = None, project: str | None = ""
+        self,
+        content: str,
+        *,
+        session_id: str | None = None,
+        project: str | None = "",
+        allow_secrets: bool = False,
     ) -> Prompt:
+        """Save what the user asked. Detected secrets become ``[REDACTED:kind]`` (the stored
+        text shows it) unless ``allow_secrets``."""
         text = strip_private(content or "")
+        if not allow_secrets:
+            text = redact_secrets(text).text
         if not text:
             raise ValidationError("content is required and cannot be empty", field="content")
         text = truncate(text, self.config.max_observation_length).text
