@@ -282,6 +282,7 @@ class VaultSync:
         self.apply_store = apply_store
         self.prefer = prefer
         self.report = VaultReport(str(self.root), state.project, dry_run=dry_run)
+        self._hashes: dict[str, tuple[str, str]] = {}
         memories = _selection(self.store, state)
         self.memories = memories
         notes, archive_notes = self._read_disk()
@@ -388,8 +389,9 @@ class VaultSync:
         elif memory.get("deleted_at"):
             self._archived(key, memory, entry, note, archive)
         elif note is None:
-            if entry is None:
-                self._write(key, memory, self._new_path(memory), self.report.written)
+            if entry is None or not self.apply_store:  # export writes a deleted note again
+                path = entry.path if entry is not None else self._new_path(memory)
+                self._write(key, memory, path, self.report.written)
             else:
                 self._deleted_note(key, memory, entry, apply_deletes, archive)
         else:
@@ -620,9 +622,18 @@ class VaultSync:
             shown = where.path if where is not None else f"#{memory['id']}"
             if topic and memory["topic_key"] == topic:
                 return f"topic {topic!r} is already the memory in {shown}: edit that note"
-            if normalized_hash(memory["content"]) == digest_ and memory["title"] == fields.title:
+            if memory["title"] == fields.title and digest_ in self._content_hashes(key, memory):
                 return f"same title and text as {shown}: not saved twice"
         return None
+
+    def _content_hashes(self, key: str, memory: dict[str, Any]) -> tuple[str, str]:
+        """A memory's text as stored and as its note shows it (blocks as headings)."""
+        cached = self._hashes.get(key)
+        if cached is None:
+            shown = parse_note(self._render(memory), fallback_title="").content
+            cached = (normalized_hash(memory["content"]), normalized_hash(shown))
+            self._hashes[key] = cached
+        return cached
 
     # --- helpers ----------------------------------------------------------------------------
 
