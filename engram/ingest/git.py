@@ -15,6 +15,7 @@ on purpose) is never saved again, so ingesting twice, or on two machines, adds n
 from __future__ import annotations
 
 import re
+import secrets
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
@@ -34,8 +35,7 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 36500
 MAX_FILES_LISTED = 40
 MAX_BODY_CHARS = 4000
-_RECORD, _FIELD = "\x1e", "\x1f"
-_FORMAT = _RECORD + _FIELD.join(["%H", "%P", "%an", "%ae", "%aI", "%s", "%b"]) + _FIELD
+_PLACEHOLDERS = ["%H", "%P", "%an", "%ae", "%aI", "%s", "%b"]
 _BOT = re.compile(r"\[bot\]|^(?:dependabot|renovate|github-actions|greenkeeper|snyk-bot)\b", re.I)
 
 
@@ -182,13 +182,18 @@ def read_commits(repo: Path, days: int) -> list[Commit]:
         _git(repo, "rev-parse", "--verify", "--quiet", "HEAD")
     except ValidationError:
         return []  # a repository without commits yet
+    # Separators carry a random nonce: a commit message is written by anyone, and must never be
+    # able to forge a field or a record boundary.
+    nonce = secrets.token_hex(8)
+    record_mark, field_mark = f"\x1e{nonce}", f"\x1f{nonce}"
+    fmt = record_mark + field_mark.join(_PLACEHOLDERS) + field_mark
     out = _git(
         repo, "log", f"--since={days} days ago", "--no-color", "--name-only", "--no-renames",
-        f"--format={_FORMAT}", "HEAD",
+        f"--format={fmt}", "HEAD",
     )  # fmt: skip
     commits: list[Commit] = []
-    for record in out.split(_RECORD)[1:]:
-        parts = record.split(_FIELD)
+    for record in out.split(record_mark)[1:]:
+        parts = record.split(field_mark)
         if len(parts) < 8:
             continue
         sha, parents, author, email, date, subject, body, tail = parts[:8]

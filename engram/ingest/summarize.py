@@ -144,7 +144,8 @@ def offline_learnings(sources: list[Source]) -> list[Learning]:
     found: dict[str, Learning] = {}
 
     def add(text: str, confidence: float, source: str) -> None:
-        text = " ".join(text.replace("**", "").split())
+        # A private span's placeholder says nothing a learning needs.
+        text = " ".join(text.replace("**", "").replace("[REDACTED]", " ").split())
         if len(text) < 12:
             return
         key = text.lower()
