@@ -54,12 +54,23 @@ AGENT_TOOLS = (
     "mem_current_project",
     "mem_list_projects",
 )
-ADMIN_TOOLS = ("mem_delete", "mem_stats", "mem_timeline", "mem_merge_projects")
+ADMIN_TOOLS = (
+    "mem_delete",
+    "mem_stats",
+    "mem_timeline",
+    "mem_merge_projects",
+    "mem_ingest_git",
+    "mem_summarize",
+)
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
+#: The second seed's names, served only when asked for (``--tools seed`` or by name), so the
+#: default tool list has one name per tool.
+SEED_ALIASES = ("ingestGit", "summarize")
 PROFILES: dict[str, tuple[str, ...]] = {
     "agent": AGENT_TOOLS,
     "admin": ADMIN_TOOLS,
     "all": ALL_TOOLS,
+    "seed": SEED_ALIASES,
 }
 
 
@@ -91,7 +102,18 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "mem_stats": _hints("Memory statistics", read_only=True, idempotent=True),
     "mem_timeline": _hints("Timeline around a memory", read_only=True, idempotent=True),
     "mem_merge_projects": _hints("Merge projects", read_only=False, destructive=True),
+    "mem_ingest_git": _hints("Memories from git history", read_only=False, idempotent=True),
+    # The only tool that may reach beyond this machine: a model provider, when a key is set.
+    "mem_summarize": ToolAnnotations(
+        title="Summarize learnings",
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=True,
+    ),
 }
+ANNOTATIONS["ingestGit"] = ANNOTATIONS["mem_ingest_git"]
+ANNOTATIONS["summarize"] = ANNOTATIONS["mem_summarize"]
 
 
 def select_tools(spec: str | Iterable[str] | None) -> list[str]:
@@ -105,15 +127,15 @@ def select_tools(spec: str | Iterable[str] | None) -> list[str]:
     for token in tokens:
         if token in PROFILES:
             chosen.update(PROFILES[token])
-        elif token in ALL_TOOLS:
+        elif token in ALL_TOOLS or token in SEED_ALIASES:
             chosen.add(token)
         else:
             raise ValidationError(
                 f"unknown tool or profile {token!r} in --tools; use agent, admin, all or any of: "
-                f"{', '.join(ALL_TOOLS)}",
+                f"{', '.join(ALL_TOOLS + SEED_ALIASES)}",
                 field="tools",
             )
-    return [name for name in ALL_TOOLS if name in chosen]
+    return [name for name in ALL_TOOLS + SEED_ALIASES if name in chosen]
 
 
 # --- tool errors ----------------------------------------------------------------------------
@@ -190,7 +212,8 @@ class EngramMCPServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
         if name not in self.tool_names:
-            hidden = " (not enabled by this server's --tools)" if name in ALL_TOOLS else ""
+            known = name in ALL_TOOLS or name in SEED_ALIASES
+            hidden = " (not enabled by this server's --tools)" if known else ""
             return error_result(
                 f"Unknown tool {name!r}{hidden}. Available: {', '.join(self.tool_names)}.",
                 "unknown_tool",

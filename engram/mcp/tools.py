@@ -605,6 +605,90 @@ class MemoryTools:
         projects = [p.to_dict() for p in self.store.list_projects()]
         return envelope(self.workspace.default(), {"projects": projects, "count": len(projects)})
 
+    # --- memories from git history ----------------------------------------------------------
+
+    def mem_ingest_git(
+        self,
+        days: Annotated[int, Field(ge=1, le=36500, description="how far back (default 30)")] = 30,
+        repo: Annotated[
+            str | None,
+            Field(description="the repository's path (default: this server's directory)"),
+        ] = None,
+        include_bots: Annotated[
+            bool, Field(description="also change sets made only by bots (dependabot…)")
+        ] = False,
+    ) -> ToolResult:
+        """Save one memory per recent change set of the project's git repository (a merge and
+        the commits it brought in are one). Safe to repeat: change sets already saved, here or
+        by a teammate, are never added twice."""
+        from engram.ingest.git import ingest_git
+
+        resolved = self.workspace.resolve(None, write=True)
+        report = ingest_git(
+            self.store,
+            repo or self.workspace.cwd,
+            resolved.project,
+            days=days,
+            include_bots=include_bots,
+        )
+        return envelope(resolved, report.to_dict())
+
+    def mem_summarize(
+        self,
+        days: Annotated[int, Field(ge=1, le=36500, description="how far back (default 7)")] = 7,
+        min_confidence: Annotated[
+            float,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="keep learnings at or above this confidence (default 0.6)",
+                validation_alias=AliasChoices("min_confidence", "minConfidence"),
+            ),
+        ] = 0.6,
+        dry_run: Annotated[bool, Field(description="show the learnings, save nothing")] = False,
+    ) -> ToolResult:
+        """Extract learnings from the project's recent memories and commits and save them as
+        'learning' memories with their confidence and sources. Uses Claude when the server has
+        ANTHROPIC_API_KEY, else an offline extraction of Learned blocks and Key Learnings.
+        Private text and secrets never leave the machine."""
+        from engram.ingest.provider import provider_from_env
+        from engram.ingest.summarize import summarize
+
+        resolved = self.workspace.resolve(None, write=True)
+        report = summarize(
+            self.store,
+            resolved.project,
+            days=days,
+            min_confidence=min_confidence,
+            provider=provider_from_env(),
+            repo=self.workspace.cwd,
+            dry_run=dry_run,
+        )
+        return envelope(resolved, report.to_dict())
+
+    def ingestGit(  # the second seed's tool name
+        self,
+        workspace: Annotated[
+            str | None, Field(description="the repository's path (default: the server's)")
+        ] = None,
+        days: Annotated[int, Field(ge=1, le=36500, description="how far back")] = 30,
+    ) -> ToolResult:
+        """Alias of mem_ingest_git with the second seed's argument names."""
+        return self.mem_ingest_git(days=days, repo=workspace)
+
+    def summarize(
+        self,
+        workspace: Annotated[
+            str | None, Field(description="ignored: the server's project is summarized")
+        ] = None,
+        days: Annotated[int, Field(ge=1, le=36500, description="how far back")] = 7,
+        minConfidence: Annotated[  # the second seed's argument name
+            float, Field(ge=0.0, le=1.0, description="keep learnings at or above")
+        ] = 0.6,
+    ) -> ToolResult:
+        """Alias of mem_summarize with the second seed's argument names."""
+        return self.mem_summarize(days=days, min_confidence=minConfidence)
+
     def mem_merge_projects(self, sources: list[str], to: str) -> ToolResult:
         """Body of ``mem_merge_projects`` (its ``from`` argument is a Python keyword, so
         ``engram.mcp.server`` registers it with an explicit argument model)."""

@@ -44,6 +44,11 @@ class Repo:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
+    return make_repo(tmp_path)
+
+
+def make_repo(tmp_path: Path) -> Repo:
+    """The test repository ``shop`` under ``tmp_path``."""
     home = tmp_path / "home"
     home.mkdir()
     repo = Repo(tmp_path / "shop", home)
