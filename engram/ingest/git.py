@@ -19,6 +19,7 @@ import secrets
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -187,9 +188,12 @@ def read_commits(repo: Path, days: int) -> list[Commit]:
     nonce = secrets.token_hex(8)
     record_mark, field_mark = f"\x1e{nonce}", f"\x1f{nonce}"
     fmt = record_mark + field_mark.join(_PLACEHOLDERS) + field_mark
+    # An absolute date: git's "N days ago" misreads large N (36500 days matched nothing).
+    since = datetime.now(UTC) - timedelta(days=days)
+    window = [f"--since={since:%Y-%m-%dT%H:%M:%SZ}"] if since.year > 1970 else []
     out = _git(
-        repo, "log", f"--since={days} days ago", "--no-color", "--name-only", "--no-renames",
-        f"--format={fmt}", "HEAD",
+        repo, "log", *window, "--no-color", "--name-only", "--no-renames", f"--format={fmt}",
+        "HEAD",
     )  # fmt: skip
     commits: list[Commit] = []
     for record in out.split(record_mark)[1:]:

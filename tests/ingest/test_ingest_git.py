@@ -62,6 +62,11 @@ def test_ingesting_twice_or_on_two_machines_adds_nothing(repo, store: Store, mak
     assert ingest_git(store, repo.path, "shop", days=30).added == []
 
 
+def test_a_window_of_a_century_reads_the_whole_history(repo, store: Store) -> None:
+    # git's own "36500 days ago" matched nothing: the window is passed as an absolute date.
+    assert len(ingest_git(store, repo.path, "shop", days=36500).added) == 3
+
+
 def test_an_archived_commit_memory_is_not_brought_back(repo, store: Store) -> None:
     ingest_git(store, repo.path, "shop", days=30)
     [first] = [o for o in store.recent_observations("shop") if o.title == "Initial layout"]
