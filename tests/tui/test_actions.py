@@ -8,7 +8,15 @@ from engram.errors import NotFoundError
 from engram.tui.detail import ObservationScreen
 from engram.tui.dialogs import ConfirmScreen, EditScreen
 from engram.tui.lists import RecentScreen
-from tests.tui.helpers import Seeded, make_app, screen_text, snapshot, wait_for, wait_text
+from tests.tui.helpers import (
+    Seeded,
+    make_app,
+    on_screen,
+    screen_text,
+    snapshot,
+    wait_for,
+    wait_text,
+)
 
 pytestmark = pytest.mark.anyio
 SIZE = (110, 36)
@@ -133,7 +141,11 @@ async def test_detail_scrolls_long_content(seeded: Seeded) -> None:
         await pilot.press("end")
         await wait_text(pilot, "Step 80:")
         await pilot.press("home", "j", "j")
-        text = screen_text(app)
-        assert "Step 1:" not in text and "Step 3:" in text
+        # Scrolling is animated and the machine may be busy: wait for where it must end up.
+        await wait_for(
+            pilot,
+            lambda: not on_screen(app, "Step 1:") and on_screen(app, "Step 3:"),
+            "two lines scrolled down",
+        )
         await pilot.press("k", "k")
-        assert "Step 1:" in screen_text(app)
+        await wait_text(pilot, "Step 1:")
