@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from engram.cli.common import add_json_flag, emit, open_store, wants_json
+from engram.cli.common import add_json_flag, emit, open_store, say, wants_json, warn
 
 if TYPE_CHECKING:
     from engram.store import Store
@@ -55,7 +55,7 @@ def fail(args: argparse.Namespace, exc: CloudError, **extra: Any) -> int:
     line = f"cloud sync {exc.reason_code}: {exc}"
     if wants_json(args):
         emit(args, None, {"error": line, **exc.to_dict(), **extra})
-    sys.stderr.write(f"engram: error: {line}\n")
+    warn(line, kind="error")
     return EXIT_FAILED
 
 
@@ -407,8 +407,13 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
                 emit(args, "\n".join(lines), data)
                 return 0
             if action == "bootstrap":
-                say = (lambda _: None) if wants_json(args) else (lambda m: print(m, flush=True))
-                report = upgrade.bootstrap(store, project, cloud, progress=_progress(args), say=say)
+                report = upgrade.bootstrap(
+                    store,
+                    project,
+                    cloud,
+                    progress=_progress(args),
+                    say=(lambda _: None) if wants_json(args) else say,
+                )
                 data = report.to_dict()
                 if report.error:
                     emit(args, f"stage: {report.stage}\nerror: {report.error['error']}", data)
@@ -474,7 +479,7 @@ def cloud_export(args: argparse.Namespace) -> int:
         line = f"cloud sync {error['reason_code']}: {error['error']}"
         if wants_json(args):
             emit(args, None, {"error": line, **data})
-        sys.stderr.write(f"engram: error: {line}\n")
+        warn(line, kind="error")
         return EXIT_FAILED
     if not report.sent and not report.rejected:
         emit(

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import TYPE_CHECKING
 
-from engram.cli.common import add_json_flag, emit, open_store, resolve_project, wants_json
+from engram.cli.common import (
+    add_json_flag,
+    emit,
+    open_store,
+    resolve_project,
+    say,
+    wants_json,
+    warn,
+)
 
 if TYPE_CHECKING:
     from engram.sync.git.sync import ChunkProblem, GitSync
@@ -77,16 +84,16 @@ def _git(args: argparse.Namespace, store) -> GitSync:
 
 def _warn(problems: list[ChunkProblem]) -> None:
     for problem in problems:
-        sys.stderr.write(f"engram: warning: {problem}\n")
+        warn(str(problem))
 
 
 def git_export(args: argparse.Namespace) -> int:
     projects = _selection(args)
     if not wants_json(args):
         if projects is None:
-            print("Exporting ALL memories (all projects)...", flush=True)
+            say("Exporting ALL memories (all projects)...")
         else:
-            print(f'Exporting memories for project "{projects[0]}"...', flush=True)
+            say(f'Exporting memories for project "{projects[0]}"...')
     with open_store() as store:
         sync = _git(args, store)
         report = sync.export(projects=projects, include_personal=args.include_personal)
@@ -169,7 +176,7 @@ def git_import(args: argparse.Namespace) -> int:
         lines += [f"  {failure}" for failure in report.failures]
     emit(args, "\n".join(lines), data)
     if report.failures and not wants_json(args):
-        sys.stderr.write(f"engram: error: {len(report.failures)} chunk(s) could not be imported\n")
+        warn(f"{len(report.failures)} chunk(s) could not be imported", kind="error")
     return 1 if report.failures else 0
 
 

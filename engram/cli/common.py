@@ -1,5 +1,9 @@
 """What every command shares: opening the store, resolving the project, printing human text or
-``--json``, and turning errors into one clear line and an exit code."""
+``--json``, and turning errors into one clear line and an exit code.
+
+Human text goes through :func:`engram.terminal.for_terminal` here, once for every command:
+memories, chunk headers and server messages are shown, never obeyed by the terminal.
+``--json`` output keeps every character intact."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import ProjectResolutionError
+from engram.terminal import for_terminal
 
 if TYPE_CHECKING:
     from engram.project import ProjectResolution
@@ -44,7 +49,18 @@ def emit(args: argparse.Namespace, human: str | None, data: Any) -> None:
     if wants_json(args):
         sys.stdout.write(dumps(data) + "\n")
     elif human is not None:
+        human = for_terminal(human)
         sys.stdout.write(human if human.endswith("\n") else human + "\n")
+
+
+def say(line: str) -> None:
+    """A human progress line on stdout, printed at once (never with ``--json``)."""
+    print(for_terminal(line), flush=True)
+
+
+def warn(line: str, *, kind: str = "warning") -> None:
+    """``engram: <kind>: <line>`` on stderr (``kind`` error, warning, notice)."""
+    sys.stderr.write(f"engram: {kind}: {for_terminal(line)}\n")
 
 
 def resolve_project(explicit: str | None) -> ProjectResolution:

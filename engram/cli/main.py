@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from engram import __version__
-from engram.cli.common import add_json_flag, dumps, wants_json
+from engram.cli.common import add_json_flag, dumps, wants_json, warn
 from engram.errors import EngramError, ProjectResolutionError
 
 EXIT_ERROR = 1
@@ -43,7 +43,7 @@ def report_error(args: argparse.Namespace | None, exc: BaseException) -> None:
         if isinstance(exc, ProjectResolutionError):
             data.update(error_code=exc.code, available_projects=exc.available_projects)
         sys.stdout.write(dumps(data) + "\n")
-    sys.stderr.write(f"engram: error: {message}\n")
+    warn(message, kind="error")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -51,6 +51,7 @@ from engram.sync.cloud.client import (
 )
 from engram.sync.cloud.config import CloudConfig, CloudConfigError, load_cloud_config
 from engram.sync.cloud.sync import CloudSync
+from engram.terminal import for_terminal
 
 if TYPE_CHECKING:
     from engram.config import Config
@@ -127,8 +128,9 @@ def backoff_delay(
 
 
 def _say(message: str) -> None:
-    # stderr only: for `engram mcp`, stdout is the protocol channel.
-    sys.stderr.write(f"[autosync] {message}\n")
+    # stderr only: for `engram mcp`, stdout is the protocol channel. Messages can quote the
+    # server, so they are escaped for the terminal `engram serve` runs in.
+    sys.stderr.write(f"[autosync] {for_terminal(message)}\n")
     sys.stderr.flush()
 
 
