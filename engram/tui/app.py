@@ -1,6 +1,10 @@
 """``EngramApp``: the Textual application behind ``engram tui`` — global keys, navigation between
 screens, the project filter, the theme, and the notices for a locked database or a terminal too
-small to draw in."""
+small to draw in.
+
+Textual writes text to the terminal as it is, escape sequences included: every text from the
+store is passed through :func:`engram.terminal.for_terminal` where a screen shows it (lists in
+``LazyList``, headers and dialogs in their screens, notifications here)."""
 
 from __future__ import annotations
 
@@ -10,10 +14,12 @@ from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input
 
+from engram.terminal import for_terminal
 from engram.tui.gateway import Gateway
 from engram.tui.styles import APP_CSS, DEFAULT_THEME, MIN_HEIGHT, MIN_WIDTH, light_theme
 
@@ -77,6 +83,25 @@ class EngramApp(App[None]):
 
     def on_unmount(self) -> None:
         self.gateway.close()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification (they quote titles, project names and errors) with control
+        characters escaped."""
+        super().notify(
+            for_terminal(message),
+            title=for_terminal(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     # --- global actions -------------------------------------------------------------------------
 

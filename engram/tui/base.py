@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -13,6 +14,7 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from engram.errors import EngramError
+from engram.terminal import for_terminal
 from engram.tui.gateway import Closing, as_engram_error
 from engram.tui.styles import MIN_HEIGHT, MIN_WIDTH
 
@@ -90,14 +92,14 @@ class EngramScreen(Screen):
         self.watch(self.app, "project", self._show_topbar)
 
     def _show_topbar(self, project: str | None = None) -> None:
-        where = self.engram.project or "all projects"
+        where = for_terminal(self.engram.project or "all projects")
         self.query_one("#topbar", Static).update(
-            f"Engram › {self.TITLE_TEXT}   ·   project: {where}"
+            Text(f"Engram › {self.TITLE_TEXT}   ·   project: {where}")
         )
 
     def _show_db_notice(self, notice: str) -> None:
         status = self.query_one("#status", Static)
-        status.update(notice)
+        status.update(Text(for_terminal(notice)))
         status.set_class(bool(notice), "-shown")
 
     def on_screen_resume(self) -> None:

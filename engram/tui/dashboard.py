@@ -13,6 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from engram.errors import EngramError
+from engram.terminal import for_terminal
 from engram.tui.base import EngramScreen
 from engram.tui.gateway import Dashboard, ObservationRow, SyncTarget
 from engram.tui.items import observation_item
@@ -81,7 +82,7 @@ class DashboardScreen(EngramScreen):
             ("projects", "Projects", len(stats.projects)),
         ):
             self.query_one(f"#stat-{key}", Static).update(f"{label}\n{value:,}")
-        self.query_one("#database", Static).update(f"Database: {data.database}")
+        self.query_one("#database", Static).update(Text(for_terminal(f"Database: {data.database}")))
         recent = self.query_one("#recent", LazyList)
         recent.set_source(FixedSource(data.recent), keep_cursor=True)
 
@@ -89,7 +90,7 @@ class DashboardScreen(EngramScreen):
         for key in ("observations", "sessions", "prompts", "projects"):
             self.query_one(f"#stat-{key}", Static).update(f"{key.capitalize()}\n—")
         self.query_one("#database", Static).update(
-            f"Cannot read the store: {exc}. Press r to retry."
+            Text(for_terminal(f"Cannot read the store: {exc}. Press r to retry."))
         )
         self.query_one("#recent", LazyList).show_error(str(exc))
         self.show_error(exc)
@@ -108,10 +109,10 @@ class DashboardScreen(EngramScreen):
                     state = f"{target.pending:,} to push" if target.pending else "up to date"
                     parts.append(f"cloud {target.name} — {state} ({', '.join(target.projects)})")
             text = "Sync: " + " · ".join(parts)
-        self.query_one("#sync", Static).update(Text(text))
+        self.query_one("#sync", Static).update(Text(for_terminal(text)))
 
     def _sync_failed(self, exc: EngramError) -> None:
-        self.query_one("#sync", Static).update(f"Sync: unknown ({exc})")
+        self.query_one("#sync", Static).update(Text(for_terminal(f"Sync: unknown ({exc})")))
 
     # --- navigation -----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from textual.widgets import Static
 from engram.errors import EngramError, NotFoundError
 from engram.store import Observation, Prompt, Session, Timeline
 from engram.store.models import TimelineEntry
+from engram.terminal import for_terminal
 from engram.text import split_blocks
 from engram.tui.base import EngramScreen
 from engram.tui.gateway import ObservationRow
@@ -95,10 +96,10 @@ class ObservationScreen(EngramScreen):
         self.remove_class("-gone")
         head = Text()
         head.append(f"#{obs.id}  ")
-        head.append(obs.type, style="italic")
+        head.append(for_terminal(obs.type), style="italic")
         if row.active:
             head.append(f"  {ACTIVE}")
-        head.append(f"\n{obs.title}")
+        head.append(f"\n{for_terminal(obs.title)}")
         self.query_one("#obs-head", Static).update(head)
         meta = [
             f"project {obs.project or '—'}",
@@ -115,7 +116,7 @@ class ObservationScreen(EngramScreen):
             f"revisions {obs.revision_count}",
             f"duplicates {obs.duplicate_count}",
         ]
-        self.query_one("#obs-meta", Static).update(Text(" · ".join(meta)))
+        self.query_one("#obs-meta", Static).update(Text(for_terminal(" · ".join(meta))))
         if self.observation is None or self.observation.content != obs.content:
             body = self.query_one("#obs-body", VerticalScroll)
             body.remove_children()
@@ -128,8 +129,8 @@ class ObservationScreen(EngramScreen):
         for block in split_blocks(content) or []:
             parts = []
             if block.label:
-                parts.append(Static(block.label, classes="block-label"))
-            parts.append(Static(Text(block.text), classes="block-text"))
+                parts.append(Static(Text(for_terminal(block.label)), classes="block-label"))
+            parts.append(Static(Text(for_terminal(block.text)), classes="block-text"))
             widgets.append(Vertical(*parts, classes="block"))
         return widgets
 
@@ -281,7 +282,7 @@ class TimelineScreen(ObservationListScreen):
             f"\n{timeline.total_in_range:,} memories in this session; "
             f"showing up to {TIMELINE_BEFORE} before and {TIMELINE_AFTER} after #{focus.id}."
         )
-        self.query_one("#tl-head", Static).update(Text(head))
+        self.query_one("#tl-head", Static).update(Text(for_terminal(head)))
         self.list_widget().set_source(FixedSource(entries), cursor=len(timeline.before))
 
     def _failed(self, exc: EngramError) -> None:
@@ -344,7 +345,7 @@ class SessionScreen(ObservationListScreen):
         head += f" · {observations:,} memories · {prompts:,} prompts"
         if session.summary:
             head += f"\n{session.summary}"
-        self.query_one("#session-head", Static).update(Text(head))
+        self.query_one("#session-head", Static).update(Text(for_terminal(head)))
         gateway, sid = self.engram.gateway, self.session_id
         self.list_widget().set_source(
             CallSource(
@@ -364,7 +365,7 @@ class SessionScreen(ObservationListScreen):
     def _failed(self, exc: EngramError) -> None:
         if isinstance(exc, NotFoundError):
             self.query_one("#session-head", Static).update(
-                f"Session {self.session_id} no longer exists on this machine."
+                Text(for_terminal(f"Session {self.session_id} no longer exists on this machine."))
             )
         else:
             self.show_error(exc)

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from engram.errors import EngramError
 from engram.store import Observation, ProjectInfo
+from engram.terminal import for_terminal
 from engram.tui.base import run_in_thread, too_small_notice
 
 KEYS = [
@@ -89,9 +90,9 @@ class MessageScreen(Dialog):
         self.text = text
 
     def compose_dialog(self) -> ComposeResult:
-        yield Static(self.title_text, classes="dialog-title")
+        yield Static(Text(for_terminal(self.title_text)), classes="dialog-title")
         with VerticalScroll():
-            yield Static(Text(self.text))
+            yield Static(Text(for_terminal(self.text)))
 
 
 class ConfirmScreen(Dialog):
@@ -114,8 +115,8 @@ class ConfirmScreen(Dialog):
         self.danger = danger
 
     def compose_dialog(self) -> ComposeResult:
-        yield Static(self.title_text, classes="dialog-title")
-        yield Static(Text(self.question), classes="dialog-text")
+        yield Static(Text(for_terminal(self.title_text)), classes="dialog-title")
+        yield Static(Text(for_terminal(self.question)), classes="dialog-text")
         with Horizontal(classes="dialog-buttons"):
             yield Button("Cancel (n)", id="no")
             yield Button(f"{self.yes} (y)", id="yes", variant="error" if self.danger else "primary")
@@ -156,24 +157,34 @@ class EditScreen(Dialog):
         obs = self.observation
         yield Static(f"Edit #{obs.id}", classes="dialog-title")
         yield Label("Title", classes="field-label")
-        yield Input(obs.title, id="edit-title")
+        current = self.current()
+        yield Input(current["title"], id="edit-title")
         yield Label(f"Type (e.g. {KNOWN_TYPES})", classes="field-label")
-        yield Input(obs.type, id="edit-type")
+        yield Input(current["type"], id="edit-type")
         yield Label("Topic key (empty = none)", classes="field-label")
-        yield Input(obs.topic_key or "", id="edit-topic", placeholder="e.g. architecture/auth")
+        yield Input(current["topic_key"], id="edit-topic", placeholder="e.g. architecture/auth")
         yield Static("", id="edit-error", classes="dialog-text")
         with Horizontal(classes="dialog-buttons"):
             yield Button("Cancel (Esc)", id="cancel")
             yield Button("Save (Ctrl+S)", id="save", variant="primary")
 
-    def changes(self) -> dict[str, str]:
+    def current(self) -> dict[str, str]:
+        """The fields as the boxes first show them: control characters escaped, so that a
+        field the user leaves alone is never written back (escaped) into the store."""
         obs = self.observation
+        return {
+            "title": for_terminal(obs.title),
+            "type": for_terminal(obs.type),
+            "topic_key": for_terminal(obs.topic_key or ""),
+        }
+
+    def changes(self) -> dict[str, str]:
         values = {
             "title": self.query_one("#edit-title", Input).value.strip(),
             "type": self.query_one("#edit-type", Input).value.strip(),
             "topic_key": self.query_one("#edit-topic", Input).value.strip(),
         }
-        current = {"title": obs.title, "type": obs.type, "topic_key": obs.topic_key or ""}
+        current = self.current()
         return {k: v for k, v in values.items() if v != current[k]}
 
     def action_save(self) -> None:
@@ -238,7 +249,9 @@ class ProjectScreen(Dialog):
     def _failed(self, exc: EngramError) -> None:
         options = self.query_one("#projects-list", OptionList)
         options.clear_options()
-        options.add_option(Option(f"Cannot list projects: {exc}", disabled=True))
+        options.add_option(
+            Option(Text(for_terminal(f"Cannot list projects: {exc}")), disabled=True)
+        )
 
     def _fill(self, text: str) -> None:
         needle = text.strip().lower()
@@ -251,14 +264,15 @@ class ProjectScreen(Dialog):
             if needle and needle not in info.name.lower():
                 continue
             mark = "● " if info.name == self.current else "  "
-            label = Text(f"{mark}{info.name}")
+            label = Text(f"{mark}{for_terminal(info.name)}")
             label.append(
                 f"   {info.observation_count:,} memories · {info.session_count:,} sessions",
                 style="dim",
             )
             options.add_option(Option(label, id=info.name))
         if not options.option_count:
-            options.add_option(Option(f"No project matches “{text.strip()}”", disabled=True))
+            shown = for_terminal(text.strip())
+            options.add_option(Option(Text(f"No project matches “{shown}”"), disabled=True))
         options.highlighted = 0
 
     def on_input_changed(self, event: Input.Changed) -> None:

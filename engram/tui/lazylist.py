@@ -22,6 +22,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from engram.terminal import for_terminal
 from engram.tui.gateway import Closing, as_engram_error
 from engram.tui.present import position_text
 
@@ -505,7 +506,10 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
         if item is None:
             segments.append(Segment("…" if part == 0 else "", styles["notice"]))
         else:
-            segments += [Segment(text, styles[role]) for text, role in self.render_item(item)[part]]
+            segments += [
+                Segment(for_terminal(text), styles[role])
+                for text, role in self.render_item(item)[part]
+            ]
         return self._fit(segments, width, styles[""])
 
     @staticmethod
@@ -527,4 +531,5 @@ class LazyList(ScrollView, Generic[T], can_focus=True):
             lines = self.empty_text.splitlines()
         if y - 1 < 0 or y - 1 >= len(lines):
             return Strip.blank(width, styles[""])
-        return self._fit([Segment("  " + lines[y - 1], styles["notice"])], width, styles[""])
+        line = for_terminal("  " + lines[y - 1])  # an error's text can quote stored values
+        return self._fit([Segment(line, styles["notice"])], width, styles[""])

@@ -173,8 +173,8 @@ def release(holder: subprocess.Popen) -> None:
             holder.wait()
 
 
-def screen_text(app: App) -> str:
-    """The characters on screen, as the terminal would show them (dialogs included)."""
+def _render(app: App) -> Console:
+    """Print the current composition (dialogs included) on a console of the app's size."""
     width, height = app.size
     console = Console(
         width=width,
@@ -186,11 +186,24 @@ def screen_text(app: App) -> str:
         legacy_windows=False,
         safe_box=False,
     )
-    # The same composition export_screenshot() renders, kept as text instead of SVG.
+    # The same composition export_screenshot() renders and the driver writes to the terminal.
     console.print(
         app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     )
-    return console.export_text(styles=False)
+    return console
+
+
+def screen_text(app: App) -> str:
+    """The characters on screen, as the terminal would show them (dialogs included)."""
+    return _render(app).export_text(styles=False)
+
+
+def terminal_bytes(app: App) -> str:
+    """Everything a full redraw of the screen sends to the terminal, control sequences and
+    all: what a terminal would obey."""
+    console = _render(app)
+    assert isinstance(console.file, io.StringIO)
+    return console.file.getvalue()
 
 
 async def wait_for(
