@@ -8,6 +8,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from engram.platform import private_directory
+
 #: Temp files are hidden (``.name.XXXX.tmp``) so listings and .gitignore can skip them.
 TEMP_SUFFIX = ".tmp"
 NEW_FILE_MODE = 0o644
@@ -34,6 +36,8 @@ def write_atomic(
     its mode (config files may hold secrets) and a new one gets 0644. ``midway`` runs after half
     the bytes are written: a seam for crash tests.
     """
+    if mode is not None and not mode & 0o077 and not path.parent.exists():
+        private_directory(path.parent)  # a new home for a secret is private too (cloud.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:

@@ -14,7 +14,7 @@ from engram.store import Store
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     path = tmp_path / "engram-data"
-    path.mkdir()
+    path.mkdir(mode=0o700)  # as Engram makes it: a looser one gets tightened, with a notice
     return path
 
 
@@ -36,7 +36,7 @@ def make_store(tmp_path: Path) -> Iterator:
 
     def make(name: str = "replica") -> Store:
         directory = tmp_path / f"store-{name}"
-        directory.mkdir(exist_ok=True)
+        directory.mkdir(mode=0o700, exist_ok=True)
         replica = Store.open(config=Config(data_dir=directory))
         opened.append(replica)
         return replica

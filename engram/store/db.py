@@ -8,25 +8,58 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from engram.errors import StoreUnavailableError
+from engram.platform import private_directory, private_file, tighten_file
 
 BUSY_TIMEOUT_MS = 10_000
 log = logging.getLogger(__name__)
 
 
-def connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
-    """Open ``path`` with the store's pragmas, creating its directory; clear errors on failure."""
+#: Files SQLite keeps beside the database (it gives new ones the database file's mode).
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def make_private(path: Path) -> None:
+    """The database's directory ``0700`` and its files ``0600`` (see :mod:`engram.platform`):
+    created so, or tightened with a one-line notice on stderr when other users could read
+    them."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        notice = private_directory(path.parent)
     except OSError as exc:
         raise StoreUnavailableError(
             f"cannot create data directory {path.parent}: {exc.strerror or exc}"
         ) from exc
+    tightened = []
+    try:
+        for file in (path, *(path.with_name(path.name + suffix) for suffix in SIDE_FILES)):
+            old = private_file(file) if file == path else tighten_file(file)
+            if old is not None:
+                tightened.append(f"{file.name} ({old:04o} → {old & ~0o077:04o})")
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"cannot create database {path}: {exc.strerror or exc}"
+        ) from exc
+    if tightened:
+        files = ", ".join(tightened)
+        notice = (
+            f"{notice}; and {files}"
+            if notice
+            else f"made {files} in {path.parent} private: other users could read them"
+        )
+    if notice:
+        sys.stderr.write(f"engram: notice: {notice}\n")
+
+
+def connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """Open ``path`` with the store's pragmas, creating it and its directory privately (see
+    :func:`make_private`); clear errors on failure."""
+    make_private(path)
     try:
         conn = sqlite3.connect(
             str(path),

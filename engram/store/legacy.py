@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engram.platform import private_file
 from engram.project import project_name
 from engram.record import EPOCH_TEXT, legacy_record
 from engram.store import fts
@@ -44,6 +45,7 @@ def is_go_database(conn: sqlite3.Connection) -> bool:
 def backup(conn: sqlite3.Connection, db_path: Path) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     target = db_path.with_name(f"{db_path.name}.go-backup-{stamp}")
+    private_file(target)  # a copy of every memory: 0600 like the database itself
     copy = sqlite3.connect(str(target))
     try:
         conn.backup(copy)
