@@ -26,6 +26,11 @@ def _int_env(env: dict[str, str], name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def _list_env(env: dict[str, str], name: str) -> tuple[str, ...]:
+    """A comma-separated setting, blanks dropped."""
+    return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
+
+
 def default_data_dir(env: dict[str, str] | None = None) -> Path:
     """``$ENGRAM_DATA_DIR`` or ``~/.engram``."""
     env = os.environ if env is None else env
@@ -52,6 +57,8 @@ class Config:
     http_host: str = DEFAULT_HOST
     http_port: int = DEFAULT_PORT
     http_token: str | None = None
+    #: Host names (or addresses) ``engram serve`` answers besides loopback; ``*`` = any Host.
+    http_allowed_hosts: tuple[str, ...] = ()
     #: `engram hub`: its address and the seed's bearer token (ENGRAM_API_TOKEN).
     hub_host: str = DEFAULT_HOST
     hub_port: int = DEFAULT_HUB_PORT
@@ -71,6 +78,7 @@ def load(env: dict[str, str] | None = None) -> Config:
         http_host=env.get("ENGRAM_HOST", "").strip() or DEFAULT_HOST,
         http_port=_int_env(env, "ENGRAM_PORT", DEFAULT_PORT),
         http_token=env.get("ENGRAM_HTTP_TOKEN", "").strip() or None,
+        http_allowed_hosts=_list_env(env, "ENGRAM_HTTP_ALLOWED_HOSTS"),
         hub_host=env.get("ENGRAM_HUB_HOST", "").strip() or DEFAULT_HOST,
         hub_port=_int_env(env, "ENGRAM_HUB_PORT", DEFAULT_HUB_PORT),
         api_token=env.get("ENGRAM_API_TOKEN", "").strip() or None,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # imported when serving: every `engram` command loads this module
     import socket
 
+    from engram.config import Config
+
 GRACEFUL_SHUTDOWN_SECONDS = 30
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -25,7 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run the local HTTP API (default 127.0.0.1:7437)",
         description="Serve the local store over HTTP (OpenAPI document at /schema). "
         "ENGRAM_PORT and ENGRAM_HOST set the defaults; ENGRAM_HTTP_TOKEN, when set, guards "
-        "deletes, export, import and project merges with a bearer token.",
+        "deletes, export, import and project merges with a bearer token. Only requests for "
+        "a loopback Host (or one in ENGRAM_HTTP_ALLOWED_HOSTS), without a foreign Origin and "
+        "with JSON bodies are served: web pages cannot use it.",
     )
     p.add_argument("port_arg", nargs="?", type=int, metavar="port", help="same as --port")
     p.add_argument("--port", type=int, help="TCP port (default $ENGRAM_PORT or 7437; 0: any)")
@@ -89,6 +93,19 @@ def is_loopback(sock: socket.socket) -> bool:
     return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
 
 
+def _answer_bound_address(sock: socket.socket, config: Config) -> Config:
+    """Bound to one specific address, the server also answers requests naming it in ``Host``
+    (an IP address cannot be DNS-rebound, so this stays safe against web pages)."""
+    import dataclasses
+    import ipaddress
+
+    address = sock.getsockname()[0]
+    if ipaddress.ip_address(address).is_unspecified or address in config.http_allowed_hosts:
+        return config
+    shown = f"[{address}]" if ":" in address else address
+    return dataclasses.replace(config, http_allowed_hosts=(*config.http_allowed_hosts, shown))
+
+
 def _url(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -122,14 +139,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise
     try:
         if not is_loopback(sock):
+            config = _answer_bound_address(sock, config)
             guard = (
                 "deletes, export and import need the ENGRAM_HTTP_TOKEN bearer token"
                 if config.http_token
                 else "set ENGRAM_HTTP_TOKEN to at least guard deletes, export and import"
             )
+            names = ", ".join(("localhost", "127.0.0.1", *config.http_allowed_hosts))
             sys.stderr.write(
                 f"engram serve: warning: listening on {host}, not loopback: anyone who can "
-                f"reach this machine can read and write your memories ({guard})\n"
+                f"reach this machine can read and write your memories ({guard}). Requests "
+                f"must name one of these hosts: {names} (ENGRAM_HTTP_ALLOWED_HOSTS adds more)\n"
             )
         import uvicorn  # the web stack is imported only once the settings are known to be good
 

@@ -8,6 +8,9 @@ into a litestar app.
   unknown route, wrong method, body too large, bad token) are translated here.
 * The store is synchronous; handlers run in worker threads (``sync_to_thread``) over one shared
   store, whose database serializes statements with a lock, so the event loop never blocks.
+* Only programs on this machine are served: requests for a foreign ``Host``, from a web page's
+  ``Origin`` or with a non-JSON body are refused (:mod:`engram.http.local_only`), and a body
+  that cannot be decoded is a 400 (:mod:`engram.http.body`).
 * ``ENGRAM_HTTP_TOKEN`` guards the destructive and bulk routes with a bearer token.
 * :class:`BackgroundService` is the seam where long-lived work (autosync) starts and stops with
   the app.
@@ -36,6 +39,8 @@ from litestar.openapi.spec import Components, SecurityScheme
 from engram import __version__
 from engram.config import Config
 from engram.errors import EngramError, ProjectResolutionError, ValidationError
+from engram.http.body import EngramRequest
+from engram.http.local_only import LocalOnly
 from engram.http.models import ErrorBody
 from engram.http.routes import GUARDED_ROUTES, OPEN_ROUTES, WIRE_NAMES, ServerContext
 from engram.store import Store
@@ -150,7 +155,8 @@ def _on_http_error(request: Request, exc: HTTPException) -> Response:
         message = f"request body too large (limit {limit:,} bytes)"
     elif message.startswith("JSON is malformed"):
         message = f"invalid JSON body: {message.removeprefix('JSON is malformed: ')}"
-    return _error(status, ErrorBody(error=message), headers=exc.headers)
+    body = ErrorBody(error=message, error_code=getattr(exc, "code", None))
+    return _error(status, body, headers=exc.headers)
 
 
 def _on_sqlite_error(request: Request, exc: sqlite3.Error) -> Response:
@@ -193,7 +199,8 @@ def create_app(
     """The HTTP app over ``store`` (which the caller opens and closes).
 
     ``token`` (normally ``ENGRAM_HTTP_TOKEN``) guards deletes, export, import and project
-    merges. ``services`` start with the app and stop after the last request: autosync plugs in
+    merges. Requests must name a loopback host or one of ``config.http_allowed_hosts``.
+    ``services`` start with the app and stop after the last request: autosync plugs in
     here. ``sync_source`` is the cloud client whose state ``/sync/status`` reports.
     """
     config = config or store.config
@@ -225,6 +232,8 @@ def create_app(
     )
     app = Litestar(
         route_handlers=[*OPEN_ROUTES, *guarded],
+        guards=LocalOnly(config.http_allowed_hosts).guards(),
+        request_class=EngramRequest,
         dependencies={
             "store": Provide(lambda: store, sync_to_thread=False),
             "server": Provide(lambda: server, sync_to_thread=False),

@@ -117,20 +117,25 @@ SearchLimit = _limit(10, note=", at most 20 are returned")
 
 
 def _errors(*codes: int) -> dict[int, ResponseSpec]:
-    """OpenAPI entries for the error answers a route can give (every one may answer 503)."""
+    """OpenAPI entries for the error answers a route can give: every one may refuse a web page
+    (403, 421) and answer 503; one that takes a body (413) also refuses non-JSON ones (415)."""
     descriptions = {
         400: "Invalid input: the message names the field",
         401: "Missing or wrong bearer token (only when ENGRAM_HTTP_TOKEN is set)",
+        403: "Refused: sent from a web page (an Origin that is not this machine)",
         404: "No such id",
         409: "Conflicts with stored data",
         413: "Request body too large",
+        415: "The body is not JSON: send Content-Type: application/json",
+        421: "Refused: the Host header does not name this machine (ENGRAM_HTTP_ALLOWED_HOSTS)",
         503: "The database is unavailable (locked, read-only, not a database)",
     }
+    always = (403, 421, 503, *((415,) if 413 in codes else ()))
     return {
         code: ResponseSpec(
             data_container=ErrorBody, description=descriptions[code], generate_examples=False
         )
-        for code in (*codes, 503)
+        for code in sorted({*codes, *always})
     }
 
 

@@ -19,19 +19,22 @@ from engram.store import Store
 from tests.support import REPO, engram_env, free_port, wait_for_port
 
 TOKEN = "correct-horse-battery-staple"
+#: Where local programs reach the API: the app answers only loopback Hosts (TestClient's own
+#: default, testserver.local, is a foreign name and gets 421).
+BASE_URL = "http://127.0.0.1:7437"
 
 
 @pytest.fixture
 def client(store: Store) -> Iterator[TestClient]:
     """The app without a token (the default): every route open."""
-    with TestClient(create_app(store)) as test_client:
+    with TestClient(create_app(store), base_url=BASE_URL) as test_client:
         yield test_client
 
 
 @pytest.fixture
 def guarded(store: Store) -> Iterator[TestClient]:
     """The app with ENGRAM_HTTP_TOKEN set."""
-    with TestClient(create_app(store, token=TOKEN)) as test_client:
+    with TestClient(create_app(store, token=TOKEN), base_url=BASE_URL) as test_client:
         yield test_client
 
 

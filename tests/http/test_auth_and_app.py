@@ -12,7 +12,7 @@ from litestar.testing import TestClient
 from engram.http.app import create_app
 from engram.store import Store
 from engram.sync.cloud.status import sync_status
-from tests.http.conftest import TOKEN
+from tests.http.conftest import BASE_URL, TOKEN
 
 # Every route of reference §9 plus the additions: (method, OpenAPI path).
 EXPECTED_ROUTES = {
@@ -154,7 +154,7 @@ class Recorder:
 def test_background_services_start_before_and_stop_after_serving(store: Store) -> None:
     events: list[str] = []
     app = create_app(store, services=[Recorder("a", events), Recorder("b", events)])
-    with TestClient(app) as client:
+    with TestClient(app, base_url=BASE_URL) as client:
         assert events == ["start a", "start b"]
         client.get("/health")
     assert events == ["start a", "start b", "stop b", "stop a"]
@@ -183,6 +183,6 @@ def test_sync_status_extension_point(store: Store) -> None:
     assert configured["upgrade"] == {"stage": "done", "reason_code": None, "reason_message": None}
     assert set(configured) == set(plain)
 
-    with TestClient(create_app(store, sync_source=FakeCloud())) as client:
+    with TestClient(create_app(store, sync_source=FakeCloud()), base_url=BASE_URL) as client:
         body = client.get("/sync/status", params={"project": "acme"}).json()
     assert body["enabled"] is True and body["last_sync_at"] == "2026-11-21T10:00:00Z"

@@ -11,6 +11,7 @@ from litestar.testing import TestClient
 from engram.config import Config
 from engram.http.app import create_app
 from engram.store import Store
+from tests.http.conftest import BASE_URL
 
 
 def snapshot(store: Store) -> tuple[bytes, int]:
@@ -38,7 +39,10 @@ def shared(tmp_path_factory) -> Iterator[tuple[TestClient, Store]]:
     """One seeded server for the table of refused requests below: none of them may write,
     and each checks that, so they can share it (the table runs in a fraction of the time)."""
     config = Config(data_dir=tmp_path_factory.mktemp("bad-input"))
-    with Store.open(config=config) as store, TestClient(create_app(store)) as client:
+    with (
+        Store.open(config=config) as store,
+        TestClient(create_app(store), base_url=BASE_URL) as client,
+    ):
         yield seed(client), store
 
 
@@ -246,7 +250,7 @@ def test_a_locked_database_answers_503_and_recovers(config, tmp_path) -> None:
         other = sqlite3.connect(store.path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # what a long write in another process looks like
         try:
-            with TestClient(create_app(store)) as client:
+            with TestClient(create_app(store), base_url=BASE_URL) as client:
                 refused = client.post("/observations", json={"title": "t", "content": "c"})
                 assert refused.status_code == 503
                 assert "locked by another process" in refused.json()["error"]

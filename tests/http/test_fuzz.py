@@ -21,6 +21,7 @@ from schemathesis.checks import (
 from engram.config import Config
 from engram.http.app import create_app
 from engram.store import Store
+from tests.http.conftest import BASE_URL
 
 EXAMPLES_PER_OPERATION = 20
 
@@ -54,6 +55,7 @@ def app(store: Store) -> Iterator:
 def test_no_server_errors_and_answers_match_the_schema(case, app) -> None:
     case.call_and_validate(
         app=app,
+        base_url=BASE_URL,  # a loopback Host, as local programs send
         checks=[
             not_a_server_error,
             status_code_conformance,

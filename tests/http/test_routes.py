@@ -6,6 +6,7 @@ from litestar.testing import TestClient
 
 from engram import __version__
 from engram.store import Store
+from tests.http.conftest import BASE_URL
 
 
 def save(client: TestClient, title: str, content: str, **extra) -> dict:
@@ -236,7 +237,7 @@ def test_current_project_honours_engram_project(store: Store) -> None:
     from engram.http.app import create_app
 
     app = create_app(store, config=replace(store.config, project_override="Team-X"))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=BASE_URL) as client:
         body = client.get("/project/current").json()
     assert body["project"] == "team-x" and body["project_source"] == "process_override"
 
@@ -266,7 +267,7 @@ def test_export_then_import_into_another_store(client: TestClient, make_store) -
     assert client.get("/export", params={"project": "nobody"}).json()["observations"] == []
 
     other = make_store("other")
-    with TestClient(create_app(other)) as second:
+    with TestClient(create_app(other), base_url=BASE_URL) as second:
         first = second.post("/import", json=document)
         assert first.status_code == 200
         assert first.json() == {
