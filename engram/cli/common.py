@@ -12,7 +12,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import ProjectResolutionError
-from engram.terminal import for_terminal
 
 if TYPE_CHECKING:
     from engram.project import ProjectResolution
@@ -49,17 +48,23 @@ def emit(args: argparse.Namespace, human: str | None, data: Any) -> None:
     if wants_json(args):
         sys.stdout.write(dumps(data) + "\n")
     elif human is not None:
+        from engram.terminal import for_terminal  # not at import: `engram mcp` never prints
+
         human = for_terminal(human)
         sys.stdout.write(human if human.endswith("\n") else human + "\n")
 
 
 def say(line: str) -> None:
     """A human progress line on stdout, printed at once (never with ``--json``)."""
+    from engram.terminal import for_terminal
+
     print(for_terminal(line), flush=True)
 
 
 def warn(line: str, *, kind: str = "warning") -> None:
     """``engram: <kind>: <line>`` on stderr (``kind`` error, warning, notice)."""
+    from engram.terminal import for_terminal
+
     sys.stderr.write(f"engram: {kind}: {for_terminal(line)}\n")
 
 

@@ -13,8 +13,10 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta, Struct, field
 
+from engram.store.db import MAX_INTEGER
+
 # SQLite integers are signed 64-bit: anything larger must be refused before it reaches a query.
-MAX_INT = 2**63 - 1
+MAX_INT = MAX_INTEGER  # SQLite's INTEGER range
 SessionId = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"\S")]
 Text = Annotated[str, Meta(min_length=1, pattern=r"\S")]  # not blank
 Count = Annotated[int, Meta(ge=0, le=MAX_INT)]

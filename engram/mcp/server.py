@@ -23,6 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -37,7 +38,9 @@ from engram.errors import (
 )
 from engram.mcp.instructions import INSTRUCTIONS
 from engram.mcp.tools import MERGE_DESCRIPTION, Envelope, MemoryTools, Workspace
+from engram.mcp.transport import AnsweringReadStream
 from engram.store import Store
+from engram.store.db import MAX_INTEGER
 
 AGENT_TOOLS = (
     "mem_save",
@@ -228,7 +231,24 @@ class EngramMCPServer(MCPServer):
                 return engram_error_result(cause)
             if isinstance(cause, sqlite3.DatabaseError):
                 return error_result(f"database error: {cause}", "store_unavailable")
+            if isinstance(cause, OverflowError):  # a number SQLite cannot hold got through
+                return error_result(
+                    f"Invalid arguments for {name}: a number is out of range (at most "
+                    f"{MAX_INTEGER}). Nothing was done.",
+                    "invalid_arguments",
+                )
             raise  # a bug: the SDK logs it and answers with a generic tool error
+
+    async def run_stdio_async(self) -> None:
+        """Serve stdio like the SDK does, with every request it cannot parse answered at once
+        (:mod:`engram.mcp.transport`) instead of left waiting for the client's timeout."""
+        async with stdio_server() as (read_stream, write_stream):
+            server = self._lowlevel_server
+            await server.run(
+                AnsweringReadStream(read_stream, write_stream),
+                write_stream,
+                server.create_initialization_options(),
+            )
 
 
 # --- assembling the server ------------------------------------------------------------------

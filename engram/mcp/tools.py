@@ -25,6 +25,7 @@ from engram import formatting
 from engram.errors import EngramError, NotFoundError, ProjectResolutionError, ValidationError
 from engram.project import ProjectResolution, detect_project, normalize_project
 from engram.store import Store
+from engram.store.db import MAX_INTEGER
 from engram.text import find_similar, strip_private, suggest_topic_key
 
 CONTEXT_DEFAULT_BYTES = 16 * 1024
@@ -218,7 +219,13 @@ class Workspace:
 # --- argument types (descriptions are what agents read in the schema) ----------------------
 
 MemoryId = Annotated[
-    int, Field(strict=True, ge=1, description="the memory's #id (from mem_search or mem_save)")
+    int,
+    Field(
+        strict=True,
+        ge=1,
+        le=MAX_INTEGER,
+        description="the memory's #id (from mem_search or mem_save)",
+    ),
 ]
 ProjectArg = Annotated[
     str | None,
@@ -476,8 +483,8 @@ class MemoryTools:
     def mem_timeline(
         self,
         observation_id: MemoryId,
-        before: Annotated[int, Field(description="memories shown before it")] = 5,
-        after: Annotated[int, Field(description="memories shown after it")] = 5,
+        before: Annotated[int, Field(le=MAX_INTEGER, description="memories shown before it")] = 5,
+        after: Annotated[int, Field(le=MAX_INTEGER, description="memories shown after it")] = 5,
         project: Annotated[
             str | None, Field(description="fail unless the memory belongs to this project")
         ] = None,

@@ -18,6 +18,8 @@ from engram.errors import StoreUnavailableError
 from engram.platform import private_directory, private_file, tighten_file
 
 BUSY_TIMEOUT_MS = 10_000
+#: The largest integer SQLite stores (64-bit signed): ids and counts above it cannot exist.
+MAX_INTEGER = 2**63 - 1
 log = logging.getLogger(__name__)
 
 

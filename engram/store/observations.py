@@ -13,6 +13,7 @@ from engram.project import normalize_project
 from engram.secrets import redact_secrets, redaction_warning
 from engram.store import fts
 from engram.store.base import StoreBase, default_session_id
+from engram.store.db import MAX_INTEGER
 from engram.store.models import (
     Observation,
     PassiveResult,
@@ -53,6 +54,8 @@ def _check_id(observation_id: Any, field: str = "id") -> int:
         ) from None
     if value < 1:
         raise ValidationError(f"{field} must be a positive integer", field=field)
+    if value > MAX_INTEGER:  # SQLite would raise OverflowError binding it
+        raise ValidationError(f"{field} is out of range (at most {MAX_INTEGER})", field=field)
     return value
 
 
