@@ -17,6 +17,7 @@ import contextlib
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -96,6 +97,13 @@ def private_file(path: Path) -> int | None:
     except FileExistsError:
         pass
     return tighten_file(path)
+
+
+def open_private(path: str | Path) -> BinaryIO:
+    """``path`` opened for writing (truncated), created ``0600`` when it does not exist yet.
+    An existing file keeps its mode (the user chose it); pipes and devices work as usual."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    return os.fdopen(os.open(path, flags, PRIVATE_FILE_MODE), "wb")
 
 
 def tighten_file(path: Path) -> int | None:

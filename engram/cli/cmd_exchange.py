@@ -51,9 +51,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not args.file or args.file == "-":
         sys.stdout.buffer.write(payload if payload.endswith(b"\n") else payload + b"\n")
         return 0
-    from pathlib import Path
+    from engram.platform import open_private
 
-    Path(args.file).write_bytes(payload)
+    with open_private(args.file) as handle:  # every memory: private like the database
+        handle.write(payload)
     summary = {"file": args.file, **(counts or {})}
     human = f"Exported to {args.file}"
     if counts:

@@ -124,3 +124,16 @@ def test_cloud_config_in_a_new_data_directory_is_private(tmp_path: Path) -> None
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert mode(data_dir) == 0o700 and mode(data_dir / "cloud.json") == 0o600
+
+
+def test_an_export_file_is_private_unless_it_already_exists(data_dir: Path, tmp_path: Path) -> None:
+    saved = run_engram("save", "t", "c", "--project", "acme", data_dir=data_dir)
+    assert saved.returncode == 0, saved.stderr
+    fresh = tmp_path / "backup.json"
+    assert run_engram("export", str(fresh), data_dir=data_dir).returncode == 0
+    assert mode(fresh) == 0o600 and b'"title": "t"' in fresh.read_bytes()
+    shared = tmp_path / "shared.json"
+    shared.write_bytes(b"old")
+    os.chmod(shared, 0o644)  # the user made it readable on purpose: kept
+    assert run_engram("export", str(shared), data_dir=data_dir).returncode == 0
+    assert mode(shared) == 0o644 and shared.read_bytes().startswith(b"{")
