@@ -54,8 +54,13 @@ def progress_bar(
         MofNCompleteColumn(),
         TimeRemainingColumn(),
     )
+    from rich.markup import escape
+
+    from engram.terminal import for_terminal
+
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
+        # Labels can name a project: shown as text, never as markup or terminal commands.
+        task = bar.add_task(escape(for_terminal(label)), total=total)
         yield lambda n: bar.advance(task, n)
 
 

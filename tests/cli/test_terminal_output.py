@@ -155,3 +155,24 @@ def test_sync_status_escapes_chunk_headers(hostile: Path, tmp_path: Path) -> Non
     assert_escaped(status.stdout, "contributors: mallory\\x1b]52;c;")
     as_json = orjson.loads(run(reader, "sync", "--status", "--json", cwd=repo).stdout)
     assert author in as_json["contributors"]
+
+
+def test_progress_bar_labels_are_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bar's label can name a project (``Pushing <project>``): neither markup nor escape
+    sequences in it reach the terminal."""
+    import io
+
+    from engram.cli.progress import progress_bar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("TERM", "xterm")
+    with progress_bar(f"Pushing [red]acme{CLIPBOARD}", 2000, min_total=1) as advance:
+        advance(1000)
+    shown = terminal.getvalue()
+    assert "\x1b]52" not in shown and "\x07" not in shown
+    assert "Pushing [red]acme\\x1b]52;c;" in shown
