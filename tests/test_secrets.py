@@ -14,6 +14,7 @@ from engram.config import Config
 from engram.http.app import create_app
 from engram.secrets import redact_secrets, redaction_warning
 from engram.store import Store
+from tests.http.conftest import BASE_URL
 from tests.support import run_engram
 
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
@@ -141,7 +142,7 @@ def test_cli_save_redacts_and_allow_secrets_keeps(tmp_path: Path) -> None:
 
 
 def test_http_save_patch_and_prompt_redact_unless_allowed(store: Store) -> None:
-    with TestClient(create_app(store)) as http:
+    with TestClient(create_app(store), base_url=BASE_URL) as http:
         body = http.post(
             "/observations", json={"title": "t", "content": f"key {AWS}", "project": "acme"}
         ).json()

@@ -10,6 +10,7 @@ from litestar.testing import TestClient
 from engram.config import Config
 from engram.http.hub import HubIndex, create_hub
 from engram.store import Store
+from tests.http.conftest import BASE_URL
 from tests.hub.conftest import TOKEN
 
 
@@ -157,6 +158,6 @@ def test_an_unreadable_index_is_503_and_the_hub_stays_up(tmp_path: Path) -> None
 def test_engram_serve_keeps_its_own_health(store: Store) -> None:
     from engram.http.app import create_app
 
-    with TestClient(create_app(store)) as client:
+    with TestClient(create_app(store), base_url=BASE_URL) as client:
         body = client.get("/health").json()
     assert body["status"] == "ok" and body["service"] == "engram" and "timestamp" not in body
