@@ -65,10 +65,11 @@ def cmd_hub(args: argparse.Namespace) -> int:
             )
         import uvicorn
 
-        from engram.http.hub import HubIndex, create_hub, hub_middleware
+        from engram.cli.cmd_serve import _answer_bound_address
+        from engram.http.hub import HubIndex, create_hub
 
-        index = HubIndex(config)
-        app = create_hub(index, token=config.api_token, middleware=hub_middleware())
+        index = HubIndex(_answer_bound_address(sock, config))
+        app = create_hub(index, token=config.api_token)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,

@@ -18,7 +18,7 @@ import hmac
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from copy import copy
 from datetime import UTC, datetime
@@ -29,7 +29,6 @@ from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency, Provide
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
 from litestar.handlers import BaseRouteHandler
-from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
@@ -38,6 +37,7 @@ from litestar.params import JSONBody
 from engram import __version__
 from engram.config import Config
 from engram.errors import EngramError, StoreUnavailableError
+from engram.http.body import EngramRequest
 from engram.http.hub_models import (
     Detail,
     FieldError,
@@ -48,6 +48,7 @@ from engram.http.hub_models import (
     StatusResponse,
     ValidationDetail,
 )
+from engram.http.local_only import LocalOnly
 from engram.store import Store
 from engram.store.db import describe_sqlite_error
 
@@ -253,12 +254,6 @@ def _on_unexpected(request: Request, exc: Exception) -> Response:
     return _detail(500, f"internal error ({type(exc).__name__}); see the server log")
 
 
-def hub_middleware() -> list[Any]:
-    """The request checks ``engram hub`` shares with ``engram serve`` (Host, Origin,
-    Content-Type), so a web page can neither read nor drive either of them."""
-    return []
-
-
 # --- the app ------------------------------------------------------------------------------------
 
 
@@ -266,12 +261,14 @@ def create_hub(
     index: HubIndex,
     *,
     token: str | None = None,
-    middleware: Sequence[DefineMiddleware | Any] = (),
 ) -> Litestar:
     """The Hub API over ``index`` (closed when the app shuts down).
 
     ``token`` (normally ``ENGRAM_API_TOKEN``) guards ``/search`` and ``/status``; without one
-    every route is open, as in the seed's local development mode.
+    every route is open, as in the seed's local development mode. Like ``engram serve``, it
+    answers only loopback (or ``ENGRAM_HTTP_ALLOWED_HOSTS``) ``Host``s, refuses foreign ``Origin``s
+    and non-JSON bodies (:mod:`engram.http.local_only`), so a web page can neither read nor
+    drive it.
     """
 
     @asynccontextmanager
@@ -295,6 +292,8 @@ def create_hub(
     )
     app = Litestar(
         route_handlers=[*OPEN_ROUTES, *guarded],
+        guards=LocalOnly(index.config.http_allowed_hosts).guards(),
+        request_class=EngramRequest,
         dependencies={"index": Provide(lambda: index, sync_to_thread=False)},
         exception_handlers={
             EngramError: _on_engram_error,
@@ -303,7 +302,6 @@ def create_hub(
             sqlite3.Error: _on_sqlite_error,
             Exception: _on_unexpected,
         },
-        middleware=list(middleware),
         request_max_body_size=BODY_LIMIT,
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(

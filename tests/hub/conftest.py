@@ -14,6 +14,8 @@ from engram.http.hub import HubIndex, create_hub
 from engram.store import Store
 
 TOKEN = "seed-hub-token"
+#: The test client must name a loopback host: the hub refuses others (DNS rebinding).
+HUB_URL = "http://127.0.0.1:8000"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -84,6 +86,6 @@ def hub_store(config: Config) -> Iterator[Store]:
 @pytest.fixture
 def hub(config: Config, hub_store: Store) -> Iterator[TestClient]:
     """The hub with ENGRAM_API_TOKEN set, over the sample memories."""
-    with TestClient(create_hub(HubIndex(config), token=TOKEN)) as client:
+    with TestClient(create_hub(HubIndex(config), token=TOKEN), base_url=HUB_URL) as client:
         client.headers.update(AUTH)
         yield client

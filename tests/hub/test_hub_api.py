@@ -11,7 +11,7 @@ from engram.config import Config
 from engram.http.hub import HubIndex, create_hub
 from engram.store import Store
 from tests.http.conftest import BASE_URL
-from tests.hub.conftest import TOKEN
+from tests.hub.conftest import HUB_URL, TOKEN
 
 
 def is_seed_timestamp(value: str) -> bool:
@@ -124,7 +124,7 @@ def test_search_and_status_need_the_token_when_it_is_set(hub: TestClient) -> Non
 
 
 def test_without_a_token_everything_is_open(config: Config, hub_store: Store) -> None:
-    with TestClient(create_hub(HubIndex(config))) as client:
+    with TestClient(create_hub(HubIndex(config)), base_url=HUB_URL) as client:
         assert client.post("/search", json={"query": "edge"}).status_code == 200
         assert client.get("/status").status_code == 200
 
@@ -143,7 +143,7 @@ def test_an_unreadable_index_is_503_and_the_hub_stays_up(tmp_path: Path) -> None
     data.mkdir()
     (data / "engram.db").write_bytes(b"this is not a SQLite database, it is a text file" * 100)
     config = Config(data_dir=data)
-    with TestClient(create_hub(HubIndex(config))) as client:
+    with TestClient(create_hub(HubIndex(config)), base_url=HUB_URL) as client:
         response = client.post("/search", json={"query": "x"})
         assert response.status_code == 503
         assert "not a valid Engram database" in response.json()["detail"]
@@ -161,3 +161,21 @@ def test_engram_serve_keeps_its_own_health(store: Store) -> None:
     with TestClient(create_app(store), base_url=BASE_URL) as client:
         body = client.get("/health").json()
     assert body["status"] == "ok" and body["service"] == "engram" and "timestamp" not in body
+
+
+def test_web_pages_can_neither_read_nor_drive_the_hub(hub: TestClient) -> None:
+    """The same rules as engram serve: DNS rebinding (a foreign Host), a page's Origin and a
+    non-JSON body are refused before any search runs, in the seed's error shape."""
+    query = {"query": "anything"}
+    rebinding = hub.post("/search", json=query, headers={"Host": "evil.example"})
+    assert rebinding.status_code == 421 and "Host" in rebinding.json()["detail"]
+    page = hub.post("/search", json=query, headers={"Origin": "https://evil.example"})
+    assert page.status_code == 403 and "web pages" in page.json()["detail"]
+    form = hub.post(
+        "/search",
+        content=b'{"query": "anything"}',
+        headers={"Content-Type": "text/plain", "Origin": "http://localhost:8000"},
+    )
+    assert form.status_code == 415
+    # A local program (no Origin, a loopback Host) is served as before.
+    assert hub.get("/health", headers={"Host": "localhost:8000"}).status_code == 200
