@@ -3,6 +3,12 @@
 Detection reads git's own files (no subprocess, so the CLI stays fast) in the order of the
 reference: ``.engram/config.json`` → git ``origin`` remote → git root name → a single child
 repository → ambiguous → directory name. A linked worktree resolves to its main checkout.
+
+A committed ``.engram/config.json`` is only a *suggestion*: anyone who can push to the
+repository can write one, and it must not decide where this machine's memories go. It counts
+once the user accepted that exact name here (``engram sync --accept-config``, recorded by
+:mod:`engram.bindings`); until then detection falls back to the remote or root and says, once
+per process on stderr and in the resolution's warning, that a suggestion is waiting.
 """
 
 from __future__ import annotations
@@ -10,11 +16,18 @@ from __future__ import annotations
 import configparser
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
+
+from engram.errors import ValidationError
+
+if TYPE_CHECKING:
+    from engram.bindings import Bindings
 
 NOISE_DIRS = frozenset(
     {
@@ -134,6 +147,8 @@ class ProjectResolution:
     cwd: str
     warning: str = ""
     available_projects: list[str] = field(default_factory=list)
+    #: A ``config.json`` project that would apply if the user accepted it (else "").
+    suggested_project: str = ""
 
     @property
     def ambiguous(self) -> bool:
@@ -150,23 +165,89 @@ class ProjectResolution:
         }
 
 
-def _config_project(directory: Path, stop: Path | None) -> tuple[str, Path] | None:
+@dataclass(frozen=True, slots=True)
+class ConfigSuggestion:
+    """A ``.engram/config.json`` that names a project, found from some directory."""
+
+    project: str  # normalized
+    sync_dir: Path  # the ``.engram`` directory holding it
+    base: Path  # the directory containing that ``.engram``
+
+    def describe(self) -> str:
+        return f'{self.sync_dir / CONFIG_FILE} suggests project "{self.project}"'
+
+
+CONFIG_FILE = "config.json"
+
+
+def read_config_suggestion(sync_dir: Path) -> ConfigSuggestion | None:
+    """The project named by ``sync_dir/config.json``, if it is a real file (never through a
+    symbolic link) with a non-empty ``project_name``."""
+    candidate = sync_dir / CONFIG_FILE
+    if sync_dir.is_symlink() or candidate.is_symlink() or not candidate.is_file():
+        return None
+    try:
+        data = orjson.loads(candidate.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    name = project_name(str(data.get("project_name") or ""))
+    return ConfigSuggestion(name, sync_dir, sync_dir.parent) if name else None
+
+
+def _config_project(directory: Path, stop: Path | None) -> ConfigSuggestion | None:
     """The nearest ``.engram/config.json`` project_name from ``directory`` up to ``stop``."""
     current = directory
     while True:
-        candidate = current / ".engram" / "config.json"
-        if candidate.is_file():
-            try:
-                data = orjson.loads(candidate.read_bytes())
-            except (OSError, orjson.JSONDecodeError):
-                data = None
-            if isinstance(data, dict):
-                name = str(data.get("project_name") or "").strip()
-                if name:
-                    return name, current
+        found = read_config_suggestion(current / ".engram")
+        if found is not None:
+            return found
         if stop is None or current == stop or current.parent == current:
             return None
         current = current.parent
+
+
+def find_config_suggestion(cwd: str | os.PathLike[str] | None = None) -> ConfigSuggestion | None:
+    """The ``config.json`` project detection would consider for ``cwd``, accepted or not."""
+    here = Path(cwd if cwd is not None else os.getcwd()).resolve()
+    repo = find_repository(here)
+    if repo is None:
+        return _config_project(here, here)
+    config = _config_project(here, repo.worktree)
+    if config is None and repo.main_worktree != repo.worktree:
+        config = _config_project(repo.main_worktree, repo.main_worktree)
+    return config
+
+
+#: Suggestions already announced on stderr by this process (once each).
+_ANNOUNCED: set[tuple[str, str]] = set()
+
+
+def suggestion_warning(config: ConfigSuggestion) -> str:
+    return (
+        f"{config.describe()}, which is not accepted on this machine, so it is not used; "
+        "run `engram sync --accept-config` there to accept it"
+    )
+
+
+def _announce(config: ConfigSuggestion) -> None:
+    key = (str(config.sync_dir), config.project)
+    if key in _ANNOUNCED:
+        return
+    _ANNOUNCED.add(key)
+    sys.stderr.write(f"engram: note: {suggestion_warning(config)}\n")
+
+
+def _accepted(config: ConfigSuggestion, bindings: Bindings | None) -> bool:
+    if bindings is None:
+        from engram.bindings import Bindings
+
+        bindings = Bindings.default()
+    try:
+        return bindings.accepted_config(config.sync_dir) == config.project
+    except ValidationError:  # an unreadable bindings file accepts nothing
+        return False
 
 
 def _repository_project(repo: GitRepository) -> tuple[str, str]:
@@ -206,22 +287,38 @@ def _child_repositories(directory: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def detect_project(cwd: str | os.PathLike[str] | None = None) -> ProjectResolution:
-    """Resolve the project of ``cwd`` (default: the process's working directory)."""
+def detect_project(
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    bindings: Bindings | None = None,
+    announce: bool = True,
+) -> ProjectResolution:
+    """Resolve the project of ``cwd`` (default: the process's working directory).
+
+    ``bindings`` holds the accepted config suggestions (default: the data directory's);
+    ``announce=False`` keeps a waiting suggestion out of stderr (it is still in ``warning``).
+    """
     here = Path(cwd if cwd is not None else os.getcwd()).resolve()
+    config = find_config_suggestion(here)
+    if config is not None:
+        if _accepted(config, bindings):
+            return ProjectResolution(config.project, "config", str(config.base), str(here))
+        if announce:
+            _announce(config)
+    found = detect_without_config(here)
+    if config is not None:
+        found.warning = "; ".join(w for w in (found.warning, suggestion_warning(config)) if w)
+        found.suggested_project = config.project
+    return found
+
+
+def detect_without_config(here: Path) -> ProjectResolution:
+    """The project of ``here`` from git (remote, root), child repositories or its name alone,
+    never from a ``config.json``: what a repository is called whatever its files say."""
     repo = find_repository(here)
     if repo is not None:
-        # Config files are looked up within the worktree, then at the main checkout's top.
-        config = _config_project(here, repo.worktree)
-        if config is None and repo.main_worktree != repo.worktree:
-            config = _config_project(repo.main_worktree, repo.main_worktree)
-        if config is not None:
-            return ProjectResolution(project_name(config[0]), "config", str(config[1]), str(here))
         name, source = _repository_project(repo)
         return ProjectResolution(project_name(name), source, str(repo.main_worktree), str(here))
-    config = _config_project(here, here)
-    if config is not None:
-        return ProjectResolution(project_name(config[0]), "config", str(here), str(here))
     children = _child_repositories(here)
     if len(children) == 1:
         name, path = children[0]

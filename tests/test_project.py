@@ -6,6 +6,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from engram.bindings import Bindings
 from engram.project import detect_project, normalize_project, repo_name_from_url
 
 
@@ -77,12 +78,36 @@ def test_git_root_name_without_remote(tmp_path: Path) -> None:
     assert (found.project, found.source) == ("gadget", "git_root")
 
 
-def test_config_file_wins_inside_the_repository(tmp_path: Path) -> None:
+def test_config_file_counts_once_accepted_here(tmp_path: Path, capsys) -> None:
+    """A committed config.json is a suggestion: until this machine accepts that name, detection
+    keeps to the remote (and says once on stderr that a suggestion waits); then it wins."""
+    bindings = Bindings(tmp_path / "data")
     repo = make_repo(tmp_path / "repo", "https://x/org/remote-name.git")
     (repo / ".engram").mkdir()
     (repo / ".engram" / "config.json").write_bytes(orjson.dumps({"project_name": "Chosen"}))
-    assert detect_project(repo / ".engram").project == "chosen"
-    assert detect_project(repo).source == "config"
+    waiting = detect_project(repo, bindings=bindings)
+    assert (waiting.project, waiting.source) == ("remote-name", "git_remote")
+    assert waiting.suggested_project == "chosen" and "engram sync --accept-config" in waiting.warning
+    detect_project(repo / "src", bindings=bindings)  # said once per process, not per call
+    assert capsys.readouterr().err.count('suggests project "chosen"') == 1
+
+    bindings.accept_config(repo / ".engram", "chosen")
+    assert detect_project(repo / ".engram", bindings=bindings).project == "chosen"
+    assert detect_project(repo, bindings=bindings).source == "config"
+    # a later commit naming another project is a new suggestion, not covered by the acceptance
+    (repo / ".engram" / "config.json").write_bytes(orjson.dumps({"project_name": "elsewhere"}))
+    assert detect_project(repo, bindings=bindings).project == "remote-name"
+
+
+def test_a_config_file_behind_a_symlink_is_never_read(tmp_path: Path) -> None:
+    bindings = Bindings(tmp_path / "data")
+    repo = make_repo(tmp_path / "repo", "https://x/org/remote-name.git")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "config.json").write_bytes(b'{"project_name": "linked"}')
+    (repo / ".engram").symlink_to(tmp_path / "elsewhere")
+    bindings.accept_config(tmp_path / "elsewhere", "linked")
+    found = detect_project(repo, bindings=bindings)
+    assert (found.project, found.suggested_project) == ("remote-name", "")
 
 
 def test_linked_worktree_resolves_to_the_main_checkout(tmp_path: Path) -> None:

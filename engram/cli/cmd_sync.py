@@ -3,14 +3,15 @@
 ``engram sync`` exports, ``--import`` applies what teammates pushed, ``--status`` reports. The
 command picks a *transport* (git, or the cloud with ``--cloud``) and an *action*; each pair has its own handler in
 ``HANDLERS``; ``--cloud`` (or ``ENGRAM_CLOUD_SYNC=1``) picks the cloud client's three handlers
-(:mod:`engram.cli.cloud_client_commands`).
+(:mod:`engram.cli.cloud_client_commands`). ``--bind``, ``--unbind`` and ``--accept-config``
+are git-only: they record which projects a sync directory may write on this machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engram.cli.common import (
     add_json_flag,
@@ -42,6 +43,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="apply every chunk in the directory not applied yet",
     )
     action.add_argument("--status", action="store_true", help="chunks here, applied, pending")
+    action.add_argument(
+        "--bind",
+        metavar="PROJECT",
+        help="let this directory's chunks write PROJECT on this machine (the next --import "
+        "applies what it held back)",
+    )
+    action.add_argument(
+        "--unbind", metavar="PROJECT", help="withdraw a --bind (or an accepted config suggestion)"
+    )
+    action.add_argument(
+        "--accept-config",
+        action="store_true",
+        help="accept the project named by the repository's .engram/config.json on this machine "
+        "(for saves, imports and exports)",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--project", help="project to export (default: detected from the directory)")
     where.add_argument("--all", action="store_true", help="export every project")
@@ -52,7 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--include-personal",
         action="store_true",
-        help="also export personal-scope memories (they stay on this machine otherwise)",
+        help="also export (or, with --import, apply) personal-scope memories; without it they "
+        "never leave this machine and are never applied from elsewhere",
     )
     p.add_argument(
         "--cloud",
@@ -82,9 +99,32 @@ def _git(args: argparse.Namespace, store) -> GitSync:
     return GitSync(store, locate(args.dir), progress=factory(quiet=quiet))
 
 
-def _warn(problems: list[ChunkProblem]) -> None:
+def _warn(problems: list[ChunkProblem] | list[str]) -> None:
     for problem in problems:
         warn(str(problem))
+
+
+def _scope_lines(scope: dict[str, Any], shown: str) -> list[str]:
+    """Which projects the directory may write here, and a config suggestion waiting."""
+    sources = {}
+    if scope.get("detected"):
+        source = str(scope.get("detected_source") or "").replace("git_", "git ").replace("_", " ")
+        sources[scope["detected"]] = f"from {source}"
+    if scope.get("accepted_config"):
+        sources.setdefault(scope["accepted_config"], "config.json, accepted")
+    for name in scope.get("bound") or []:
+        sources.setdefault(name, "bound")
+    lines = [
+        "  Projects here:   "
+        + (", ".join(f"{name} ({why})" for name, why in sorted(sources.items())) or "none")
+    ]
+    if scope.get("suggested_project"):
+        lines.append(
+            f"  Suggestion:      {os.path.join(shown, 'config.json')} suggests project "
+            f'"{scope["suggested_project"]}", not accepted here: '
+            "`engram sync --accept-config` accepts it"
+        )
+    return lines
 
 
 def git_export(args: argparse.Namespace) -> int:
@@ -101,6 +141,7 @@ def git_export(args: argparse.Namespace) -> int:
         unknown = projects is not None and not store.project_exists(projects[0])
         known = store.project_names() if unknown else []
     _warn(report.problems)
+    _warn(report.warnings)
     data = report.to_dict()
     if report.nothing_new:
         human = (
@@ -139,7 +180,7 @@ def git_import(args: argparse.Namespace) -> int:
             from engram.errors import NotFoundError
 
             raise NotFoundError(f"no sync directory at {sync.dir.path}")
-        report = sync.import_chunks()
+        report = sync.import_chunks(include_personal=args.include_personal)
         shown = sync.dir.display()
     data = report.to_dict()
     lines: list[str] = []
@@ -150,14 +191,17 @@ def git_import(args: argparse.Namespace) -> int:
             f"manifest.json had git conflict markers and was rebuilt from the chunks: "
             f"'git add {os.path.join(shown, 'manifest.json')}' to finish the merge."
         )
-    if not report.chunks_imported and not report.failures:
+    if not report.chunks_imported and not report.chunks_reread and not report.failures:
         lines.append("Already up to date — no new chunks to import.")
         if report.chunks_already:
             lines.append(f"({report.chunks_already} chunks already imported)")
-    if report.chunks_imported:
+    if report.chunks_imported or report.chunks_reread:
         applied = report.applied
+        head = f"Imported {len(report.chunks_imported)} new chunk(s) from {shown}"
+        if report.chunks_reread:
+            head += f" and re-read {len(report.chunks_reread)} for records accepted since"
         lines += [
-            f"Imported {len(report.chunks_imported)} new chunk(s) from {shown}",
+            head,
             f"  Sessions:     {applied.sessions} change(s)",
             f"  Observations: {applied.observations} change(s)",
             f"  Prompts:      {applied.prompts} change(s)",
@@ -168,10 +212,15 @@ def git_import(args: argparse.Namespace) -> int:
             lines.append(
                 f"Skipped {report.skipped_relations} relation mutation(s): not supported yet"
             )
+    if report.held:
+        lines.append(f"Not applied on this machine (the chunks stay in {shown}):")
+        lines += [f"  {held}" for held in report.held]
+    if report.scope.get("suggested_project"):
+        lines += _scope_lines(report.scope, shown)[1:]
     if report.failures:
         lines.append(
             f"Failed: {len(report.failures)} chunk(s) not applied (nothing of them was "
-            "written; the next import tries again):"
+            "written; the next import tries again unless a chunk was refused for its size):"
         )
         lines += [f"  {failure}" for failure in report.failures]
     emit(args, "\n".join(lines), data)
@@ -207,8 +256,69 @@ def git_status(args: argparse.Namespace) -> int:
         )
     else:
         lines.append("No chunks synced yet.")
+    lines += _scope_lines(report.scope, shown)
+    lines += [f"  held back: {held}" for held in report.held]
     lines += [f"  problem: {p}" for p in report.problems]
     emit(args, "\n".join(lines), report.to_dict())
+    return 0
+
+
+def git_bind(args: argparse.Namespace) -> int:
+    from engram.project import project_name
+
+    with open_store() as store:
+        sync = _git(args, store)
+        added = sync.bind(args.bind)
+        scope = sync.scope()
+        shown = sync.dir.display()
+    name = project_name(args.bind)
+    human = (
+        f'Bound project "{name}" to {shown} on this machine: `engram sync --import` applies '
+        "its records, including those held back before."
+        if added
+        else f'Project "{name}" was already bound to {shown} on this machine.'
+    )
+    emit(args, human, {"directory": str(sync.dir.path), "bound": added, **scope.to_dict()})
+    return 0
+
+
+def git_unbind(args: argparse.Namespace) -> int:
+    from engram.project import project_name
+
+    with open_store() as store:
+        sync = _git(args, store)
+        removed = sync.unbind(args.unbind)
+        scope = sync.scope()
+        shown = sync.dir.display()
+    name = project_name(args.unbind)
+    human = (
+        f'Project "{name}" is no longer bound to {shown} on this machine: imports hold its '
+        "new records back (what was applied stays)."
+        if removed
+        else f'Project "{name}" was not bound to {shown}: nothing to do.'
+    )
+    emit(args, human, {"directory": str(sync.dir.path), "unbound": removed, **scope.to_dict()})
+    return 0
+
+
+def git_accept_config(args: argparse.Namespace) -> int:
+    from engram.project import find_config_suggestion
+
+    with open_store() as store:
+        sync = _git(args, store)
+        folder = None
+        if not args.dir:  # the suggestion project detection meets here, wherever it lives
+            found = find_config_suggestion()
+            folder = found.sync_dir if found is not None else None
+        accepted = sync.accept_config(folder)
+    human = (
+        f'Accepted {accepted.sync_dir / "config.json"}: project "{accepted.project}" on this '
+        f"machine. Memories saved in {accepted.base} go to it, and the git sync of "
+        f"{accepted.sync_dir} imports and exports it. (A later change of that file is a new "
+        "suggestion, accepted the same way.)"
+    )
+    data = {"accepted": accepted.project, "config": str(accepted.sync_dir / "config.json")}
+    emit(args, human, data)
     return 0
 
 
@@ -217,11 +327,34 @@ HANDLERS = {
     ("git", "export"): git_export,
     ("git", "import"): git_import,
     ("git", "status"): git_status,
+    ("git", "bind"): git_bind,
+    ("git", "unbind"): git_unbind,
+    ("git", "accept-config"): git_accept_config,
 }
 
 
+def _action(args: argparse.Namespace) -> str:
+    if args.import_:
+        return "import"
+    if args.status:
+        return "status"
+    if args.bind is not None:
+        return "bind"
+    if args.unbind is not None:
+        return "unbind"
+    if args.accept_config:
+        return "accept-config"
+    return "export"
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
-    action = "import" if args.import_ else "status" if args.status else "export"
+    action = _action(args)
+    if action in ("bind", "unbind", "accept-config"):
+        if args.cloud:
+            from engram.errors import ValidationError
+
+            raise ValidationError(f"--{action} is about git sync directories; drop --cloud")
+        return HANDLERS[("git", action)](args)
     cloud = args.cloud or os.environ.get("ENGRAM_CLOUD_SYNC", "").strip() == "1"
     if cloud:
         from engram.cli.cloud_client_commands import SYNC_HANDLERS

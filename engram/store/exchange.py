@@ -60,25 +60,27 @@ def validate_export(data: Any) -> dict[str, list[dict[str, Any]]]:
         if not isinstance(items, list):
             raise ValidationError(f"{section} must be a list", field=section)
         for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ValidationError(f"{section}[{i}] must be an object", field=section)
-            for name in _REQUIRED[section]:
-                value = item.get(name)
-                if not isinstance(value, str) or not value.strip():
-                    raise ValidationError(f"{section}[{i}].{name} is required", field=section)
-            for name in _TEXT_FIELDS[section]:
-                value = item.get(name)
-                if name in ("revision_count", "duplicate_count"):
-                    if value is not None and (
-                        not isinstance(value, int) or isinstance(value, bool)
-                    ):
-                        raise ValidationError(
-                            f"{section}[{i}].{name} must be an integer", field=section
-                        )
-                elif value is not None and not isinstance(value, str):
-                    raise ValidationError(f"{section}[{i}].{name} must be a string", field=section)
+            validate_export_item(section, i, item)
         out[section] = items
     return out
+
+
+def validate_export_item(section: str, i: int, item: Any) -> None:
+    """Check one element of an export's ``sessions``/``observations``/``prompts`` list (also
+    used on its own by readers that stream a document one element at a time)."""
+    if not isinstance(item, dict):
+        raise ValidationError(f"{section}[{i}] must be an object", field=section)
+    for name in _REQUIRED[section]:
+        value = item.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationError(f"{section}[{i}].{name} is required", field=section)
+    for name in _TEXT_FIELDS[section]:
+        value = item.get(name)
+        if name in ("revision_count", "duplicate_count"):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ValidationError(f"{section}[{i}].{name} must be an integer", field=section)
+        elif value is not None and not isinstance(value, str):
+            raise ValidationError(f"{section}[{i}].{name} must be a string", field=section)
 
 
 class ExchangeMixin(StoreBase):

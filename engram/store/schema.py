@@ -249,11 +249,47 @@ def migration_4(conn: sqlite3.Connection) -> None:
     )
 
 
+GIT_LEDGER_TABLES = """
+-- Records a git import read but was not allowed to apply (a project not bound to that
+-- directory here; personal scope without --include-personal), counted per chunk and project
+-- (personal = 1: held for its scope), so the import that may apply them re-reads exactly those
+-- chunks. Owned by engram/sync/git/ledger.py.
+CREATE TABLE IF NOT EXISTS sync_git_held (
+    target    TEXT NOT NULL,
+    chunk_id  TEXT NOT NULL,
+    project   TEXT NOT NULL,
+    personal  INTEGER NOT NULL,
+    records   INTEGER NOT NULL,
+    PRIMARY KEY (target, chunk_id, project, personal)
+) WITHOUT ROWID;
+
+-- Chunk files already examined, by file identity (size, mtime): one refused for its size is
+-- not read again until it changes; an older-format chunk's header (counts) is not re-parsed.
+CREATE TABLE IF NOT EXISTS sync_git_files (
+    target     TEXT NOT NULL,
+    chunk_id   TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    mtime_ns   INTEGER NOT NULL,
+    refused    TEXT,
+    header     TEXT,
+    noted_at   TEXT NOT NULL,
+    PRIMARY KEY (target, chunk_id)
+) WITHOUT ROWID;
+"""
+
+
+def migration_5(conn: sqlite3.Connection) -> None:
+    """Git import scope (issue 12): held-back records per chunk, and chunk files refused for
+    their size (remembered until the file changes)."""
+    run_script(conn, GIT_LEDGER_TABLES)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
     migration_3,
     migration_4,
+    migration_5,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

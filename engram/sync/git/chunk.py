@@ -1,21 +1,19 @@
-"""The git-sync chunk codec (DESIGN §4), pure: no files, no store.
+"""The git-sync chunk format (DESIGN §4) and its encoder, pure: no files, no store.
 
 A chunk is gzipped JSON Lines. Line 1 is a header, every further line one mutation record (the
 exact journal text). Its id is the first 16 hex digits of the SHA-256 of the *uncompressed*
-bytes, so a chunk names its own content and any change to it is detected on import. The older
-format of the Go tool (one JSON object with ``sessions``/``observations``/``prompts`` arrays,
-8-hex ids) is recognised here and converted by :mod:`engram.sync.git.go_chunk`.
+bytes, so a chunk names its own content and any change to it is detected on import. Reading
+chunks (ours, and the Go tool's older single-object format) is :mod:`engram.sync.git.stream`'s
+job: always as a stream, with caps.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import re
-import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
@@ -25,9 +23,6 @@ from engram.errors import UnsupportedFormatError
 CHUNK_FORMAT = 2
 #: Uncompressed size of one chunk; a larger export writes several chunks in one run.
 MAX_CHUNK_BYTES = 4 * 1024 * 1024
-#: Refuse to inflate more than this from one file (a gzip bomb, or not a chunk at all). Older
-#: Go chunks could hold a whole database in one object, hence the generous bound.
-MAX_DECODED_BYTES = 256 * 1024 * 1024
 ID_LENGTH = 16
 GO_ID_LENGTH = 8
 CHUNK_FILE = re.compile(r"^([0-9a-f]{16}|[0-9a-f]{8})\.jsonl\.gz$")
@@ -85,24 +80,6 @@ class EncodedChunk:
     def compressed(self) -> bytes:
         # mtime=0 keeps the file bytes a function of the content alone.
         return gzip.compress(self.data, compresslevel=6, mtime=0)
-
-
-@dataclass(slots=True)
-class DecodedChunk:
-    """A verified chunk: its header and its mutation lines.
-
-    ``lines`` holds the exact record texts of a JSONL chunk; an older-format chunk instead keeps
-    its parsed document in ``document`` (converted to records by :mod:`engram.sync.git.go_chunk`).
-    """
-
-    id: str
-    header: ChunkHeader
-    lines: list[str] = field(default_factory=list)
-    document: dict[str, Any] | None = None
-
-    @property
-    def is_go_format(self) -> bool:
-        return self.document is not None
 
 
 class PackItem(Protocol):
@@ -176,35 +153,10 @@ def pack_chunks(
         yield seal()
 
 
-# --- decoding ------------------------------------------------------------------------------
+# --- the header --------------------------------------------------------------------------
 
 
-def inflate(chunk_id: str, raw: bytes, *, limit: int = MAX_DECODED_BYTES) -> bytes:
-    """Gunzip ``raw``; a truncated or corrupt file is a :class:`BadChunkError`."""
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
-            data = stream.read(limit + 1)
-    except EOFError:
-        raise BadChunkError(chunk_id, "truncated (the gzip stream ends early)") from None
-    except (OSError, zlib.error) as exc:
-        raise BadChunkError(chunk_id, f"not a readable gzip file ({exc})") from None
-    if len(data) > limit:
-        raise BadChunkError(chunk_id, f"larger than {limit} bytes uncompressed")
-    return data
-
-
-def verify_id(chunk_id: str, data: bytes) -> None:
-    """The SHA-256 of the uncompressed bytes must start with the chunk's id."""
-    digest = hashlib.sha256(data).hexdigest()
-    if not digest.startswith(chunk_id):
-        raise BadChunkError(
-            chunk_id,
-            f"content does not match its id (sha256 {digest[: len(chunk_id)]}…): "
-            "the file was changed or damaged",
-        )
-
-
-def _parse_header(chunk_id: str, value: dict[str, Any]) -> ChunkHeader:
+def parse_header(chunk_id: str, value: dict[str, Any]) -> ChunkHeader:
     version = value.get("engram_chunk")
     if not isinstance(version, int) or isinstance(version, bool):
         raise BadChunkError(chunk_id, "header line has no engram_chunk version")
@@ -226,80 +178,3 @@ def _parse_header(chunk_id: str, value: dict[str, Any]) -> ChunkHeader:
         counts=counts,
         format=version,
     )
-
-
-def _go_counts(document: dict[str, Any]) -> dict[str, int]:
-    def size(name: str) -> int:
-        items = document.get(name)
-        return len(items) if isinstance(items, list) else 0
-
-    counts = {name: size(name) for name in ("sessions", "observations", "prompts")}
-    counts["mutations"] = size("mutations")
-    return counts
-
-
-def _first_line(data: bytes) -> bytes:
-    end = data.find(b"\n")
-    return data if end < 0 else data[:end]
-
-
-def parse_chunk(chunk_id: str, data: bytes) -> DecodedChunk:
-    """Split verified, uncompressed bytes into header and lines (or an older-format document).
-
-    Record lines are kept as text, unparsed: applying them validates each one and reports
-    the first bad line.
-    """
-    head = _first_line(data)
-    try:
-        first = orjson.loads(head)
-    except orjson.JSONDecodeError:
-        first = None
-    if isinstance(first, dict) and "engram_chunk" in first:
-        header = _parse_header(chunk_id, first)
-        body = data[len(head) + 1 :]
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BadChunkError(chunk_id, f"not UTF-8 text ({exc.reason})") from None
-        lines = [line for line in text.split("\n") if line.strip()]
-        return DecodedChunk(chunk_id, header, lines=lines)
-    try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise BadChunkError(
-            chunk_id, f"neither a chunk header nor a JSON document ({exc})"
-        ) from None
-    if not isinstance(document, dict) or not any(
-        name in document for name in ("sessions", "observations", "prompts", "mutations")
-    ):
-        raise BadChunkError(
-            chunk_id, "unrecognised content: no engram_chunk header and no sessions/observations"
-        )
-    header = ChunkHeader(created_by="", created_at="", counts=_go_counts(document), format=1)
-    return DecodedChunk(chunk_id, header, document=document)
-
-
-def decode_chunk(chunk_id: str, raw: bytes) -> DecodedChunk:
-    """Inflate, verify and parse one chunk file's bytes."""
-    data = inflate(chunk_id, raw)
-    verify_id(chunk_id, data)
-    return parse_chunk(chunk_id, data)
-
-
-def read_header(chunk_id: str, stream: io.BufferedIOBase) -> ChunkHeader | None:
-    """The header of a JSONL chunk from the start of its gzip stream (cheap: one line), or
-    ``None`` when the chunk is in the older single-object format and must be decoded whole."""
-    try:
-        with gzip.GzipFile(fileobj=stream) as inflated:
-            head = inflated.readline(64 * 1024)
-    except EOFError:
-        raise BadChunkError(chunk_id, "truncated (the gzip stream ends early)") from None
-    except (OSError, zlib.error) as exc:
-        raise BadChunkError(chunk_id, f"not a readable gzip file ({exc})") from None
-    try:
-        first = orjson.loads(head)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(first, dict) and "engram_chunk" in first:
-        return _parse_header(chunk_id, first)
-    return None

@@ -3,6 +3,13 @@ chunk files, atomic writes, and the lock that keeps two ``engram sync`` runs fro
 
 ``.engram/`` lives at the top of the repository's main worktree (found from any subdirectory or
 linked worktree), so one repository has one sync directory; outside git it is ``./.engram``.
+
+Git checks symbolic links out as links, so a committer could point ``.engram``, ``chunks/``,
+``sync.lock`` or a chunk file anywhere on a teammate's disk. Nothing here follows one:
+:func:`refuse_symlinks` stops every operation on a directory whose own paths are links (with a
+clear error), chunk files that are links are reported and never read, and the lock file is
+opened without following links — so nothing is ever created, renamed or deleted outside
+``.engram/``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ SYNC_DIR_NAME = ".engram"
 MANIFEST = "manifest.json"
 CHUNKS = "chunks"
 LOCK_FILE = "sync.lock"
+CONFIG = "config.json"
+#: The directory's own files: none of them may be a symbolic link.
+OWN_PATHS = (CHUNKS, MANIFEST, LOCK_FILE, CONFIG, ".gitignore", ".gitattributes")
 LOCK_TIMEOUT_SECONDS = 30.0
 
 GITIGNORE = """\
@@ -84,9 +94,43 @@ def locate(override: str | os.PathLike[str] | None = None, cwd: Path | None = No
     return SyncDir(base / SYNC_DIR_NAME)
 
 
+def _link_error(path: Path, what: str) -> ValidationError:
+    try:
+        target = f" (to {os.readlink(path)})"
+    except OSError:
+        target = ""
+    return ValidationError(
+        f"{path} is a symbolic link{target}; refused: engram never follows links inside a "
+        f"sync directory ({what}). Remove the link (and the commit that added it) and run again."
+    )
+
+
+def _is_temp_name(name: str) -> bool:
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX)
+
+
+def refuse_symlinks(sync_dir: SyncDir) -> None:
+    """Raise :class:`ValidationError` if ``.engram`` itself, one of its own files
+    (``chunks/``, the manifest, ``sync.lock``, ``config.json``, git's files) or a temp file is
+    a symbolic link. Chunk files that are links are refused one by one by :func:`chunk_files`."""
+    if sync_dir.path.is_symlink():
+        raise _link_error(sync_dir.path, "the sync directory itself")
+    if not sync_dir.path.is_dir():
+        return
+    for name in OWN_PATHS:
+        if (sync_dir.path / name).is_symlink():
+            raise _link_error(sync_dir.path / name, name)
+    for folder in (sync_dir.path, sync_dir.chunks_dir):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in os.scandir(folder):
+                if _is_temp_name(entry.name) and entry.is_symlink():
+                    raise _link_error(Path(entry.path), "a temp file")
+
+
 def ensure_layout(sync_dir: SyncDir) -> list[str]:
     """Create the directory, ``chunks/``, ``.gitignore`` and ``.gitattributes`` when missing
     (existing files are left as the team edited them). Returns the files written."""
+    refuse_symlinks(sync_dir)
     if sync_dir.path.exists() and not sync_dir.path.is_dir():
         raise ValidationError(f"{sync_dir.path} exists and is not a directory")
     sync_dir.chunks_dir.mkdir(parents=True, exist_ok=True)
@@ -99,23 +143,27 @@ def ensure_layout(sync_dir: SyncDir) -> list[str]:
     return written
 
 
-def chunk_files(sync_dir: SyncDir) -> tuple[list[tuple[str, Path]], list[str]]:
-    """The chunk files (id, path) sorted by id, and the names in ``chunks/`` that are not
-    chunks (our own temp files excluded)."""
+def chunk_files(sync_dir: SyncDir) -> tuple[list[tuple[str, Path]], list[str], list[str]]:
+    """The chunk files (id, path) sorted by id, the names in ``chunks/`` that are not chunks
+    (our own temp files excluded), and the chunk ids whose file is a symbolic link (refused:
+    never read)."""
     found: list[tuple[str, Path]] = []
     strangers: list[str] = []
+    links: list[str] = []
     try:
         entries = list(os.scandir(sync_dir.chunks_dir))
-    except FileNotFoundError:
-        return found, strangers
+    except (FileNotFoundError, NotADirectoryError):
+        return found, strangers, links
     for entry in entries:
         match = CHUNK_FILE.match(entry.name)
-        if match and entry.is_file():
+        if match and entry.is_symlink():
+            links.append(match.group(1))
+        elif match and entry.is_file(follow_symlinks=False):
             found.append((match.group(1), Path(entry.path)))
-        elif not (entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX)):
+        elif not _is_temp_name(entry.name):
             strangers.append(entry.name)
     found.sort()
-    return found, sorted(strangers)
+    return found, sorted(strangers), sorted(links)
 
 
 def remove_stale_temp_files(sync_dir: SyncDir) -> int:
@@ -124,7 +172,7 @@ def remove_stale_temp_files(sync_dir: SyncDir) -> int:
     for folder in (sync_dir.path, sync_dir.chunks_dir):
         with contextlib.suppress(FileNotFoundError):
             for entry in os.scandir(folder):
-                if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                if _is_temp_name(entry.name):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(entry.path)
                         removed += 1
@@ -145,9 +193,16 @@ def locked(
     except ImportError:  # no advisory locks on this platform: run unguarded
         yield
         return
+    refuse_symlinks(sync_dir)
     try:
         sync_dir.path.mkdir(parents=True, exist_ok=True)
-        handle = open(sync_dir.path / LOCK_FILE, "a+b")  # noqa: SIM115 - held for the block
+        # O_NOFOLLOW: a link planted after the check above still never creates a file elsewhere.
+        fd = os.open(
+            sync_dir.path / LOCK_FILE,
+            os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0),
+            0o644,
+        )
+        handle = os.fdopen(fd, "a+b")
     except OSError:
         if required:
             raise

@@ -1,30 +1,60 @@
 """Chunks in the older single-object format (the Go tool's ``{"sessions", "observations",
-"prompts", "mutations"}`` document) turned into mutation records, pure.
+"prompts", "mutations"}`` document) turned into mutation records.
 
 Every row becomes the deterministic legacy record of DESIGN §3 (origin zero, hlc from the row's
 ``updated_at``, mid from key/time/op), built with the same rules as ``engram import`` of a
 ``0.1.0`` export, so every machine importing the same chunk — or the same rows by another
 route — produces the same mutations. Explicit ``mutations`` entries (later Go versions) win
 over the typed row of the same entity, as in the reference.
+
+**Whose project.** The Go tool names a project after the clone's directory, so a git import
+gives every row the *repository's* project instead (DESIGN §3, "Where a transport may write"):
+pass ``project``. A row whose own (normalized) project differs is converted with that project
+and a mid that also covers it (``legacy_mid(key + "\\0" + project, updated_at, op)``), so the
+same row converted for two different projects never yields one mid with two payloads, and
+every machine that binds the repository to the same project derives the same record.
+
+**Bounded memory.** A document can hold a whole database. :class:`GoConverter` takes its
+elements one at a time (see :func:`engram.sync.git.stream.document_items`) and spools them into
+a private temporary SQLite file (deleted when closed), which does the "last row wins / explicit
+mutation wins" bookkeeping on disk; records then come out one at a time.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
 
 from engram.errors import ValidationError
 from engram.project import project_name
-from engram.record import EPOCH_TEXT, KEY_FIELD, legacy_record
-from engram.store.exchange import validate_export
+from engram.record import (
+    EPOCH_TEXT,
+    KEY_FIELD,
+    LEGACY_ORIGIN,
+    build_record,
+    legacy_hlc,
+    legacy_mid,
+)
+from engram.store.exchange import validate_export_item
 from engram.sync.git.chunk import BadChunkError
 from engram.text import normalize_scope, normalize_topic_key
 
 #: Entities of newer Go versions that this Engram does not replicate yet: skipped, counted.
 UNSUPPORTED_ENTITIES = ("relation",)
-_ORDER = {("session", "upsert"): 0, ("session", "delete"): 3}
+_ENTITY = {"sessions": "session", "observations": "observation", "prompts": "prompt"}
+#: Where an element's record goes in the output: its section, then its place in it.
+_SECTION_RANK = {"sessions": 0, "observations": 1, "prompts": 2, "mutations": 3}
+_POSITION_BITS = 40
+_SPOOL = """
+CREATE TABLE typed (entity TEXT, key TEXT, pos INTEGER, item BLOB, PRIMARY KEY (entity, key));
+CREATE TABLE explicit (seq INTEGER PRIMARY KEY, item BLOB);
+CREATE TABLE final (entity TEXT, key TEXT, pos INTEGER, rank INTEGER, record BLOB,
+                    PRIMARY KEY (entity, key));
+"""
 
 
 def _derived_id(prefix: str, *parts: Any) -> str:
@@ -93,18 +123,11 @@ def _updated_at(entity: str, state: dict[str, Any]) -> str:
     return state["created_at"]
 
 
-def _upsert(entity: str, state: dict[str, Any]) -> dict[str, Any]:
-    """The legacy record of a row, as ``engram import`` journals it (soft-deleted observations
-    become deletes that keep their full state)."""
-    op = "delete" if entity == "observation" and state.get("deleted_at") else "upsert"
-    return legacy_record(
-        entity=entity,
-        op=op,
-        payload=state if op == "upsert" else {**state, "hard": False},
-        updated_at=_updated_at(entity, state),
-        project=state["project"],
-        scope=state.get("scope", "project"),
-    )
+def _rank(record: dict[str, Any]) -> int:
+    """Session upserts, other upserts, other deletes, session deletes."""
+    if record["entity"] == "session":
+        return 0 if record["op"] == "upsert" else 3
+    return 1 if record["op"] == "upsert" else 2
 
 
 def _payload(chunk_id: str, index: int, raw: Any) -> dict[str, Any]:
@@ -122,90 +145,204 @@ def _payload(chunk_id: str, index: int, raw: Any) -> dict[str, Any]:
     return value
 
 
-def _explicit(
-    chunk_id: str,
-    index: int,
-    mutation: Any,
-    typed: dict[tuple[str, str], dict[str, Any]],
-) -> dict[str, Any] | None:
-    if not isinstance(mutation, dict):
-        raise BadChunkError(chunk_id, f"mutations[{index}] must be an object")
-    entity = str(mutation.get("entity") or "").strip()
-    op = str(mutation.get("op") or "").strip()
-    if entity in UNSUPPORTED_ENTITIES:
-        return None
-    if entity not in _STATE:
-        raise BadChunkError(chunk_id, f"mutations[{index}]: unknown entity {entity!r}")
-    if op not in ("upsert", "delete"):
-        raise BadChunkError(chunk_id, f"mutations[{index}]: unknown op {op!r}")
-    payload = _payload(chunk_id, index, mutation.get("payload"))
-    key_field = KEY_FIELD[entity]
-    key = str(mutation.get("entity_key") or payload.get(key_field) or "").strip()
-    if not key:
-        raise BadChunkError(chunk_id, f"mutations[{index}]: no {key_field}")
-    if payload.get(key_field) not in (None, "", key):
-        raise BadChunkError(chunk_id, f"mutations[{index}]: entity_key does not match payload")
-    occurred = str(mutation.get("occurred_at") or "") or EPOCH_TEXT
-    known = typed.get((entity, key), {})
-    project = payload.get("project") or mutation.get("project") or known.get("project")
-    if op == "upsert":
-        item = {**known, **payload, key_field: key, "project": project}
-        if entity == "observation":
-            item.setdefault("updated_at", occurred)
-        return _upsert(entity, _STATE[entity](item))
-    deleted_at = payload.get("deleted_at") or occurred
-    hard = entity != "observation" or bool(payload.get("hard_delete") or payload.get("hard"))
-    if not hard and known:
-        # A soft delete keeps the row's full state; its clock is the time of the delete.
-        updated = max(str(known.get("updated_at") or ""), deleted_at)
-        state = _observation_state({**known, "deleted_at": deleted_at, "updated_at": updated})
-        return _upsert(entity, state)
-    body: dict[str, Any] = {key_field: key}
-    if known.get("session_id"):
-        body["session_id"] = known["session_id"]
-    body.update(project=project_name(project), deleted_at=deleted_at, hard=hard)
-    return legacy_record(
-        entity=entity,
-        op="delete",
-        payload=body,
-        updated_at=deleted_at,
-        project=body["project"],
-        scope=normalize_scope(known.get("scope")),
-    )
+class GoConverter:
+    """Records of one Go document, fed element by element with :meth:`add`, read back with
+    :meth:`records`. ``project``: the repository's project every row is given (``None`` keeps
+    each row's own name)."""
+
+    def __init__(self, chunk_id: str, *, project: str | None = None) -> None:
+        self.chunk_id = chunk_id
+        self.project = project or None
+        self.skipped = 0  # relation mutations (not replicated yet)
+        self.counts = dict.fromkeys(_SECTION_RANK, 0)
+        # "": a private temporary database on disk, removed when the connection closes.
+        self._spool = sqlite3.connect("", isolation_level=None)
+        self._spool.execute("PRAGMA journal_mode=OFF")
+        self._spool.execute("PRAGMA synchronous=OFF")
+        self._spool.execute("PRAGMA temp_store=FILE")
+        self._spool.execute("PRAGMA cache_size=-8192")  # 8 MiB; the rest stays on disk
+        for statement in _SPOOL.strip().split(";"):
+            if statement.strip():
+                self._spool.execute(statement)
+        self._spool.execute("BEGIN")
+
+    def close(self) -> None:
+        self._spool.close()
+
+    def __enter__(self) -> GoConverter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- one row, one record --------------------------------------------------------------
+
+    def _state(self, entity: str, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The row's state in the repository's project, and whether that moved it."""
+        state = _STATE[entity](item)
+        if self.project is None or state["project"] == self.project:
+            return state, False
+        return {**state, "project": self.project}, True
+
+    def _record(
+        self, entity: str, op: str, payload: dict[str, Any], updated_at: str, scope: str,
+        moved: bool,
+    ) -> dict[str, Any]:  # fmt: skip
+        key = str(payload[KEY_FIELD[entity]])
+        project = payload["project"]
+        mid_key = f"{key}\0{project}" if moved else key
+        return build_record(
+            mid=legacy_mid(mid_key, updated_at, op),
+            hlc=legacy_hlc(updated_at),
+            origin=LEGACY_ORIGIN,
+            entity=entity,
+            key=key,
+            op=op,
+            project=project,
+            scope=scope,
+            payload=payload,
+        )
+
+    def _upsert(self, entity: str, state: dict[str, Any], moved: bool) -> dict[str, Any]:
+        """The legacy record of a row, as ``engram import`` journals it (soft-deleted
+        observations become deletes that keep their full state)."""
+        op = "delete" if entity == "observation" and state.get("deleted_at") else "upsert"
+        return self._record(
+            entity,
+            op,
+            state if op == "upsert" else {**state, "hard": False},
+            _updated_at(entity, state),
+            state.get("scope", "project"),
+            moved,
+        )
+
+    def _known(self, entity: str, key: str) -> dict[str, Any]:
+        row = self._spool.execute(
+            "SELECT item FROM typed WHERE entity = ? AND key = ?", (entity, key)
+        ).fetchone()
+        return orjson.loads(row[0]) if row else {}
+
+    def _explicit(self, index: int, mutation: Any) -> dict[str, Any] | None:
+        chunk_id = self.chunk_id
+        if not isinstance(mutation, dict):
+            raise BadChunkError(chunk_id, f"mutations[{index}] must be an object")
+        entity = str(mutation.get("entity") or "").strip()
+        op = str(mutation.get("op") or "").strip()
+        if entity in UNSUPPORTED_ENTITIES:
+            return None
+        if entity not in _STATE:
+            raise BadChunkError(chunk_id, f"mutations[{index}]: unknown entity {entity!r}")
+        if op not in ("upsert", "delete"):
+            raise BadChunkError(chunk_id, f"mutations[{index}]: unknown op {op!r}")
+        payload = _payload(chunk_id, index, mutation.get("payload"))
+        key_field = KEY_FIELD[entity]
+        key = str(mutation.get("entity_key") or payload.get(key_field) or "").strip()
+        if not key:
+            raise BadChunkError(chunk_id, f"mutations[{index}]: no {key_field}")
+        if payload.get(key_field) not in (None, "", key):
+            raise BadChunkError(chunk_id, f"mutations[{index}]: entity_key does not match payload")
+        occurred = str(mutation.get("occurred_at") or "") or EPOCH_TEXT
+        known = self._known(entity, key)
+        project = payload.get("project") or mutation.get("project") or known.get("project")
+        if op == "upsert":
+            item = {**known, **payload, key_field: key, "project": project}
+            if entity == "observation":
+                item.setdefault("updated_at", occurred)
+            return self._upsert(entity, *self._state(entity, item))
+        deleted_at = payload.get("deleted_at") or occurred
+        hard = entity != "observation" or bool(payload.get("hard_delete") or payload.get("hard"))
+        if not hard and known:
+            # A soft delete keeps the row's full state; its clock is the time of the delete.
+            updated = max(str(known.get("updated_at") or ""), deleted_at)
+            item = {**known, "deleted_at": deleted_at, "updated_at": updated}
+            return self._upsert(entity, *self._state("observation", item))
+        body: dict[str, Any] = {key_field: key}
+        if known.get("session_id"):
+            body["session_id"] = known["session_id"]
+        own = project_name(project)
+        moved = self.project is not None and own != self.project
+        body.update(project=self.project if moved else own, deleted_at=deleted_at, hard=hard)
+        return self._record(
+            entity, "delete", body, deleted_at, normalize_scope(known.get("scope")), moved
+        )
+
+    # --- feeding and reading --------------------------------------------------------------
+
+    def add(self, section: str, index: int, item: Any) -> None:
+        """One element of the document's ``section`` array (validated here)."""
+        self.counts[section] += 1
+        position = (_SECTION_RANK[section] << _POSITION_BITS) | index
+        if section == "mutations":
+            self._spool.execute(
+                "INSERT INTO explicit(seq, item) VALUES (?, ?)", (index, orjson.dumps(item))
+            )
+            return
+        try:
+            validate_export_item(section, index, item)
+        except ValidationError as exc:
+            raise BadChunkError(self.chunk_id, str(exc)) from None
+        entity = _ENTITY[section]
+        state = _STATE[entity](item)
+        self._spool.execute(
+            """INSERT INTO typed(entity, key, pos, item) VALUES (?, ?, ?, ?)
+               ON CONFLICT(entity, key) DO UPDATE SET item = excluded.item""",
+            (entity, state[KEY_FIELD[entity]], position, orjson.dumps({**item, **state})),
+        )
+
+    def _keep(self, record: dict[str, Any], position: int) -> None:
+        self._spool.execute(
+            """INSERT INTO final(entity, key, pos, rank, record) VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT(entity, key) DO UPDATE SET rank = excluded.rank,
+                   record = excluded.record""",
+            (record["entity"], record["key"], position, _rank(record), orjson.dumps(record)),
+        )
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every record, once: session upserts, other upserts, other deletes, session
+        deletes; within each, in the order the rows first appeared."""
+        spool = self._spool
+        explicit_base = _SECTION_RANK["mutations"] << _POSITION_BITS
+        # Cursors are read one row at a time while other statements write ``final``: SQLite
+        # allows it, and each key is written once it has been read, never ahead of the cursor.
+        for seq, raw in spool.execute("SELECT seq, item FROM explicit ORDER BY seq"):
+            record = self._explicit(seq, orjson.loads(raw))
+            if record is None:
+                self.skipped += 1
+                continue
+            row = spool.execute(
+                "SELECT pos FROM typed WHERE entity = ? AND key = ?",
+                (record["entity"], record["key"]),
+            ).fetchone()
+            self._keep(record, row[0] if row else explicit_base | seq)
+        typed = spool.execute(
+            """SELECT entity, pos, item FROM typed t WHERE NOT EXISTS
+                   (SELECT 1 FROM final f WHERE f.entity = t.entity AND f.key = t.key)"""
+        )  # the rows no explicit mutation replaced
+        for entity, position, raw in typed:
+            self._keep(self._upsert(entity, *self._state(entity, orjson.loads(raw))), position)
+        for (raw,) in spool.execute("SELECT record FROM final ORDER BY rank, pos"):
+            yield orjson.loads(raw)
 
 
-def go_chunk_records(chunk_id: str, document: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    """The mutation records of an older-format chunk, and how many relation mutations were
-    skipped. Raises :class:`BadChunkError` naming the first bad row."""
-    try:
-        sections = validate_export({**document, "version": "0.1.0"})
-    except ValidationError as exc:
-        raise BadChunkError(chunk_id, str(exc)) from None
-    raw_mutations = document.get("mutations") or []
-    if not isinstance(raw_mutations, list):
-        raise BadChunkError(chunk_id, "mutations must be a list")
-    typed: dict[tuple[str, str], dict[str, Any]] = {}
-    for entity, section in (
-        ("session", "sessions"),
-        ("observation", "observations"),
-        ("prompt", "prompts"),
-    ):
-        for item in sections[section]:
-            state = _STATE[entity](item)
-            typed[(entity, state[KEY_FIELD[entity]])] = {**item, **state}
-    records: dict[tuple[str, str], dict[str, Any]] = {
-        (entity, key): _upsert(entity, _STATE[entity](item))
-        for (entity, key), item in typed.items()
-    }
-    skipped = 0
-    for index, mutation in enumerate(raw_mutations):
-        record = _explicit(chunk_id, index, mutation, typed)
-        if record is None:
-            skipped += 1
+def go_chunk_records(
+    chunk_id: str, document: dict[str, Any], *, project: str | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """The mutation records of an older-format document held in memory, and how many relation
+    mutations were skipped. Raises :class:`BadChunkError` naming the first bad row."""
+    with GoConverter(chunk_id, project=project) as converter:
+        for section, index, item in _document_elements(chunk_id, document):
+            converter.add(section, index, item)
+        records = list(converter.records())
+        return records, converter.skipped
+
+
+def _document_elements(chunk_id: str, document: dict[str, Any]) -> Iterable[tuple[str, int, Any]]:
+    for section in _SECTION_RANK:
+        items = document.get(section)
+        if items is None:
             continue
-        records[(record["entity"], record["key"])] = record  # explicit wins, later wins
-    ordered = sorted(
-        records.values(),
-        key=lambda r: _ORDER.get((r["entity"], r["op"]), 1 if r["op"] == "upsert" else 2),
-    )
-    return ordered, skipped
+        if not isinstance(items, list):
+            raise BadChunkError(chunk_id, f"{section} must be a list")
+    for section in _SECTION_RANK:
+        for index, item in enumerate(document.get(section) or []):
+            yield section, index, item

@@ -7,10 +7,16 @@ these; so can any other face).
   marks the mutations they share with the local journal as held, so a mutation that reached this
   machine by another route (the cloud) is not written into the directory a second time.
 * **Import** applies every chunk not applied yet, one transaction per chunk, after checking its
-  hash; a bad chunk is reported by name and skipped, the others still import. It changes no
-  tracked file, except a manifest that git left with conflict markers (rebuilt: that is the
-  resolution). Export rebuilds the manifest every time.
-* **Status** reports chunks, what is applied and pending, and contributors.
+  hash; a bad chunk is reported by name and skipped, the others still import. Only records of
+  the projects the directory is bound to here are applied (:mod:`engram.sync.git.scope`);
+  the rest is counted, named and applied by a later import once accepted
+  (:mod:`engram.sync.git.importer`). It changes no tracked file, except a manifest that git
+  left with conflict markers (rebuilt: that is the resolution). Export rebuilds the manifest
+  every time, and warns about projects the directory is not bound to.
+* **Status** reports chunks, what is applied and pending, contributors, the directory's scope
+  and what it holds back.
+* **Bindings**: :meth:`GitSync.bind`, :meth:`GitSync.unbind` and
+  :meth:`GitSync.accept_config` record this machine's decisions (:mod:`engram.bindings`).
 
 The directory is the truth: if a chunk this machine recorded has vanished from it (a branch
 switch, a deleted file), the delivery marks of this target are forgotten and rebuilt from the
@@ -20,40 +26,41 @@ chunks that are there, so nothing is silently left unexported.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import orjson
-
-from engram.errors import InvalidMutationError
+from engram.bindings import Bindings
+from engram.errors import NotFoundError, ValidationError
 from engram.files import write_atomic
-from engram.store.models import ApplyResult
-from engram.sync.git.chunk import (
-    MAX_CHUNK_BYTES,
-    BadChunkError,
-    ChunkHeader,
-    DecodedChunk,
-    EncodedChunk,
-    decode_chunk,
-    pack_chunks,
-    read_header,
-)
+from engram.project import ConfigSuggestion, project_name, read_config_suggestion
+from engram.sync.git.chunk import MAX_CHUNK_BYTES, BadChunkError, EncodedChunk, pack_chunks
 from engram.sync.git.gitdir import (
     SyncDir,
-    chunk_files,
     ensure_layout,
     locked,
+    refuse_symlinks,
     remove_stale_temp_files,
 )
-from engram.sync.git.go_chunk import go_chunk_records
+from engram.sync.git.importer import ChunkImporter, may_apply_now
+from engram.sync.git.ledger import ChunkLedger
+from engram.sync.git.listing import ListedChunk, list_chunks
 from engram.sync.git.manifest import ManifestEntry, ManifestReading, read_manifest, render_manifest
+from engram.sync.git.reader import ChunkReader
+from engram.sync.git.reports import (
+    ChunkProblem,
+    ExportReport,
+    HeldRecords,
+    ImportReport,
+    StatusReport,
+    WrittenChunk,
+    held_summary,
+)
+from engram.sync.git.scope import DirectoryScope, directory_scope
 from engram.sync.progress import ProgressFactory, default_author, no_progress
 from engram.times import rfc3339
 
@@ -61,12 +68,20 @@ if TYPE_CHECKING:
     from engram.store import Store
     from engram.store.journal import JournalEntry
 
+__all__ = [
+    "ChunkProblem",
+    "ExportReport",
+    "GitSync",
+    "HeldRecords",
+    "ImportReport",
+    "StatusReport",
+    "WrittenChunk",
+]
+
 #: Test-only seam: ``mid-chunk`` pauses an export half-way through writing a chunk file,
 #: ``after-chunk`` right after a chunk is renamed into place but before it is marked delivered.
 #: The crash tests kill the paused process with SIGKILL. Never set it in real use.
 TEST_PAUSE_ENV = "ENGRAM_TEST_PAUSE_EXPORT"
-
-_MUTATION_INDEX = re.compile(r"^mutation\[(\d+)\]: ")
 
 
 def _test_pause(point: str) -> None:
@@ -75,163 +90,6 @@ def _test_pause(point: str) -> None:
     sys.stderr.write(f"engram: test pause at {point}\n")
     sys.stderr.flush()
     time.sleep(60)
-
-
-# --- reports ---------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class ChunkProblem:
-    """A chunk (or manifest entry, or stray file) that could not be used, and why."""
-
-    chunk: str
-    reason: str
-
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        return f"{self.chunk}: {self.reason}"
-
-
-@dataclass(slots=True)
-class WrittenChunk:
-    id: str
-    file: str
-    sessions: int
-    observations: int
-    prompts: int
-    mutations: int
-
-
-@dataclass(slots=True)
-class ExportReport:
-    directory: str
-    target: str
-    projects: list[str] | None
-    include_personal: bool
-    chunks: list[WrittenChunk] = field(default_factory=list)
-    #: chunks not applied here that were read to learn which mutations the directory holds
-    chunks_indexed: int = 0
-    #: journal mutations found already held by those chunks (so not written again)
-    already_held: int = 0
-    rescanned: bool = False
-    problems: list[ChunkProblem] = field(default_factory=list)
-    files_written: list[str] = field(default_factory=list)
-    manifest_rebuilt: bool = False
-
-    @property
-    def nothing_new(self) -> bool:
-        return not self.chunks
-
-    def total(self, name: str) -> int:
-        return sum(getattr(c, name) for c in self.chunks)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "directory": self.directory,
-            "target": self.target,
-            "projects": self.projects,
-            "include_personal": self.include_personal,
-            "nothing_new": self.nothing_new,
-            "chunks": [asdict(c) for c in self.chunks],
-            "sessions": self.total("sessions"),
-            "observations": self.total("observations"),
-            "prompts": self.total("prompts"),
-            "mutations": self.total("mutations"),
-            "chunks_indexed": self.chunks_indexed,
-            "already_held": self.already_held,
-            "rescanned": self.rescanned,
-            "problems": [p.to_dict() for p in self.problems],
-            "files_written": self.files_written,
-            "manifest_rebuilt": self.manifest_rebuilt,
-        }
-
-
-@dataclass(slots=True)
-class ImportReport:
-    directory: str
-    target: str
-    exists: bool = True
-    chunks_imported: list[str] = field(default_factory=list)
-    chunks_already: int = 0
-    applied: ApplyResult = field(default_factory=ApplyResult)
-    skipped_relations: int = 0
-    failures: list[ChunkProblem] = field(default_factory=list)
-    warnings: list[ChunkProblem] = field(default_factory=list)
-    manifest_rebuilt: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "directory": self.directory,
-            "target": self.target,
-            "exists": self.exists,
-            "chunks_imported": len(self.chunks_imported),
-            "imported_ids": self.chunks_imported,
-            "chunks_skipped": self.chunks_already,
-            "chunks_failed": len(self.failures),
-            "failures": [p.to_dict() for p in self.failures],
-            "warnings": [p.to_dict() for p in self.warnings],
-            "mutations": self.applied.to_dict(),
-            "skipped_relation_mutations": self.skipped_relations,
-            "manifest_rebuilt": self.manifest_rebuilt,
-        }
-
-
-@dataclass(slots=True)
-class StatusReport:
-    directory: str
-    target: str
-    exists: bool
-    chunks: int = 0
-    applied: int = 0
-    pending_import: list[str] = field(default_factory=list)
-    pending_export: int = 0
-    projects: list[str] | None = None
-    sessions: int = 0
-    memories: int = 0
-    prompts: int = 0
-    contributors: dict[str, int] = field(default_factory=dict)
-    manifest: str = "missing"
-    problems: list[ChunkProblem] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["problems"] = [p.to_dict() for p in self.problems]
-        return data
-
-
-# --- the directory's chunks -------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class ListedChunk:
-    """A chunk file with what its header (or, for the older format, its content) says."""
-
-    id: str
-    path: Path
-    header: ChunkHeader | None = None
-    problem: str | None = None
-
-    @property
-    def sort_key(self) -> tuple[str, str]:
-        return (self.header.created_at if self.header else "", self.id)
-
-
-def _mids(decoded: DecodedChunk, records: list[dict[str, Any]] | None) -> list[str]:
-    if records is not None:
-        return [r["mid"] for r in records]
-    mids = []
-    for number, line in enumerate(decoded.lines, start=2):
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise BadChunkError(decoded.id, f"line {number}: invalid JSON ({exc})") from None
-        mid = value.get("mid") if isinstance(value, dict) else None
-        if not isinstance(mid, str):
-            raise BadChunkError(decoded.id, f"line {number}: a mutation without a mid")
-        mids.append(mid)
-    return mids
 
 
 class GitSync:
@@ -245,6 +103,7 @@ class GitSync:
         progress: ProgressFactory = no_progress,
         author: str | None = None,
         chunk_limit: int = MAX_CHUNK_BYTES,
+        bindings: Bindings | None = None,
     ) -> None:
         self.store = store
         self.chunk_limit = chunk_limit
@@ -252,6 +111,51 @@ class GitSync:
         self.target = sync_dir.target
         self.progress = progress
         self.author = author or default_author()
+        #: This machine's decisions; beside the store's database (the data directory).
+        self.bindings = bindings or Bindings(store.db.path.parent)
+        self.ledger = ChunkLedger(store.db, self.target)
+
+    # --- scope and bindings -----------------------------------------------------------------
+
+    def scope(self, *, include_personal: bool = False) -> DirectoryScope:
+        """What this directory may write here (see :mod:`engram.sync.git.scope`)."""
+        return directory_scope(self.dir, self.bindings, include_personal=include_personal)
+
+    def bind(self, project: str) -> bool:
+        """Let this directory's chunks write ``project`` here; False if they already could.
+        The next import applies the records it held back for that project."""
+        name = project_name(project)
+        if not name:
+            raise ValidationError("a project name is required: engram sync --bind NAME")
+        refuse_symlinks(self.dir)
+        return self.bindings.bind(self.dir.path, name)
+
+    def unbind(self, project: str) -> bool:
+        """Withdraw a binding made with :meth:`bind` (or an accepted config suggestion)."""
+        name = project_name(project)
+        scope = self.scope()
+        if name and name == scope.detected and name not in scope.bound:
+            raise ValidationError(
+                f'"{name}" is this repository\'s own project (from its {scope.detected_source}'
+                "); it stays bound"
+            )
+        return self.bindings.unbind(self.dir.path, name)
+
+    def accept_config(self, engram_dir: Path | None = None) -> ConfigSuggestion:
+        """Accept the project named by ``engram_dir/config.json`` (default: this directory's)
+        as this machine's choice: saves made there, and this directory's imports and exports,
+        use it from now on. Accepting covers that exact name only."""
+        folder = engram_dir or self.dir.path
+        if engram_dir is None:
+            refuse_symlinks(self.dir)
+        suggestion = read_config_suggestion(folder)
+        if suggestion is None:
+            raise NotFoundError(
+                f"no project suggestion to accept: {folder / 'config.json'} is missing, not a "
+                'regular file, or has no "project_name"'
+            )
+        self.bindings.accept_config(folder, suggestion.project)
+        return suggestion
 
     # --- listing ------------------------------------------------------------------------
 
@@ -264,43 +168,7 @@ class GitSync:
 
     def _list(self, manifest: ManifestReading) -> tuple[list[ListedChunk], list[str]]:
         """Every chunk file in the directory with its header, sorted by (created_at, id)."""
-        files, strangers = chunk_files(self.dir)
-        listed = []
-        for chunk_id, path in files:
-            item = ListedChunk(chunk_id, path)
-            try:
-                with open(path, "rb") as handle:
-                    item.header = read_header(chunk_id, handle)
-                if item.header is None:  # the older format has no header: read it whole
-                    decoded = decode_chunk(chunk_id, path.read_bytes())
-                    known = manifest.entries.get(chunk_id)
-                    item.header = ChunkHeader(
-                        created_by=known.created_by if known else "unknown",
-                        created_at=known.created_at if known else "",
-                        counts=decoded.header.counts,
-                        format=decoded.header.format,
-                    )
-            except BadChunkError as exc:
-                item.problem = exc.reason
-            except OSError as exc:
-                item.problem = f"cannot read ({exc.strerror or exc})"
-            listed.append(item)
-        listed.sort(key=lambda c: c.sort_key)
-        return listed, strangers
-
-    def _decode(self, chunk: ListedChunk) -> tuple[DecodedChunk, list[dict[str, Any]] | None, int]:
-        """Read and verify a chunk; older-format chunks come back converted to records."""
-        if chunk.problem:
-            raise BadChunkError(chunk.id, chunk.problem)
-        try:
-            raw = chunk.path.read_bytes()
-        except OSError as exc:
-            raise BadChunkError(chunk.id, f"cannot read ({exc.strerror or exc})") from None
-        decoded = decode_chunk(chunk.id, raw)
-        if decoded.document is None:
-            return decoded, None, 0
-        records, skipped = go_chunk_records(chunk.id, decoded.document)
-        return decoded, records, skipped
+        return list_chunks(self.dir, manifest, self.ledger)
 
     def _rebuild_manifest(self, listed: Iterable[ListedChunk]) -> bool:
         """Rewrite the manifest from the chunk headers if it differs; True when rewritten."""
@@ -336,9 +204,14 @@ class GitSync:
             projects=projects,
             include_personal=include_personal,
         )
+        refuse_symlinks(self.dir)
+        scope = self.scope()
+        if projects is not None:
+            report.unbound_projects = [p for p in projects if not scope.allows(p)]
         journal = self.store.journal
         if not self.dir.exists() and not self._pending_count(projects, include_personal):
             return report  # nothing to write and nowhere yet: create nothing
+        written: set[str] = set()
         with locked(self.dir):
             report.files_written = ensure_layout(self.dir)
             remove_stale_temp_files(self.dir)
@@ -350,7 +223,7 @@ class GitSync:
             held = journal.chunk_ids(self.target)
             for chunk in listed:
                 if chunk.id not in held:
-                    self._index(chunk, report)
+                    self._index(chunk, report, scope)
             extra = self._extra_sessions(projects, include_personal)
             total = len(extra) + journal.count_pending(
                 self.target, projects=projects, include_personal=include_personal
@@ -368,9 +241,12 @@ class GitSync:
                         limit=self.chunk_limit,
                     ):
                         report.chunks.append(self._write_chunk(chunk, items))
+                        written.update(item.project for item in items if item.entity != "session")
                         advance(len(items))
                 listed, _ = self._list(manifest)
             report.manifest_rebuilt = self._rebuild_manifest(listed)
+        if projects is None:
+            report.unbound_projects = sorted(p for p in written if not scope.allows(p))
         return report
 
     def _extra_sessions(
@@ -392,14 +268,27 @@ class GitSync:
             )
         )
 
-    def _index(self, chunk: ListedChunk, report: ExportReport) -> None:
+    def _mids(self, chunk: ListedChunk, scope: DirectoryScope) -> list[str]:
+        """The mids a chunk holds (Go-format rows as this directory converts them)."""
+        if chunk.problem:
+            raise BadChunkError(chunk.id, chunk.problem)
+        mids: list[str] = []
+        reader = ChunkReader(chunk.id, chunk.path, project=scope.repository_project)
+        for batch in reader.batches():
+            for record, line in zip(batch.records, batch.lines, strict=True):
+                mid = record.get("mid") if record is not None else None
+                if not isinstance(mid, str):
+                    raise BadChunkError(chunk.id, f"line {line}: a mutation without a mid")
+                mids.append(mid)
+        return mids
+
+    def _index(self, chunk: ListedChunk, report: ExportReport, scope: DirectoryScope) -> None:
         """Mark the journal rows a not-yet-applied chunk already holds as delivered here; a
         chunk whose every mutation is already known counts as applied."""
         try:
-            decoded, records, _ = self._decode(chunk)
-            mids = _mids(decoded, records)
-        except (BadChunkError, InvalidMutationError) as exc:
-            report.problems.append(ChunkProblem(chunk.id, getattr(exc, "reason", str(exc))))
+            mids = self._mids(chunk, scope)
+        except BadChunkError as exc:
+            report.problems.append(ChunkProblem(chunk.id, exc.reason))
             return
         report.chunks_indexed += 1
         known = self.store.journal.seqs_for_mids(mids)
@@ -429,10 +318,14 @@ class GitSync:
 
     # --- import -------------------------------------------------------------------------
 
-    def import_chunks(self) -> ImportReport:
-        """Apply every chunk not applied yet, one transaction each; bad chunks are reported
-        and skipped (the next import tries them again)."""
+    def import_chunks(self, *, include_personal: bool = False) -> ImportReport:
+        """Apply every chunk not applied yet, one transaction each, keeping to the directory's
+        scope (``include_personal``: also apply personal-scope records); bad chunks are
+        reported and skipped (the next import tries them again, unless refused for size)."""
         report = ImportReport(directory=str(self.dir.path), target=self.target)
+        refuse_symlinks(self.dir)
+        scope = self.scope(include_personal=include_personal)
+        report.scope = scope.to_dict()
         if not self.dir.exists():
             report.exists = False
             return report
@@ -440,43 +333,14 @@ class GitSync:
             manifest = self._read_manifest()
             listed, strangers = self._list(manifest)
             report.warnings.extend(self._manifest_problems(manifest, listed, strangers))
-            held = self.store.journal.chunk_ids(self.target)
-            pending = [c for c in listed if c.id not in held]
-            report.chunks_already = len(listed) - len(pending)
-            total = sum(c.header.counts.get("mutations", 0) for c in pending if c.header)
-            with self.progress("Importing chunks", total) as advance:
-                for chunk in pending:
-                    self._apply(chunk, report)
-                    advance(chunk.header.counts.get("mutations", 0) if chunk.header else 0)
+            importer = ChunkImporter(self.store, self.target, scope, self.ledger, self.progress)
+            importer.run(listed, report)
             if manifest.state == "conflicted":
                 # git stopped on it anyway: rebuilding it is the resolution (then `git add`).
                 # Otherwise import leaves tracked files alone, so a pull right after an import
                 # never finds local changes in the way; the next export rewrites the index.
                 report.manifest_rebuilt = self._rebuild_manifest(listed)
         return report
-
-    def _apply(self, chunk: ListedChunk, report: ImportReport) -> None:
-        records: list[dict[str, Any]] | None = None
-        try:
-            decoded, records, skipped = self._decode(chunk)
-            items: list[Any] = records if records is not None else decoded.lines
-            with self.store.db.write():
-                result = self.store.apply_mutations(items, source=self.target)
-                self.store.journal.record_chunk(self.target, chunk.id)
-        except BadChunkError as exc:
-            report.failures.append(ChunkProblem(chunk.id, exc.reason))
-            return
-        except InvalidMutationError as exc:
-            message = str(exc)
-            if records is None:  # name the line of the file, counting the header as line 1
-                message = _MUTATION_INDEX.sub(
-                    lambda m: f"line {int(m.group(1)) + 2}: ", message, count=1
-                )
-            report.failures.append(ChunkProblem(chunk.id, message))
-            return
-        report.chunks_imported.append(chunk.id)
-        report.applied.add(result)
-        report.skipped_relations += skipped
 
     # --- status -------------------------------------------------------------------------
 
@@ -497,17 +361,28 @@ class GitSync:
         )
         return problems
 
+    def held(self, scope: DirectoryScope | None = None) -> list[HeldRecords]:
+        """What the directory's chunks hold that this store has not applied, by project (as
+        of the last import)."""
+        counts: Counter[tuple[str, bool]] = Counter()
+        for note in self.ledger.held():
+            counts[(note.project, note.personal)] += note.records
+        return held_summary(counts)
+
     def status(
         self, *, projects: list[str] | None = None, include_personal: bool = False
     ) -> StatusReport:
         """What the directory holds and what this store has applied or still has to export
-        (read-only: nothing is written)."""
+        (read-only: nothing is written to the directory)."""
         journal = self.store.journal
+        refuse_symlinks(self.dir)
+        scope = self.scope(include_personal=include_personal)
         report = StatusReport(
             directory=str(self.dir.path),
             target=self.target,
             exists=self.dir.exists(),
             projects=projects,
+            scope=scope.to_dict(),
         )
         report.pending_export = self._pending_count(projects, include_personal)
         if not report.exists:
@@ -521,6 +396,10 @@ class GitSync:
         report.chunks = len(listed)
         report.applied = sum(1 for c in listed if c.id in held)
         report.pending_import = [c.id for c in listed if c.id not in held]
+        notes = [n for n in self.ledger.held() if n.chunk_id in {c.id for c in listed}]
+        waiting = {n.chunk_id for n in notes if may_apply_now(n, scope)}
+        report.pending_import += sorted(waiting - set(report.pending_import))
+        report.held = self.held()
         entries = [ManifestEntry.from_header(c.id, c.header) for c in usable if c.header]
         report.sessions = sum(e.sessions for e in entries)
         report.memories = sum(e.memories for e in entries)

@@ -45,7 +45,7 @@ def test_cloud_and_git_together_converge_three_stores(
     a, b, c = open_store("a"), open_store("b"), open_store("c")
     enroll(a, b)
     config = cloud_config(server.url)
-    shared = SyncDir(tmp_path / "repo" / ".engram")
+    shared = SyncDir(tmp_path / "acme" / ".engram")  # the directory's own project: acme
 
     def cloud(store: Store) -> None:
         with CloudSync(store, config) as sync:

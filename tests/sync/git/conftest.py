@@ -14,7 +14,9 @@ from engram.sync.git.sync import ExportReport, GitSync, ImportReport
 
 @pytest.fixture
 def sync_dir(tmp_path: Path) -> SyncDir:
-    return SyncDir(tmp_path / "repo" / ".engram")
+    """A sync directory outside git whose own project is "acme" (the directory's name): the
+    project the tests write, so imports apply it without a binding."""
+    return SyncDir(tmp_path / "acme" / ".engram")
 
 
 def export(

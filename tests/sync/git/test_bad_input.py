@@ -136,7 +136,7 @@ def test_manifest_id_with_path_traversal(
     evil_store.add_observation(title="EVIL", content="must never be imported", project="acme")
     evil_dir = SyncDir(tmp_path / "evil")
     evil_id = export(evil_store, evil_dir, ["acme"]).chunks[0].id
-    planted = tmp_path / "repo" / "planted.jsonl.gz"
+    planted = sync_dir.path.parent / "planted.jsonl.gz"
     planted.write_bytes((evil_dir.chunks_dir / f"{evil_id}.jsonl.gz").read_bytes())
     document = orjson.loads(sync_dir.manifest_path.read_bytes())
     document["chunks"].append(

@@ -9,14 +9,8 @@ from dataclasses import dataclass
 import orjson
 import pytest
 
-from engram.sync.git.chunk import (
-    HEADER_RESERVE,
-    BadChunkError,
-    decode_chunk,
-    is_chunk_id,
-    pack_chunks,
-    read_header,
-)
+from engram.sync.git.chunk import HEADER_RESERVE, BadChunkError, is_chunk_id, pack_chunks
+from engram.sync.git.stream import decode_chunk, read_header
 
 
 @dataclass

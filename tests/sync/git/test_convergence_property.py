@@ -98,7 +98,8 @@ def test_replicas_converge_whatever_the_exchange_order(steps) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         stores = [Store.open(config=Config(data_dir=root / f"data{i}")) for i in range(REPLICAS)]
-        dirs = [SyncDir(root / f"clone{i}" / ".engram") for i in range(REPLICAS)]
+        # every clone of the repository is called "acme", the project the replicas write
+        dirs = [SyncDir(root / f"clone{i}" / "acme" / ".engram") for i in range(REPLICAS)]
         personal: set[str] = set()
         try:
             for kind, who, arg in steps:

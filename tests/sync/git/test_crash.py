@@ -61,7 +61,7 @@ def chunk_lines(sync_dir: SyncDir) -> int:
 @pytest.mark.parametrize("point", ["mid-chunk", "after-chunk"])
 def test_export_killed_half_way(point: str, tmp_path: Path, make_store) -> None:
     data_dir = tmp_path / "data"
-    sync_dir = SyncDir(tmp_path / "repo" / ".engram")
+    sync_dir = SyncDir(tmp_path / "acme" / ".engram")  # the directory's own project: acme
     # ~6 MiB of mutations: two chunks, so "after-chunk" is killed between them
     seeded(data_dir, 6000)
     kill_paused_export(data_dir, sync_dir, point)

@@ -24,6 +24,17 @@ def test_example_directory_imports(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = orjson.loads(done.stdout)
     assert report["chunks_imported"] == 1 and report["chunks_failed"] == 0
+    # The copy's own project is "example" (its directory); the memories are acme's, so they
+    # wait until this machine binds acme to the directory — then the next import applies them.
+    assert [h["message"] for h in report["held"]] == [
+        "8 records for project acme ignored: `engram sync --bind acme` accepts them"
+    ]
+    bound = run_engram("sync", "--bind", "acme", "--dir", str(copy), data_dir=data)
+    assert bound.returncode == 0 and 'Bound project "acme"' in bound.stdout, bound.stderr
+    done = run_engram("sync", "--import", "--dir", str(copy), "--json", data_dir=data)
+    report = orjson.loads(done.stdout)
+    assert len(report["chunks_reread"]) == 1 and report["imported_ids"] == []
+    assert report["held"] == [] and report["mutations"]["applied"] == 8
 
     found = orjson.loads(run_engram("search", "PostgreSQL", "--json", data_dir=data).stdout)
     assert [m["title"] for m in found] == ["Team server uses PostgreSQL"]

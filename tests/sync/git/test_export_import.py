@@ -124,11 +124,18 @@ def test_personal_scope_stays_local_unless_asked(make_store, sync_dir: SyncDir) 
     export(alice, sync_dir, ["acme"])
     import_(bob, sync_dir)
     assert bob.search("squash") == []
-    # asked for: personal memories travel too
+    # asked for: personal memories travel too, and apply where the receiver asks the same way
     carol = make_store("carol")
     other = SyncDir(sync_dir.path.parent / "personal-dir")
     export(alice, other, ["acme"], include_personal=True)
-    import_(carol, other)
+    held = import_(carol, other)
+    assert [str(h) for h in held.held] == [
+        "2 personal-scope records of project acme ignored: "
+        "`engram sync --import --include-personal` accepts them"
+    ]
+    assert carol.search("vim keys") == []
+    asked = GitSync(carol, other).import_chunks(include_personal=True)
+    assert asked.chunks_reread == held.chunks_imported and asked.held == []
     assert {o.title for o in carol.search("vim keys squash merges")} == {
         "My editor setup",
         "Team rule",
@@ -144,6 +151,12 @@ def test_project_selection_and_all(make_store, sync_dir: SyncDir) -> None:
     assert [o.project for o in bob.search("alpha beta")] == ["acme"]
     everything = export(alice, sync_dir, None)
     assert everything.total("observations") == 1  # only what the directory lacked
+    assert everything.unbound_projects == ["other"]  # and export said so
+    # "other" is not this directory's project: bob's import holds it back until he binds it
+    held = import_(bob, sync_dir)
+    assert [(h.project, h.records) for h in held.held] == [("other", 2)]  # memory + session
+    assert [o.project for o in bob.search("alpha beta")] == ["acme"]
+    assert GitSync(bob, sync_dir).bind("other")
     import_(bob, sync_dir)
     assert canonical(bob) == canonical(alice)
 
@@ -157,7 +170,13 @@ def test_sessions_of_another_project_travel_with_their_memories(
         title="acme fix", content="made in a tooling session", project="acme", session_id="s-tools"
     )
     export(alice, sync_dir, ["acme"])
-    import_(bob, sync_dir)
+    first = import_(bob, sync_dir)
+    # The session belongs to "tooling", which this directory may not write on bob's machine:
+    # the memory arrives (with a stub session), the session record waits for a binding.
+    assert [(h.project, h.records) for h in first.held] == [("tooling", 1)]
+    assert bob.get_session("s-tools").directory == ""
+    GitSync(bob, sync_dir).bind("tooling")
+    assert import_(bob, sync_dir).chunks_reread == first.chunks_imported
     session = bob.get_session("s-tools")
     assert (session.project, session.directory) == ("tooling", "/src/tools")  # not a stub
     # and later changes of that session follow it into the directory

@@ -43,7 +43,7 @@ def test_listing_skips_temp_files_and_reports_strangers(tmp_path: Path) -> None:
     ):
         (sync_dir.chunks_dir / name).write_bytes(b"")
     (sync_dir.chunks_dir / "fedcba9876543210.jsonl.gz").mkdir()  # a directory is no chunk
-    found, strangers = chunk_files(sync_dir)
+    found, strangers, links = chunk_files(sync_dir)
     assert [i for i, _ in found] == ["0123456789abcdef", "a3f8c1d2"]
     assert strangers == [
         "0123456789abcdef.json",
@@ -51,8 +51,9 @@ def test_listing_skips_temp_files_and_reports_strangers(tmp_path: Path) -> None:
         "README.md",
         "fedcba9876543210.jsonl.gz",
     ]
+    assert links == []
     assert remove_stale_temp_files(sync_dir) == 1
-    assert chunk_files(SyncDir(tmp_path / "missing")) == ([], [])
+    assert chunk_files(SyncDir(tmp_path / "missing")) == ([], [], [])
 
 
 def test_atomic_write_replaces_whole_files_and_cleans_up(tmp_path: Path) -> None:

@@ -9,10 +9,11 @@ import orjson
 import pytest
 
 from engram.store import Store
-from engram.sync.git.chunk import BadChunkError, decode_chunk
+from engram.sync.git.chunk import BadChunkError
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.go_chunk import go_chunk_records
 from engram.sync.git.manifest import read_manifest
+from engram.sync.git.stream import decode_chunk
 from tests.sync.git.conftest import export, import_
 from tests.sync.git.gofixtures import (
     OBSERVATIONS,

@@ -1,0 +1,131 @@
+"""Applying a sync directory's chunks to the store, within the directory's scope.
+
+Each chunk is applied in one transaction: its records are read in batches
+(:mod:`engram.sync.git.reader`), judged by :func:`engram.sync.git.scope.judge`, and only the
+allowed ones go to :meth:`~engram.store.Store.apply_mutations`. A chunk that turns out bad
+(damaged, not matching its id, too large, an invalid line) rolls back whole and is reported by
+name; one refused for its size is remembered and not read again until its file changes.
+
+What a chunk holds back (another project's records, personal scope) is counted per chunk in
+the :class:`~engram.sync.git.ledger.ChunkLedger`; when the scope later allows some of it, the
+next import re-reads exactly those chunks (applying a mutation twice is a no-op).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
+
+from engram.errors import InvalidMutationError
+from engram.store.models import ApplyResult
+from engram.sync.git.chunk import BadChunkError
+from engram.sync.git.ledger import ChunkLedger, HeldNote
+from engram.sync.git.listing import ListedChunk
+from engram.sync.git.reader import ChunkReader, RecordBatch
+from engram.sync.git.reports import ChunkProblem, ImportReport, held_summary
+from engram.sync.git.scope import DirectoryScope, judge
+from engram.sync.git.stream import ChunkTooLargeError
+from engram.sync.progress import ProgressFactory
+
+if TYPE_CHECKING:
+    from engram.store import Store
+
+_MUTATION_INDEX = re.compile(r"^mutation\[(\d+)\]: ")
+
+
+def may_apply_now(note: HeldNote, scope: DirectoryScope) -> bool:
+    """Whether records held back under ``note`` could be applied with ``scope``."""
+    return scope.allows(note.project) and (not note.personal or scope.include_personal)
+
+
+def _locate(exc: InvalidMutationError, batch: RecordBatch, allowed: list[int]) -> str:
+    """The store's message with the position in the batch turned into the file's line."""
+    message = str(exc)
+
+    def line(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        number = batch.lines[allowed[index]] if index < len(allowed) else 0
+        return f"line {number}: " if number else match.group(0)
+
+    return _MUTATION_INDEX.sub(line, message, count=1)
+
+
+class ChunkImporter:
+    """Applies chunks of one directory to one store, within ``scope``."""
+
+    def __init__(
+        self,
+        store: Store,
+        target: str,
+        scope: DirectoryScope,
+        ledger: ChunkLedger,
+        progress: ProgressFactory,
+    ) -> None:
+        self.store = store
+        self.target = target
+        self.scope = scope
+        self.ledger = ledger
+        self.progress = progress
+
+    def run(self, listed: list[ListedChunk], report: ImportReport) -> None:
+        """Apply every chunk not applied yet, and re-read those whose held-back records the
+        scope now allows; then report what the directory still holds back."""
+        present = {c.id: c for c in listed}
+        notes: dict[str, list[HeldNote]] = defaultdict(list)
+        for note in self.ledger.held():
+            notes[note.chunk_id].append(note)
+        self.ledger.forget_held(cid for cid in notes if cid not in present)
+        reread = {
+            cid
+            for cid, held in notes.items()
+            if cid in present and any(may_apply_now(n, self.scope) for n in held)
+        }
+        done = self.store.journal.chunk_ids(self.target)
+        pending = [c for c in listed if c.id not in done]
+        report.chunks_already = len(listed) - len(pending)
+        work = [c for c in listed if c.id in reread or c.id not in done]
+        with self.progress("Importing chunks", sum(c.mutations for c in work)) as advance:
+            for chunk in work:
+                self._apply(chunk, report, again=chunk.id in done)
+                advance(chunk.mutations)
+        totals: Counter[tuple[str, bool]] = Counter()
+        for note in self.ledger.held():
+            totals[(note.project, note.personal)] += note.records
+        report.held = held_summary(totals)
+
+    def _apply(self, chunk: ListedChunk, report: ImportReport, *, again: bool) -> None:
+        if chunk.problem:
+            report.failures.append(ChunkProblem(chunk.id, chunk.problem))
+            return
+        reader = ChunkReader(chunk.id, chunk.path, project=self.scope.repository_project)
+        result = ApplyResult()
+        held: Counter[tuple[str, bool]] = Counter()
+        try:
+            with self.store.db.write() as conn:
+                for batch in reader.batches():
+                    verdicts = judge(conn, self.scope, batch.records)
+                    held.update(verdicts.held)
+                    items = [batch.items[i] for i in verdicts.allowed]
+                    if not items:
+                        continue
+                    try:
+                        result.add(self.store.apply_mutations(items, source=self.target))
+                    except InvalidMutationError as exc:
+                        reason = _locate(exc, batch, verdicts.allowed)
+                        raise BadChunkError(chunk.id, reason) from None
+                self.ledger.replace_held(chunk.id, held)
+                self.store.journal.record_chunk(self.target, chunk.id)
+        except ChunkTooLargeError as exc:
+            self.ledger.note_refused(chunk.id, chunk.path, exc.reason)
+            report.failures.append(ChunkProblem(chunk.id, exc.reason))
+            return
+        except BadChunkError as exc:
+            report.failures.append(ChunkProblem(chunk.id, exc.reason))
+            return
+        if again:
+            report.chunks_reread.append(chunk.id)
+        else:
+            report.chunks_imported.append(chunk.id)
+        report.applied.add(result)
+        report.skipped_relations += reader.skipped

@@ -1,0 +1,191 @@
+"""Where a sync directory may write on this machine (DESIGN §3, "Where a transport may write"),
+and the gate that sorts a chunk's records into "apply" and "hold back".
+
+A directory may write the projects **bound** to it here: the repository's own name (from its
+``origin`` remote or its root, never from a file it contains), the ``project_name`` of its
+``.engram/config.json`` once the user accepted it, and every project bound with
+``engram sync --bind``. Personal-scope records apply only when the importing user asks
+(``--include-personal``). The store knows nothing of bindings: the importer filters records
+here, before :meth:`engram.store.Store.apply_mutations`.
+
+A record is judged by every project it touches — the record's, its payload's, and the project
+of the local row or tombstone its key already names — so a chunk can neither plant a memory in
+another project nor overwrite or delete one there by naming its key; and by every scope it
+touches, so a personal memory here cannot be replaced or deleted by a record claiming project
+scope.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram.bindings import Bindings
+from engram.project import ConfigSuggestion, detect_without_config, read_config_suggestion
+from engram.sync.git.gitdir import SyncDir
+
+_TABLE = {"observation": "observations", "prompt": "user_prompts", "session": "sessions"}
+_KEY = {"observation": "sync_id", "prompt": "sync_id", "session": "id"}
+_LOOKUP_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryScope:
+    """What one sync directory may write on this machine."""
+
+    directory: str
+    #: The repository's own project (remote or root name); None when it cannot be told.
+    detected: str | None
+    detected_source: str
+    #: Projects bound with ``engram sync --bind``.
+    bound: tuple[str, ...] = ()
+    #: ``config.json``'s project, when the user accepted that name here.
+    accepted_config: str | None = None
+    #: ``config.json``'s project when it is not accepted (a suggestion waiting), else None.
+    suggestion: ConfigSuggestion | None = None
+    include_personal: bool = False
+
+    @property
+    def projects(self) -> frozenset[str]:
+        names = {*self.bound, self.detected, self.accepted_config}
+        return frozenset(n for n in names if n)
+
+    @property
+    def repository_project(self) -> str | None:
+        """Where Go-format rows land: the accepted config's project, else the detected one."""
+        return self.accepted_config or self.detected
+
+    def allows(self, project: str) -> bool:
+        return project in self.projects
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "projects": sorted(self.projects),
+            "detected": self.detected,
+            "detected_source": self.detected_source,
+            "bound": sorted(self.bound),
+            "accepted_config": self.accepted_config,
+            "suggested_project": self.suggestion.project if self.suggestion else None,
+            "include_personal": self.include_personal,
+        }
+
+
+def directory_scope(
+    sync_dir: SyncDir, bindings: Bindings, *, include_personal: bool = False
+) -> DirectoryScope:
+    """The scope of ``sync_dir`` from the repository around it and this machine's bindings."""
+    found = detect_without_config(sync_dir.path.parent)
+    detected = None if found.ambiguous else (found.project or None)
+    trust = bindings.get(sync_dir.path)
+    config = read_config_suggestion(sync_dir.path)
+    accepted = None
+    if config is not None and trust.accepted_config == config.project:
+        accepted, config = config.project, None
+    return DirectoryScope(
+        directory=str(sync_dir.path),
+        detected=detected,
+        detected_source=found.source,
+        bound=tuple(sorted(set(trust.bound))),
+        accepted_config=accepted,
+        suggestion=config,
+        include_personal=include_personal,
+    )
+
+
+# --- the gate ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Verdicts:
+    """One batch judged: the positions allowed, and what was held back (project, personal)."""
+
+    allowed: list[int] = field(default_factory=list)
+    held: Counter[tuple[str, bool]] = field(default_factory=Counter)
+
+
+def _claims(record: dict[str, Any]) -> tuple[set[str], bool] | None:
+    """The projects a record names and whether it claims personal scope, as applying it would
+    read them (see ``engram.record.full_state``); None for a record too malformed to tell (the
+    store refuses those itself)."""
+    project, scope, payload = record.get("project"), record.get("scope"), record.get("payload")
+    entity = record.get("entity")
+    if not isinstance(project, str) or not isinstance(scope, str) or not isinstance(payload, dict):
+        return None
+    if entity not in _TABLE:
+        return None
+    names = {project}
+    own = payload.get("project")
+    if entity == "observation":
+        if own is not None:
+            names.add(own if isinstance(own, str) else str(own))
+    elif own:
+        names.add(own if isinstance(own, str) else str(own))
+    personal = scope == "personal" or (
+        entity == "observation" and payload.get("scope") == "personal"
+    )
+    return names, personal
+
+
+def _owners(
+    conn: sqlite3.Connection, keys: dict[str, set[str]]
+) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(entity, key) → [(project, scope)] of the local rows and tombstones those keys name."""
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for entity, wanted in keys.items():
+        names = sorted(wanted)
+        scope_column = "scope" if entity == "observation" else "'project'"
+        for start in range(0, len(names), _LOOKUP_BATCH):
+            part = names[start : start + _LOOKUP_BATCH]
+            marks = ", ".join("?" for _ in part)
+            rows = conn.execute(
+                f"SELECT {_KEY[entity]}, project, {scope_column} FROM {_TABLE[entity]}"
+                f" WHERE {_KEY[entity]} IN ({marks})",
+                part,
+            ).fetchall()
+            rows += conn.execute(
+                f"SELECT key, project, scope FROM sync_tombstones"
+                f" WHERE entity = ? AND key IN ({marks})",
+                [entity, *part],
+            ).fetchall()
+            for key, project, scope in rows:
+                found.setdefault((entity, key), []).append((project or "", scope or "project"))
+    return found
+
+
+def judge(
+    conn: sqlite3.Connection, scope: DirectoryScope, records: Sequence[dict[str, Any] | None]
+) -> Verdicts:
+    """Which of ``records`` this directory may write here (``None`` entries — unparseable —
+    are allowed through: the store refuses them with its own message)."""
+    claims = [r and _claims(r) for r in records]
+    keys: dict[str, set[str]] = {}
+    for record, claim in zip(records, claims, strict=True):
+        if record is not None and claim is not None and isinstance(record.get("key"), str):
+            keys.setdefault(record["entity"], set()).add(record["key"])
+    owners = _owners(conn, keys)
+    verdicts = Verdicts()
+    for position, (record, claim) in enumerate(zip(records, claims, strict=True)):
+        if record is None or claim is None:
+            verdicts.allowed.append(position)
+            continue
+        names, personal = claim
+        entity = record["entity"]
+        for project, owner_scope in owners.get((entity, record.get("key")), ()):
+            if entity == "session" and not project:
+                continue  # a blank or stub session belongs to no project
+            names.add(project)
+            personal = personal or owner_scope == "personal"
+        if entity == "session":
+            names.discard("")  # a session without a project can reach no project's memories
+        refused = sorted(n for n in names if not scope.allows(n))
+        if refused:
+            first = record["project"] if record["project"] in refused else refused[0]
+            verdicts.held[(first, False)] += 1
+        elif personal and not scope.include_personal:
+            verdicts.held[(record["project"], True)] += 1
+        else:
+            verdicts.allowed.append(position)
+    return verdicts

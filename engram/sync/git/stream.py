@@ -1,0 +1,384 @@
+"""Reading chunk files as streams, with bounded memory whatever the file holds (DESIGN §4: a
+hostile chunk never costs more than ~200 MB).
+
+A chunk is never read whole. :class:`ChunkStream` inflates it piece by piece, hashing as it goes
+(the id is checked once the end is reached, before anything read from it is committed), and
+refuses a file that inflates past a cap (:data:`MAX_JSONL_BYTES` for our chunks,
+:data:`MAX_GO_BYTES` for the Go tool's single-object chunks) or a line longer than
+:data:`MAX_LINE_BYTES`. Go-format chunks go through ``ijson``'s C parser on a
+:class:`GuardedReader`, which refuses runs without a structural quote (a gigantic string,
+number or whitespace token, whose bytes a streaming parser would still have to buffer), and
+:func:`document_items` builds one array element at a time with caps on nesting and size.
+Files are opened without following symbolic links.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from engram.sync.git.chunk import BadChunkError, ChunkHeader, parse_header
+
+MiB = 1024 * 1024
+#: Our chunks hold at most 4 MiB (one record larger than that gets a chunk of its own, and a
+#: record's text fields are at most 1 MiB each), so 32 MiB is far beyond any honest chunk.
+MAX_JSONL_BYTES = 32 * MiB
+#: One line (one record) of our chunks.
+MAX_LINE_BYTES = 16 * MiB
+#: The Go tool writes a whole database into one object; a legitimate 100 MB chunk must import.
+MAX_GO_BYTES = 256 * MiB
+#: A Go document must show a structural quote at least once per block of this size, so no
+#: single token (string, number, whitespace run) can be longer than twice this.
+QUOTE_BLOCK_BYTES = 4 * MiB
+#: One element of a Go document's arrays: nesting depth, parser events, and text it may hold.
+MAX_ITEM_DEPTH = 16
+MAX_ITEM_EVENTS = 20_000
+MAX_ITEM_TEXT = 24 * MiB
+READ_SIZE = 64 * 1024
+GO_SECTIONS = ("sessions", "observations", "prompts", "mutations")
+_GOOD_QUOTE = re.compile(rb'(?<!\\)"')
+UNRECOGNISED = "unrecognised content: no engram_chunk header and no sessions/observations"
+
+
+class ChunkTooLargeError(BadChunkError):
+    """A chunk refused for its size: remembered, and not read again until its file changes."""
+
+
+def open_chunk_file(path: Path) -> BinaryIO:
+    """Open a chunk file for reading, refusing a symbolic link (its target may be anywhere)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if path.is_symlink():
+            raise BadChunkError(
+                path.name.split(".")[0], "is a symbolic link; refused (a chunk must be a file)"
+            ) from None
+        raise BadChunkError(
+            path.name.split(".")[0], f"cannot read ({exc.strerror or exc})"
+        ) from None
+    return os.fdopen(fd, "rb")
+
+
+class ChunkStream:
+    """The inflated bytes of one chunk file, read once, hashed, and capped."""
+
+    def __init__(self, chunk_id: str, raw: BinaryIO, *, limit: int) -> None:
+        self.chunk_id = chunk_id
+        self.limit = limit
+        self.size = 0
+        self._hash = hashlib.sha256()
+        self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
+
+    def _fail(self, reason: str) -> BadChunkError:
+        return BadChunkError(self.chunk_id, reason)
+
+    def _count(self, data: bytes) -> bytes:
+        self.size += len(data)
+        if self.size > self.limit:
+            raise ChunkTooLargeError(
+                self.chunk_id,
+                f"inflates to more than {self.limit // MiB} MiB; refused (not read again until "
+                "the file changes)",
+            )
+        self._hash.update(data)
+        return data
+
+    def read(self, size: int = READ_SIZE) -> bytes:
+        try:
+            data = self._gzip.read(size if size > 0 else READ_SIZE)
+        except EOFError:
+            raise self._fail("truncated (the gzip stream ends early)") from None
+        except (OSError, zlib.error) as exc:
+            raise self._fail(f"not a readable gzip file ({exc})") from None
+        return self._count(data)
+
+    def readline(self, limit: int) -> bytes:
+        """One line of at most ``limit`` bytes (a longer one is refused for its size)."""
+        try:
+            line = self._gzip.readline(limit + 1)
+        except EOFError:
+            raise self._fail("truncated (the gzip stream ends early)") from None
+        except (OSError, zlib.error) as exc:
+            raise self._fail(f"not a readable gzip file ({exc})") from None
+        if len(line) > limit:
+            raise ChunkTooLargeError(
+                self.chunk_id,
+                f"a line is longer than {limit // MiB} MiB; refused (not read again until the "
+                "file changes)",
+            )
+        return self._count(line)
+
+    def finish(self) -> None:
+        """Read to the end and check the content against the chunk's id."""
+        while self.read(READ_SIZE):
+            pass
+        digest = self._hash.hexdigest()
+        if not digest.startswith(self.chunk_id):
+            raise self._fail(
+                f"content does not match its id (sha256 {digest[: len(self.chunk_id)]}…): "
+                "the file was changed or damaged"
+            )
+
+
+class GuardedReader(io.RawIOBase):
+    """A file-like view of a :class:`ChunkStream` for ``ijson`` that refuses any block of
+    :data:`QUOTE_BLOCK_BYTES` without a quote not preceded by a backslash.
+
+    Inside a JSON string every ``"`` is escaped, so such a quote always sits between tokens: a
+    block without one means a single token spans it, which honest documents never have (a
+    replicated text field is at most 1 MiB). The check is one regex search per block.
+    """
+
+    def __init__(self, stream: ChunkStream, *, block: int = QUOTE_BLOCK_BYTES) -> None:
+        self.stream = stream
+        self.block = block
+        self._offset = 0  # bytes read so far
+        self._seen = False  # a good quote in the current block
+        self._last = b""  # the byte before the current piece (for the lookbehind)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.stream.read(min(len(buffer), READ_SIZE))
+        self._check(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+    def _check(self, data: bytes) -> None:
+        position = 0
+        while position < len(data):
+            room = self.block - self._offset % self.block
+            piece = data[position : position + room]
+            if not self._seen:
+                probe = self._last[-1:] + piece
+                match = _GOOD_QUOTE.search(probe, 1 if self._last else 0)
+                self._seen = match is not None
+            self._offset += len(piece)
+            position += len(piece)
+            self._last = piece[-1:]
+            if self._offset % self.block == 0:
+                if not self._seen:
+                    raise ChunkTooLargeError(
+                        self.stream.chunk_id,
+                        f"holds a single value longer than {self.block // MiB} MiB; refused "
+                        "(not read again until the file changes)",
+                    )
+                self._seen = False
+
+
+def jsonl_lines(stream: ChunkStream, *, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
+    """``(line number, record text)`` of every non-blank line after the header (line 1)."""
+    number = 1
+    while True:
+        line = stream.readline(limit)
+        if not line:
+            return
+        number += 1
+        text = line.rstrip(b"\r\n")
+        if text.strip():
+            yield number, text
+
+
+# --- the Go tool's single-object documents -----------------------------------------------------
+
+
+def _too_big(chunk_id: str, where: str, what: str) -> ChunkTooLargeError:
+    return ChunkTooLargeError(
+        chunk_id, f"{where} {what}; refused (not read again until the file changes)"
+    )
+
+
+def _build(chunk_id: str, where: str, first: tuple[str, Any], events: Iterator) -> Any:
+    """One JSON value from ``ijson.basic_parse`` events, within the item caps."""
+    kind, value = first
+    if kind not in ("start_map", "start_array"):
+        return value
+    root: Any = {} if kind == "start_map" else []
+    stack: list[Any] = [root]
+    keys: list[str | None] = [None]
+    count = 0
+    text = 0
+    for kind, value in events:
+        count += 1
+        if count > MAX_ITEM_EVENTS:
+            raise _too_big(chunk_id, where, f"has more than {MAX_ITEM_EVENTS} values")
+        if kind == "map_key":
+            keys[-1] = value
+            text += len(value)
+            continue
+        if kind in ("end_map", "end_array"):
+            stack.pop()
+            keys.pop()
+            if not stack:
+                return root
+            continue
+        if kind in ("start_map", "start_array"):
+            item: Any = {} if kind == "start_map" else []
+        else:
+            item = value
+            if isinstance(value, str):
+                text += len(value)
+        if text > MAX_ITEM_TEXT:
+            raise _too_big(chunk_id, where, f"holds more than {MAX_ITEM_TEXT // MiB} MiB of text")
+        top = stack[-1]
+        if isinstance(top, dict):
+            top[keys[-1]] = item
+        else:
+            top.append(item)
+        if kind in ("start_map", "start_array"):
+            if len(stack) >= MAX_ITEM_DEPTH:
+                raise _too_big(chunk_id, where, f"is nested deeper than {MAX_ITEM_DEPTH} levels")
+            stack.append(item)
+            keys.append(None)
+    raise BadChunkError(chunk_id, "the JSON document ends early")
+
+
+def _skip(chunk_id: str, first: tuple[str, Any], events: Iterator) -> None:
+    """Skip one value without building it (depth still bounded by the parser's own stack)."""
+    if first[0] not in ("start_map", "start_array"):
+        return
+    depth = 1
+    for kind, _ in events:
+        if kind in ("start_map", "start_array"):
+            depth += 1
+        elif kind in ("end_map", "end_array"):
+            depth -= 1
+            if depth == 0:
+                return
+    raise BadChunkError(chunk_id, "the JSON document ends early")
+
+
+def document_items(
+    chunk_id: str, events: Iterator[tuple[str, Any]]
+) -> Iterator[tuple[str, int, Any]]:
+    """``(section, index, element)`` of the ``sessions``/``observations``/``prompts``/``mutations``
+    arrays of a Go document, one element at a time, in document order; other keys are skipped.
+    ``null`` sections are empty; any other non-array value is an error naming the section."""
+    events = iter(events)
+    try:
+        first = next(events)
+    except StopIteration:
+        raise BadChunkError(chunk_id, "empty document") from None
+    if first[0] != "start_map":
+        raise BadChunkError(chunk_id, UNRECOGNISED)
+    known = False
+    for kind, value in events:
+        if kind == "end_map":
+            if not known:
+                raise BadChunkError(chunk_id, UNRECOGNISED)
+            return
+        if kind != "map_key":  # pragma: no cover - the parser guarantees keys here
+            raise BadChunkError(chunk_id, "malformed JSON object")
+        section = value
+        start = next(events)
+        if section not in GO_SECTIONS:
+            _skip(chunk_id, start, events)
+            continue
+        known = True
+        if start[0] == "null":
+            continue
+        if start[0] != "start_array":
+            raise BadChunkError(chunk_id, f"{section} must be a list")
+        for index, event in enumerate(events):
+            if event[0] == "end_array":
+                break
+            yield section, index, _build(chunk_id, f"{section}[{index}]", event, events)
+    raise BadChunkError(chunk_id, "the JSON document ends early")
+
+
+def go_events(stream: ChunkStream) -> Iterator[tuple[str, Any]]:
+    """Parser events of a Go document (after the caller re-opened it at its start)."""
+    import ijson
+
+    reader = io.BufferedReader(GuardedReader(stream), buffer_size=READ_SIZE)
+    try:
+        yield from ijson.basic_parse(reader, use_float=True)
+    except ijson.JSONError as exc:
+        raise BadChunkError(stream.chunk_id, f"not valid JSON ({exc})") from None
+
+
+# --- whole chunks in memory (small ones: tests and tools; the importer streams) ---------------
+
+
+@dataclass(slots=True)
+class DecodedChunk:
+    """A verified chunk held in memory: its header and its record lines, or, for the older
+    format, its parsed document."""
+
+    id: str
+    header: ChunkHeader
+    lines: list[str] = field(default_factory=list)
+    document: dict[str, Any] | None = None
+
+    @property
+    def is_go_format(self) -> bool:
+        return self.document is not None
+
+
+def first_line_header(stream: ChunkStream) -> tuple[ChunkHeader | None, bytes]:
+    """Line 1 of a chunk: our header, or ``None`` (an older-format document), and its bytes."""
+    first = stream.readline(64 * 1024)
+    try:
+        value = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return None, first
+    if isinstance(value, dict) and "engram_chunk" in value:
+        return parse_header(stream.chunk_id, value), first
+    return None, first
+
+
+def read_header(chunk_id: str, raw: BinaryIO) -> ChunkHeader | None:
+    """The header of one of our chunks from the start of its gzip stream (cheap: one line), or
+    ``None`` for an older-format document."""
+    return first_line_header(ChunkStream(chunk_id, raw, limit=MAX_GO_BYTES))[0]
+
+
+def go_counts(document: dict[str, Any]) -> dict[str, int]:
+    def size(name: str) -> int:
+        items = document.get(name)
+        return len(items) if isinstance(items, list) else 0
+
+    return {name: size(name) for name in GO_SECTIONS}
+
+
+def decode_chunk(chunk_id: str, raw: bytes) -> DecodedChunk:
+    """Inflate, verify and parse a chunk given as bytes, with the same caps as a stream."""
+    stream = ChunkStream(chunk_id, io.BytesIO(raw), limit=MAX_GO_BYTES)
+    header, first = first_line_header(stream)
+    if header is not None:
+        if stream.size > MAX_JSONL_BYTES:  # pragma: no cover - a 64 KiB header line
+            raise ChunkTooLargeError(chunk_id, "header line too long")
+        lines = []
+        for _, line in jsonl_lines(stream):
+            try:
+                lines.append(line.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise BadChunkError(chunk_id, f"not UTF-8 text ({exc.reason})") from None
+        stream.finish()
+        return DecodedChunk(chunk_id, header, lines=lines)
+    parts = [first]
+    while piece := stream.read(READ_SIZE):
+        parts.append(piece)
+    stream.finish()
+    try:
+        document = orjson.loads(b"".join(parts))
+    except orjson.JSONDecodeError as exc:
+        raise BadChunkError(
+            chunk_id, f"neither a chunk header nor a JSON document ({exc})"
+        ) from None
+    if not isinstance(document, dict) or not any(name in document for name in GO_SECTIONS):
+        raise BadChunkError(chunk_id, UNRECOGNISED)
+    counts = go_counts(document)
+    header = ChunkHeader(created_by="", created_at="", counts=counts, format=1)
+    return DecodedChunk(chunk_id, header, document=document)
