@@ -105,3 +105,11 @@ def synthetic_records(count: int, *, project: str = "acme", size: int = 800) -> 
             )
         )
     return [orjson.dumps(r).decode() for r in records]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A bare git remote with one commit; make clones with ``tests.sync.git.clones.Clone``."""
+    from tests.sync.git.clones import make_world
+
+    return make_world(tmp_path)
