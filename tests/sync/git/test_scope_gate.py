@@ -1,0 +1,135 @@
+"""The import gate, record by record, in process with real stores: every way a record can try
+to reach outside the directory's projects or into personal scope, and what still passes."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from engram.bindings import Bindings
+from engram.errors import NotFoundError, ValidationError
+from engram.store import Store
+from engram.sync.git.gitdir import SyncDir
+from engram.sync.git.sync import GitSync
+from tests.sync.git import hostile
+from tests.sync.git.conftest import import_
+from tests.sync.git.gofixtures import OBSERVATIONS, PROMPTS, SESSIONS, write_go_chunk
+
+
+def held(report) -> list[tuple[str, int, bool]]:
+    return [(h.project, h.records, h.personal) for h in report.held]
+
+
+def test_a_payload_naming_another_project_is_held(store: Store, sync_dir: SyncDir) -> None:
+    record = hostile.observation(
+        "obs-liar000000001", project="payroll", title="Lies", record_project="acme"
+    )
+    hostile.write_chunk(sync_dir.path, [record])
+    report = import_(store, sync_dir)
+    assert held(report) == [("payroll", 1, False)]
+    with pytest.raises(NotFoundError):
+        store.get_observation_by_sync_id("obs-liar000000001")
+
+
+def test_a_key_owned_by_another_project_here_is_held(store: Store, sync_dir: SyncDir) -> None:
+    """Naming another project's key in this project's record neither moves nor deletes it."""
+    mine = store.add_observation(title="Payroll secret", content="rotate", project="payroll")
+    gone = store.add_observation(title="Old payroll", content="bye", project="payroll")
+    store.delete_observation(gone.observation.id, hard=True)  # leaves a payroll tombstone
+    key = mine.observation.sync_id
+    hostile.write_chunk(
+        sync_dir.path,
+        [
+            hostile.observation(key, project="acme", title="Now acme's"),
+            hostile.hard_delete(key, project="acme"),
+            hostile.observation(gone.observation.sync_id, project="acme", title="Resurrected"),
+        ],
+    )
+    before = store.canonical_export(projects=None, include_personal=True)
+    report = import_(store, sync_dir)
+    assert held(report) == [("payroll", 3, False)]
+    assert store.canonical_export(projects=None, include_personal=True) == before
+
+
+def test_personal_memories_here_cannot_be_replaced_or_deleted(
+    store: Store, sync_dir: SyncDir
+) -> None:
+    mine = store.add_observation(
+        title="My notes", content="mine", project="acme", scope="personal", topic_key="me/notes"
+    )
+    key = mine.observation.sync_id
+    hostile.write_chunk(
+        sync_dir.path,
+        [
+            hostile.observation(key, project="acme", title="Replaced", scope="project"),
+            hostile.observation(
+                "obs-personal00001", project="acme", title="A personal one", scope="personal"
+            ),
+            hostile.observation(  # the payload says personal, the envelope does not
+                "obs-personal00002", project="acme", title="Sneaky", scope="personal",
+                record_scope="project",
+            ),  # fmt: skip
+        ],
+    )
+    report = import_(store, sync_dir)
+    assert held(report) == [("acme", 3, True)]
+    assert store.get_observation_by_sync_id(key).title == "My notes"
+    # asked for, they apply (the receiving user's choice)
+    asked = GitSync(store, sync_dir).import_chunks(include_personal=True)
+    assert asked.held == [] and asked.applied.applied == 3
+    assert store.get_observation_by_sync_id(key).title == "Replaced"
+
+
+def test_sessions_keep_to_their_project(store: Store, sync_dir: SyncDir) -> None:
+    store.create_session("s-payroll", "payroll", "/src/payroll")
+    hostile.write_chunk(
+        sync_dir.path,
+        [
+            hostile.session("s-payroll", project="acme", summary="hijacked"),
+            hostile.hard_delete("s-payroll", project="acme", entity="session"),
+            hostile.session("s-blank", project=""),  # belongs to no project: harmless
+            hostile.session("s-acme", project="acme"),
+        ],
+    )
+    report = import_(store, sync_dir)
+    assert held(report) == [("payroll", 2, False)]
+    session = store.get_session("s-payroll")
+    assert (session.project, session.summary) == ("payroll", None)
+    assert store.get_session("s-blank").project == ""
+    assert store.get_session("s-acme").project == "acme"
+
+
+def test_go_rows_land_in_the_directory_project_whatever_name_they_carry(
+    make_store, tmp_path
+) -> None:
+    """The Go tool names a project after the clone's directory ("Acme" here); two machines
+    whose repository is "widget" both apply the rows to widget, with the same mids."""
+    sessions = [{**s, "project": "my-clone-dir"} for s in SESSIONS]
+    observations = [{**o, "project": "my-clone-dir"} for o in OBSERVATIONS]
+    prompts = [{**p, "project": "my-clone-dir"} for p in PROMPTS]
+    journals = []
+    for name in ("one", "two"):
+        directory = SyncDir(tmp_path / name / "widget" / ".engram")
+        write_go_chunk(directory.path, sessions, observations, prompts)
+        replica = make_store(name)
+        report = import_(replica, directory)
+        assert report.failures == [] and report.held == []
+        assert {o.project for o in replica.recent_observations(limit=10)} == {"widget"}
+        assert replica.get_session("go-s1").project == "widget"
+        journals.append(sorted(e.record for e in replica.journal.pending("none")))
+    assert journals[0] == journals[1]
+    records = [orjson.loads(r) for r in journals[0]]
+    assert {r["project"] for r in records} == {"widget"}
+    assert {r["payload"]["project"] for r in records} == {"widget"}
+
+
+def test_binding_state_lives_beside_the_store(store: Store, sync_dir: SyncDir) -> None:
+    sync = GitSync(store, sync_dir)
+    assert sync.scope().projects == {"acme"}
+    assert sync.bind("Payroll") and not sync.bind("payroll")  # normalized, idempotent
+    again = GitSync(store, sync_dir, bindings=Bindings(store.db.path.parent))
+    assert again.scope().projects == {"acme", "payroll"}
+    with pytest.raises(ValidationError, match="repository.s own project"):
+        sync.unbind("acme")
+    assert sync.unbind("payroll") and not sync.unbind("payroll")
+    assert sync.scope().projects == {"acme"}
