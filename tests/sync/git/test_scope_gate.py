@@ -66,9 +66,12 @@ def test_personal_memories_here_cannot_be_replaced_or_deleted(
                 "obs-personal00001", project="acme", title="A personal one", scope="personal"
             ),
             hostile.observation(  # the payload says personal, the envelope does not
-                "obs-personal00002", project="acme", title="Sneaky", scope="personal",
+                "obs-personal00002",
+                project="acme",
+                title="Sneaky",
+                scope="personal",
                 record_scope="project",
-            ),  # fmt: skip
+            ),
         ],
     )
     report = import_(store, sync_dir)
@@ -129,7 +132,7 @@ def test_binding_state_lives_beside_the_store(store: Store, sync_dir: SyncDir) -
     assert sync.bind("Payroll") and not sync.bind("payroll")  # normalized, idempotent
     again = GitSync(store, sync_dir, bindings=Bindings(store.db.path.parent))
     assert again.scope().projects == {"acme", "payroll"}
-    with pytest.raises(ValidationError, match="repository.s own project"):
+    with pytest.raises(ValidationError, match="repository's own project"):
         sync.unbind("acme")
     assert sync.unbind("payroll") and not sync.unbind("payroll")
     assert sync.scope().projects == {"acme"}

@@ -80,7 +80,7 @@ def test_links_inside_the_directory_are_refused(
         lambda: sync.bind("other"),
         sync.accept_config,
     ):
-        with pytest.raises(ValidationError, match="is a symbolic link.*refused"):
+        with pytest.raises(ValidationError, match=r"is a symbolic link.*refused"):
             action()
     assert snapshot(outside) == before
 
