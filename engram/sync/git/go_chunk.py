@@ -300,6 +300,11 @@ class GoConverter:
     def records(self) -> Iterator[dict[str, Any]]:
         """Every record, once: session upserts, other upserts, other deletes, session
         deletes; within each, in the order the rows first appeared."""
+        for record, _ in self.sized_records():
+            yield record
+
+    def sized_records(self) -> Iterator[tuple[dict[str, Any], int]]:
+        """:meth:`records`, each with the size of its JSON text (to bound batches)."""
         spool = self._spool
         explicit_base = _SECTION_RANK["mutations"] << _POSITION_BITS
         # Cursors are read one row at a time while other statements write ``final``: SQLite
@@ -321,7 +326,7 @@ class GoConverter:
         for entity, position, raw in typed:
             self._keep(self._upsert(entity, *self._state(entity, orjson.loads(raw))), position)
         for (raw,) in spool.execute("SELECT record FROM final ORDER BY rank, pos"):
-            yield orjson.loads(raw)
+            yield orjson.loads(raw), len(raw)
 
 
 def go_chunk_records(

@@ -46,7 +46,7 @@ class ListedChunk:
 def _examine(item: ListedChunk, manifest: ManifestReading, ledger: ChunkLedger) -> None:
     note = ledger.file_note(item.id, item.path)
     if note is not None and note.refused:
-        item.problem, item.refused = note.refused, True
+        item.problem, item.refused = f"refused earlier, file unchanged: {note.refused}", True
         return
     try:
         item.header = read_header(item.id, item.path)

@@ -102,8 +102,8 @@ class ChunkReader:
                 converter.add(section, index, item)
             stream.finish()
             batch = RecordBatch()
-            for record in converter.records():
-                batch.add(record, record, 0)
+            for record, size in converter.sized_records():
+                batch.add(record, record, 0, size)
                 if batch.full():
                     yield batch
                     batch = RecordBatch()
