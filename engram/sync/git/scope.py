@@ -8,11 +8,14 @@ A directory may write the projects **bound** to it here: the repository's own na
 (``--include-personal``). The store knows nothing of bindings: the importer filters records
 here, before :meth:`engram.store.Store.apply_mutations`.
 
-A record is judged by every project it touches — the record's, its payload's, and the project
-of the local row or tombstone its key already names — so a chunk can neither plant a memory in
-another project nor overwrite or delete one there by naming its key; and by every scope it
-touches, so a personal memory here cannot be replaced or deleted by a record claiming project
-scope.
+A record is judged by every project it names (the record's and its payload's), so a chunk
+cannot plant, overwrite or delete anything in a project the directory is not bound to; and by
+every scope it touches — its own, its payload's, and that of the row or tombstone at its
+address in the store — so a personal memory here can be neither replaced nor deleted by a
+record that claims project scope. Rows of *other* projects that happen to share a key are not
+consulted: a record of project P addresses ``(P, key)`` only, which the store enforces
+(DESIGN §3, "Identity is per project"), and judging by them would make replicas that hold such
+a row decide differently from those that do not.
 """
 
 from __future__ import annotations
@@ -132,7 +135,8 @@ def _claims(record: dict[str, Any]) -> tuple[set[str], bool] | None:
 def _owners(
     conn: sqlite3.Connection, keys: dict[str, set[str]]
 ) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """(entity, key) → [(project, scope)] of the local rows and tombstones those keys name."""
+    """(entity, key) → [(project, scope)] of the local rows and tombstones with those keys (in
+    any project: the caller keeps those at the record's own address)."""
     found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for entity, wanted in keys.items():
         names = sorted(wanted)
@@ -174,10 +178,8 @@ def judge(
         names, personal = claim
         entity = record["entity"]
         for project, owner_scope in owners.get((entity, record.get("key")), ()):
-            if entity == "session" and not project:
-                continue  # a blank or stub session belongs to no project
-            names.add(project)
-            personal = personal or owner_scope == "personal"
+            if project in names:  # the row at this record's own address
+                personal = personal or owner_scope == "personal"
         if entity == "session":
             names.discard("")  # a session without a project can reach no project's memories
         refused = sorted(n for n in names if not scope.allows(n))

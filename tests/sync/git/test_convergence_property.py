@@ -1,6 +1,12 @@
 """Property: whatever three replicas write and however their chunks are exchanged (each through
 its own clone of the sync directory, pulled at random moments), once everyone has pulled and
-imported everything, their shared memories are byte-identical."""
+imported everything, their shared memories are byte-identical.
+
+A hostile committer joins in (issue 12): chunks planted in a clone carry records of a project
+the repository is not bound to, personal-scope records, and project-scope records aimed at a
+replica's personal memories. They must change nothing they have no right to — every honest
+memory of another project or of personal scope stays as its owner left it — and the replicas
+still converge."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from engram.errors import NotFoundError
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
+from tests.sync.git import hostile
 
 REPLICAS = 3
 TOPICS = ["arch/db", "arch/auth", "ops/deploy"]
@@ -31,6 +38,8 @@ step = st.one_of(
     st.tuples(st.just("export"), st.integers(0, REPLICAS - 1), st.just(0)),
     st.tuples(st.just("pull"), st.integers(0, REPLICAS - 1), st.integers(0, REPLICAS - 1)),
     st.tuples(st.just("import"), st.integers(0, REPLICAS - 1), st.just(0)),
+    st.tuples(st.just("other"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
+    st.tuples(st.just("plant"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
 )
 
 
@@ -45,10 +54,42 @@ def shared_view(store: Store, personal: set[str]) -> dict:
     """The canonical export without personal memories. The tombstone of a hard-deleted
     personal memory stays on its machine only (it never travels, as it should), but the
     store's canonical export cannot tell its scope yet (sync_tombstones has no scope column;
-    reported to the lead), so it is left out of the comparison here."""
+    reported to the lead), so it is left out of the comparison here. So is a key of a personal
+    memory that a hostile record reused in project scope: its owner keeps the personal memory
+    (nothing from elsewhere may replace it), the others hold the planted one."""
     document = orjson.loads(store.canonical_export(projects=["acme"], include_personal=False))
     document["tombstones"] = [t for t in document["tombstones"] if t["key"] not in personal]
+    document["observations"] = [o for o in document["observations"] if o["sync_id"] not in personal]
     return document
+
+
+#: Honest memories that no chunk may touch: replica → sync_id → title, and those the owner
+#: itself hard-deleted since.
+HONEST: dict[int, dict[str, str]] = {}
+GONE: set[str] = set()
+
+
+def plant(directory: SyncDir, arg: int, personal: set[str]) -> None:
+    """Mallory's chunk: another project's memory (new, and over an "other" key), a personal
+    one, and project-scope records aimed at a personal memory."""
+    others = sorted(k for owned in HONEST.values() for k in owned if k not in personal)
+    mine = sorted(personal)
+    records = [
+        hostile.session("s-mallory", project="acme"),  # the session its memories name
+        hostile.observation(f"obs-mallory{arg:07d}", project="other", title="mallory other"),
+        hostile.observation(
+            f"obs-mallorp{arg:07d}", project="acme", title="mallory personal", scope="personal"
+        ),
+    ]
+    if others:
+        key = others[arg % len(others)]
+        records.append(hostile.observation(key, project="other", title="mallory overwrite"))
+        records.append(hostile.hard_delete(key, project="other"))
+    if mine:
+        key = mine[arg % len(mine)]
+        records.append(hostile.observation(key, project="acme", title="mallory replaces"))
+        records.append(hostile.hard_delete(key, project="acme"))
+    hostile.write_chunk(directory.path, records[: 3 + arg % (len(records) - 2)])
 
 
 def live_ids(store: Store) -> list[int]:
@@ -72,12 +113,20 @@ def apply_step(stores, dirs, kind: str, who: int, arg: int, personal: set[str]) 
             title=f"mine {arg}", content="private", project="acme", scope="personal"
         )
         personal.add(saved.observation.sync_id)
+        HONEST.setdefault(who, {})[saved.observation.sync_id] = saved.observation.title
+    elif kind == "other":
+        saved = store.add_observation(title=f"other {arg} by {who}", content="x", project="other")
+        HONEST.setdefault(who, {})[saved.observation.sync_id] = saved.observation.title
+    elif kind == "plant":
+        plant(directory, arg, personal)
     elif kind in ("edit", "soft", "hard"):
         ids = live_ids(store)
         if not ids:
             return
         target = ids[arg % len(ids)]
         try:
+            if kind == "hard":
+                GONE.add(store.get_observation(target).sync_id)
             if kind == "edit":
                 store.update_observation(target, content=f"edited {arg} by {who}")
             else:
@@ -101,6 +150,8 @@ def test_replicas_converge_whatever_the_exchange_order(steps) -> None:
         # every clone of the repository is called "acme", the project the replicas write
         dirs = [SyncDir(root / f"clone{i}" / "acme" / ".engram") for i in range(REPLICAS)]
         personal: set[str] = set()
+        HONEST.clear()
+        GONE.clear()
         try:
             for kind, who, arg in steps:
                 apply_step(stores, dirs, kind, who, arg, personal)
@@ -114,6 +165,14 @@ def test_replicas_converge_whatever_the_exchange_order(steps) -> None:
                 assert GitSync(stores[i], dirs[i]).status(projects=["acme"]).pending_export == 0
             views = [shared_view(s, personal) for s in stores]
             assert views[0] == views[1] == views[2]
+            for who, owned in HONEST.items():  # no honest memory lost or changed
+                for key, title in owned.items():
+                    if key not in GONE:
+                        assert stores[who].get_observation_by_sync_id(key).title == title
+            for store in stores:
+                everything = orjson.loads(store.canonical_export(include_personal=True))
+                planted = [o for o in everything["observations"] if "mallory" in o["title"]]
+                assert all(o["project"] == "acme" and o["scope"] == "project" for o in planted)
         finally:
             for store in stores:
                 store.close()

@@ -3,6 +3,8 @@ to reach outside the directory's projects or into personal scope, and what still
 
 from __future__ import annotations
 
+import importlib.util
+
 import orjson
 import pytest
 
@@ -31,11 +33,17 @@ def test_a_payload_naming_another_project_is_held(store: Store, sync_dir: SyncDi
         store.get_observation_by_sync_id("obs-liar000000001")
 
 
-def test_a_key_owned_by_another_project_here_is_held(store: Store, sync_dir: SyncDir) -> None:
-    """Naming another project's key in this project's record neither moves nor deletes it."""
+@pytest.mark.skipif(
+    importlib.util.find_spec("engram.store.identity") is None,
+    reason="needs the store's identity per (project, key) (issue 12, branch store-identity)",
+)
+def test_a_key_of_another_project_reaches_nothing_there(store: Store, sync_dir: SyncDir) -> None:
+    """This directory may write acme; records of acme naming payroll's keys address
+    (acme, key): payroll's memory, tombstone and session stay exactly as they were."""
     mine = store.add_observation(title="Payroll secret", content="rotate", project="payroll")
     gone = store.add_observation(title="Old payroll", content="bye", project="payroll")
     store.delete_observation(gone.observation.id, hard=True)  # leaves a payroll tombstone
+    store.create_session("s-payroll", "payroll", "/src/payroll")
     key = mine.observation.sync_id
     hostile.write_chunk(
         sync_dir.path,
@@ -43,12 +51,14 @@ def test_a_key_owned_by_another_project_here_is_held(store: Store, sync_dir: Syn
             hostile.observation(key, project="acme", title="Now acme's"),
             hostile.hard_delete(key, project="acme"),
             hostile.observation(gone.observation.sync_id, project="acme", title="Resurrected"),
+            hostile.session("s-payroll", project="acme", summary="hijacked"),
+            hostile.hard_delete("s-payroll", project="acme", entity="session"),
         ],
     )
-    before = store.canonical_export(projects=None, include_personal=True)
+    before = store.canonical_export(projects=["payroll"], include_personal=True)
     report = import_(store, sync_dir)
-    assert held(report) == [("payroll", 3, False)]
-    assert store.canonical_export(projects=None, include_personal=True) == before
+    assert report.failures == [] and report.held == []
+    assert store.canonical_export(projects=["payroll"], include_personal=True) == before
 
 
 def test_personal_memories_here_cannot_be_replaced_or_deleted(
@@ -88,8 +98,8 @@ def test_sessions_keep_to_their_project(store: Store, sync_dir: SyncDir) -> None
     hostile.write_chunk(
         sync_dir.path,
         [
-            hostile.session("s-payroll", project="acme", summary="hijacked"),
-            hostile.hard_delete("s-payroll", project="acme", entity="session"),
+            hostile.session("s-payroll", project="payroll", summary="hijacked"),
+            hostile.hard_delete("s-payroll", project="payroll", entity="session"),
             hostile.session("s-blank", project=""),  # belongs to no project: harmless
             hostile.session("s-acme", project="acme"),
         ],
