@@ -205,6 +205,8 @@ def phase_export(work: Path) -> dict:
 def phase_import(work: Path, profile: bool = False) -> dict:
     with open_store(work / "dest") as store:
         sync = GitSync(store, SyncDir(work / "repo" / ".engram"))
+        for project in devnotes.PROJECTS:  # the journal's projects are all this repository's
+            sync.bind(project)
         baseline_rss = peak_rss_mb()
         started, cpu = time.perf_counter(), time.process_time()
         if profile:
@@ -219,6 +221,7 @@ def phase_import(work: Path, profile: bool = False) -> dict:
         seconds = time.perf_counter() - started
         cpu = time.process_time() - cpu
         assert not report.failures, report.failures
+        assert not report.held, report.held
     return {
         "import_seconds": seconds,
         "import_cpu_seconds": cpu,

@@ -32,7 +32,7 @@ from engram.sync.git.stream import (
 
 #: A batch is handed to the store when it holds this many records or bytes of record text.
 BATCH_RECORDS = 5000
-BATCH_BYTES = 4 * 1024 * 1024
+BATCH_BYTES = 8 * 1024 * 1024  # above a chunk of ours (4 MiB): one batch each
 
 
 @dataclass(slots=True)

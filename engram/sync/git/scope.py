@@ -30,8 +30,7 @@ from engram.bindings import Bindings
 from engram.project import ConfigSuggestion, detect_without_config, read_config_suggestion
 from engram.sync.git.gitdir import SyncDir
 
-_TABLE = {"observation": "observations", "prompt": "user_prompts", "session": "sessions"}
-_KEY = {"observation": "sync_id", "prompt": "sync_id", "session": "id"}
+_ENTITIES = ("observation", "prompt", "session")
 _LOOKUP_BATCH = 500
 
 
@@ -117,7 +116,7 @@ def _claims(record: dict[str, Any]) -> tuple[set[str], bool] | None:
     entity = record.get("entity")
     if not isinstance(project, str) or not isinstance(scope, str) or not isinstance(payload, dict):
         return None
-    if entity not in _TABLE:
+    if entity not in _ENTITIES:
         return None
     names = {project}
     own = payload.get("project")
@@ -132,30 +131,28 @@ def _claims(record: dict[str, Any]) -> tuple[set[str], bool] | None:
     return names, personal
 
 
-def _owners(
-    conn: sqlite3.Connection, keys: dict[str, set[str]]
-) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """(entity, key) → [(project, scope)] of the local rows and tombstones with those keys (in
-    any project: the caller keeps those at the record's own address)."""
-    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for entity, wanted in keys.items():
-        names = sorted(wanted)
-        scope_column = "scope" if entity == "observation" else "'project'"
+def _personal_here(
+    conn: sqlite3.Connection, addresses: dict[str, set[str]]
+) -> set[tuple[str, str]]:
+    """Of the memory addresses given (project → keys), those where this store holds a
+    personal memory or the tombstone of one. Only memories have a scope, so only they are
+    looked up, by their full address (which both the old and the per-project schemas index)."""
+    found: set[tuple[str, str]] = set()
+    for project, keys in addresses.items():
+        names = sorted(keys)
         for start in range(0, len(names), _LOOKUP_BATCH):
             part = names[start : start + _LOOKUP_BATCH]
             marks = ", ".join("?" for _ in part)
             rows = conn.execute(
-                f"SELECT {_KEY[entity]}, project, {scope_column} FROM {_TABLE[entity]}"
-                f" WHERE {_KEY[entity]} IN ({marks})",
-                part,
+                f"""SELECT sync_id FROM observations
+                      WHERE project = ? AND sync_id IN ({marks}) AND scope = 'personal'
+                    UNION ALL
+                    SELECT key FROM sync_tombstones
+                      WHERE entity = 'observation' AND project = ? AND key IN ({marks})
+                        AND scope = 'personal'""",
+                [project, *part, project, *part],
             ).fetchall()
-            rows += conn.execute(
-                f"SELECT key, project, scope FROM sync_tombstones"
-                f" WHERE entity = ? AND key IN ({marks})",
-                [entity, *part],
-            ).fetchall()
-            for key, project, scope in rows:
-                found.setdefault((entity, key), []).append((project or "", scope or "project"))
+            found.update((project, row[0]) for row in rows)
     return found
 
 
@@ -165,11 +162,15 @@ def judge(
     """Which of ``records`` this directory may write here (``None`` entries — unparseable —
     are allowed through: the store refuses them with its own message)."""
     claims = [r and _claims(r) for r in records]
-    keys: dict[str, set[str]] = {}
+    addresses: dict[str, set[str]] = {}
     for record, claim in zip(records, claims, strict=True):
-        if record is not None and claim is not None and isinstance(record.get("key"), str):
-            keys.setdefault(record["entity"], set()).add(record["key"])
-    owners = _owners(conn, keys)
+        if record is None or claim is None or record["entity"] != "observation" or claim[1]:
+            continue
+        if isinstance(record.get("key"), str):
+            for project in claim[0]:
+                addresses.setdefault(project, set()).add(record["key"])
+    personal_here = _personal_here(conn, addresses) if addresses else set()
+    allowed = scope.projects  # computed once: this runs per record
     verdicts = Verdicts()
     for position, (record, claim) in enumerate(zip(records, claims, strict=True)):
         if record is None or claim is None:
@@ -177,13 +178,13 @@ def judge(
             continue
         names, personal = claim
         entity = record["entity"]
-        for project, owner_scope in owners.get((entity, record.get("key")), ()):
-            if project in names:  # the row at this record's own address
-                personal = personal or owner_scope == "personal"
+        if not personal and entity == "observation" and personal_here:
+            # the memory at this record's own address is personal here
+            personal = any((project, record.get("key")) in personal_here for project in names)
         if entity == "session":
             names.discard("")  # a session without a project can reach no project's memories
-        refused = sorted(n for n in names if not scope.allows(n))
-        if refused:
+        if not names <= allowed:
+            refused = sorted(names - allowed)
             first = record["project"] if record["project"] in refused else refused[0]
             verdicts.held[(first, False)] += 1
         elif personal and not scope.include_personal:
