@@ -108,8 +108,9 @@ def _scope_lines(scope: dict[str, Any], shown: str) -> list[str]:
     """Which projects the directory may write here, and a config suggestion waiting."""
     sources = {}
     if scope.get("detected"):
-        source = str(scope.get("detected_source") or "").replace("git_", "git ").replace("_", " ")
-        sources[scope["detected"]] = f"from {source}"
+        from engram.sync.git.scope import describe_source
+
+        sources[scope["detected"]] = describe_source(str(scope.get("detected_source")))
     if scope.get("accepted_config"):
         sources.setdefault(scope["accepted_config"], "config.json, accepted")
     for name in scope.get("bound") or []:
@@ -247,6 +248,8 @@ def git_status(args: argparse.Namespace) -> int:
         f"  Pending export:  {report.pending_export} mutation(s) of {_describe(projects)}",
         f"  Manifest:        {report.manifest}"
         + ("" if report.manifest == "ok" else " (rebuilt by the next engram sync)"),
+        *_scope_lines(report.scope, shown),
+        *[f"  Held back:       {held}" for held in report.held],
     ]
     if report.chunks:
         who = ", ".join(f"{name} ({count} chunks)" for name, count in report.contributors.items())
@@ -256,8 +259,6 @@ def git_status(args: argparse.Namespace) -> int:
         )
     else:
         lines.append("No chunks synced yet.")
-    lines += _scope_lines(report.scope, shown)
-    lines += [f"  held back: {held}" for held in report.held]
     lines += [f"  problem: {p}" for p in report.problems]
     emit(args, "\n".join(lines), report.to_dict())
     return 0
@@ -278,7 +279,7 @@ def git_bind(args: argparse.Namespace) -> int:
         if added
         else f'Project "{name}" was already bound to {shown} on this machine.'
     )
-    emit(args, human, {"directory": str(sync.dir.path), "bound": added, **scope.to_dict()})
+    emit(args, human, {**scope.to_dict(), "directory": str(sync.dir.path), "added": added})
     return 0
 
 
@@ -297,7 +298,7 @@ def git_unbind(args: argparse.Namespace) -> int:
         if removed
         else f'Project "{name}" was not bound to {shown}: nothing to do.'
     )
-    emit(args, human, {"directory": str(sync.dir.path), "unbound": removed, **scope.to_dict()})
+    emit(args, human, {**scope.to_dict(), "directory": str(sync.dir.path), "removed": removed})
     return 0
 
 

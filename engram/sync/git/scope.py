@@ -31,6 +31,19 @@ from engram.project import ConfigSuggestion, detect_without_config, read_config_
 from engram.sync.git.gitdir import SyncDir
 
 _ENTITIES = ("observation", "prompt", "session")
+_SOURCES = {
+    "git_remote": "from the repository's remote",
+    "git_root": "from the repository's folder name",
+    "git_child": "from the child repository",
+    "dir_basename": "from the folder's name",
+}
+
+
+def describe_source(source: str) -> str:
+    """How the repository's own project was found, for people."""
+    return _SOURCES.get(source, "detected")
+
+
 _LOOKUP_BATCH = 500
 
 

@@ -60,7 +60,7 @@ from engram.sync.git.reports import (
     WrittenChunk,
     held_summary,
 )
-from engram.sync.git.scope import DirectoryScope, directory_scope
+from engram.sync.git.scope import DirectoryScope, describe_source, directory_scope
 from engram.sync.progress import ProgressFactory, default_author, no_progress
 from engram.times import rfc3339
 
@@ -136,8 +136,8 @@ class GitSync:
         scope = self.scope()
         if name and name == scope.detected and name not in scope.bound:
             raise ValidationError(
-                f'"{name}" is this repository\'s own project (from its {scope.detected_source}'
-                "); it stays bound"
+                f'"{name}" is this repository\'s own project '
+                f"({describe_source(scope.detected_source)}); it stays bound"
             )
         return self.bindings.unbind(self.dir.path, name)
 

@@ -103,7 +103,10 @@ def test_held_records_apply_once_accepted_and_are_never_lost(world) -> None:
     ]
     assert "Repo memory" in bob.engram("search", "repository", "--project", PROJECT)
 
-    bob.engram("sync", "--bind", "tooling")
+    bound = orjson.loads(bob.engram("sync", "--bind", "tooling", "--json"))
+    assert bound["added"] is True and bound["projects"] == [PROJECT, "tooling"]
+    status = orjson.loads(bob.engram("sync", "--status", "--json"))
+    assert status["pending_import"] == first["imported_ids"]  # records now allowed wait there
     second = orjson.loads(bob.engram("sync", "--import", "--json"))
     assert second["chunks_reread"] == first["imported_ids"] and second["imported_ids"] == []
     assert second["mutations"]["applied"] == 12
@@ -121,6 +124,10 @@ def test_held_records_apply_once_accepted_and_are_never_lost(world) -> None:
 
     # unbinding holds new records back again; what was applied stays
     assert "no longer bound" in bob.engram("sync", "--unbind", "tooling")
+    own = run_engram("sync", "--unbind", PROJECT, data_dir=bob.data, cwd=bob.path)
+    assert own.returncode == 1 and "this repository's own project" in own.stderr
+    cloud = run_engram("sync", "--bind", "x", "--cloud", data_dir=bob.data, cwd=bob.path)
+    assert cloud.returncode == 1 and "drop --cloud" in cloud.stderr
     assert "Tooling note 3" in bob.engram("search", "tooling", "--project", "tooling")
 
 
