@@ -87,7 +87,9 @@ def test_config_file_counts_once_accepted_here(tmp_path: Path, capsys) -> None:
     (repo / ".engram" / "config.json").write_bytes(orjson.dumps({"project_name": "Chosen"}))
     waiting = detect_project(repo, bindings=bindings)
     assert (waiting.project, waiting.source) == ("remote-name", "git_remote")
-    assert waiting.suggested_project == "chosen" and "engram sync --accept-config" in waiting.warning
+    assert (
+        waiting.suggested_project == "chosen" and "engram sync --accept-config" in waiting.warning
+    )
     detect_project(repo / "src", bindings=bindings)  # said once per process, not per call
     assert capsys.readouterr().err.count('suggests project "chosen"') == 1
 

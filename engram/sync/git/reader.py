@@ -19,13 +19,12 @@ import orjson
 
 from engram.sync.git.chunk import BadChunkError, ChunkHeader
 from engram.sync.git.go_chunk import GoConverter
+from engram.sync.git.go_json import document_items, go_events
 from engram.sync.git.stream import (
     MAX_GO_BYTES,
     MAX_JSONL_BYTES,
     ChunkStream,
-    document_items,
     first_line_header,
-    go_events,
     jsonl_lines,
     open_chunk_file,
 )

@@ -61,6 +61,7 @@ from engram.sync.git.reports import (
     held_summary,
 )
 from engram.sync.git.scope import DirectoryScope, describe_source, directory_scope
+from engram.sync.git.stream import ChunkTooLargeError
 from engram.sync.progress import ProgressFactory, default_author, no_progress
 from engram.times import rfc3339
 
@@ -287,6 +288,10 @@ class GitSync:
         chunk whose every mutation is already known counts as applied."""
         try:
             mids = self._mids(chunk, scope)
+        except ChunkTooLargeError as exc:
+            self.ledger.note_refused(chunk.id, chunk.path, exc.reason)
+            report.problems.append(ChunkProblem(chunk.id, exc.reason))
+            return
         except BadChunkError as exc:
             report.problems.append(ChunkProblem(chunk.id, exc.reason))
             return
@@ -361,7 +366,7 @@ class GitSync:
         )
         return problems
 
-    def held(self, scope: DirectoryScope | None = None) -> list[HeldRecords]:
+    def held(self) -> list[HeldRecords]:
         """What the directory's chunks hold that this store has not applied, by project (as
         of the last import)."""
         counts: Counter[tuple[str, bool]] = Counter()
@@ -396,7 +401,8 @@ class GitSync:
         report.chunks = len(listed)
         report.applied = sum(1 for c in listed if c.id in held)
         report.pending_import = [c.id for c in listed if c.id not in held]
-        notes = [n for n in self.ledger.held() if n.chunk_id in {c.id for c in listed}]
+        present = {c.id for c in listed}
+        notes = [n for n in self.ledger.held() if n.chunk_id in present]
         waiting = {n.chunk_id for n in notes if may_apply_now(n, scope)}
         report.pending_import += sorted(waiting - set(report.pending_import))
         report.held = self.held()
