@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import orjson
+import pytest
 
 from engram.config import Config
 from engram.store import Store
@@ -87,3 +88,9 @@ def make_world(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     first.git("commit", "-q", "-m", "initial")
     first.git("push", "-q", "origin", "main")
     return tmp_path, remote, env
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A bare git remote with one commit; make clones with :class:`Clone`."""
+    return make_world(tmp_path)

@@ -10,6 +10,7 @@ import pytest
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import ExportReport, GitSync, ImportReport
+from tests.sync.git.clones import world  # noqa: F401 - a fixture for every git test
 
 
 @pytest.fixture
@@ -106,10 +107,3 @@ def synthetic_records(count: int, *, project: str = "acme", size: int = 800) -> 
         )
     return [orjson.dumps(r).decode() for r in records]
 
-
-@pytest.fixture
-def world(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
-    """A bare git remote with one commit; make clones with ``tests.sync.git.clones.Clone``."""
-    from tests.sync.git.clones import make_world
-
-    return make_world(tmp_path)

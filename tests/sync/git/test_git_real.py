@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import orjson
 
-from tests.sync.git.clones import Clone
+from tests.sync.git.clones import Clone, world  # noqa: F401 - re-exported for other packages
 
 
-def test_two_clones_converge_through_git_with_merges(world) -> None:
+def test_two_clones_converge_through_git_with_merges(world) -> None:  # noqa: F811
     root, remote, env = world
     a, b = Clone(root, "alice", remote, env), Clone(root, "bob", remote, env)
 
