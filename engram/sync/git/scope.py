@@ -144,27 +144,32 @@ def _claims(record: dict[str, Any]) -> tuple[set[str], bool] | None:
     return names, personal
 
 
+def personal_sql(count: int) -> str:
+    """The lookup behind :func:`_personal_here` for ``count`` keys of one project (parameters:
+    the keys, then the project twice). Written as a join from the keys so that SQLite looks each
+    one up through the unique index of the address instead of scanning the whole project (which
+    it prefers for ``project = ? AND sync_id IN (…)``: 20x slower on 100,000 memories)."""
+    values = ", ".join("(?)" for _ in range(count))
+    return f"""WITH wanted(key) AS (VALUES {values})
+        SELECT o.sync_id FROM wanted CROSS JOIN observations o
+          ON o.sync_id = wanted.key AND o.project = ? AND o.scope = 'personal'
+        UNION ALL
+        SELECT t.key FROM wanted CROSS JOIN sync_tombstones t
+          ON t.entity = 'observation' AND t.key = wanted.key AND t.project = ?
+             AND t.scope = 'personal'"""
+
+
 def _personal_here(
     conn: sqlite3.Connection, addresses: dict[str, set[str]]
 ) -> set[tuple[str, str]]:
     """Of the memory addresses given (project → keys), those where this store holds a
-    personal memory or the tombstone of one. Only memories have a scope, so only they are
-    looked up, by their full address (which both the old and the per-project schemas index)."""
+    personal memory or the tombstone of one (only memories have a scope)."""
     found: set[tuple[str, str]] = set()
     for project, keys in addresses.items():
         names = sorted(keys)
         for start in range(0, len(names), _LOOKUP_BATCH):
             part = names[start : start + _LOOKUP_BATCH]
-            marks = ", ".join("?" for _ in part)
-            rows = conn.execute(
-                f"""SELECT sync_id FROM observations
-                      WHERE project = ? AND sync_id IN ({marks}) AND scope = 'personal'
-                    UNION ALL
-                    SELECT key FROM sync_tombstones
-                      WHERE entity = 'observation' AND project = ? AND key IN ({marks})
-                        AND scope = 'personal'""",
-                [project, *part, project, *part],
-            ).fetchall()
+            rows = conn.execute(personal_sql(len(part)), [*part, project, project]).fetchall()
             found.update((project, row[0]) for row in rows)
     return found
 

@@ -106,4 +106,3 @@ def synthetic_records(count: int, *, project: str = "acme", size: int = 800) -> 
             )
         )
     return [orjson.dumps(r).decode() for r in records]
-

@@ -12,6 +12,7 @@ from engram.bindings import Bindings
 from engram.errors import NotFoundError, ValidationError
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
+from engram.sync.git.scope import personal_sql
 from engram.sync.git.sync import GitSync
 from tests.sync.git import hostile
 from tests.sync.git.conftest import import_
@@ -146,3 +147,17 @@ def test_binding_state_lives_beside_the_store(store: Store, sync_dir: SyncDir) -
         sync.unbind("acme")
     assert sync.unbind("payroll") and not sync.unbind("payroll")
     assert sync.scope().projects == {"acme"}
+
+
+def test_the_personal_lookup_searches_by_address_and_never_scans(store: Store) -> None:
+    """Asked as ``project = ? AND sync_id IN (...)``, SQLite scanned the whole project for every
+    batch (import 35% slower at 100,000 memories): the lookup must search an index per key."""
+    for i in range(30):
+        store.add_observation(title=f"memory {i}", content="x", project="acme")
+    plan = store.db.conn.execute(
+        "EXPLAIN QUERY PLAN " + personal_sql(3), ["obs-1", "obs-2", "obs-3", "acme", "acme"]
+    ).fetchall()
+    details = [row[3] for row in plan]
+    assert any(d.startswith("SEARCH o USING") for d in details), details
+    assert any(d.startswith("SEARCH t USING") for d in details), details
+    assert not any(d.startswith(("SCAN o", "SCAN t")) for d in details), details
