@@ -236,7 +236,9 @@ def _announce(config: ConfigSuggestion) -> None:
     if key in _ANNOUNCED:
         return
     _ANNOUNCED.add(key)
-    sys.stderr.write(f"engram: note: {suggestion_warning(config)}\n")
+    from engram.terminal import for_terminal  # the name comes from a committed file
+
+    sys.stderr.write(f"engram: note: {for_terminal(suggestion_warning(config))}\n")
 
 
 def _accepted(config: ConfigSuggestion, bindings: Bindings | None) -> bool:

@@ -144,3 +144,14 @@ def test_plain_directory_uses_its_name(tmp_path: Path) -> None:
     plain.mkdir()
     found = detect_project(plain)
     assert (found.project, found.source) == ("just a dir", "dir_basename")
+
+
+def test_a_suggested_name_cannot_drive_the_terminal(tmp_path: Path, capsys) -> None:
+    repo = make_repo(tmp_path / "repo", "https://x/org/remote-name.git")
+    (repo / ".engram").mkdir()
+    evil = "acme\x1b]52;c;cm0gLXJmIH4=\x07"
+    (repo / ".engram" / "config.json").write_bytes(orjson.dumps({"project_name": evil}))
+    found = detect_project(repo, bindings=Bindings(tmp_path / "data"))
+    assert found.project == "remote-name"
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b]52" in err
