@@ -14,6 +14,7 @@ from litestar.testing import TestClient
 from engram.bindings import Bindings
 from engram.http.app import create_app
 from engram.store import Store
+from tests.http.conftest import BASE_URL
 from tests.mcp.client import call, engram_mcp
 
 
@@ -56,7 +57,7 @@ def test_the_http_api_keeps_to_the_remote_until_accepted(
 ) -> None:
     monkeypatch.setenv("ENGRAM_DATA_DIR", str(data_dir))
     monkeypatch.chdir(repo)
-    with TestClient(create_app(store)) as client:
+    with TestClient(create_app(store), base_url=BASE_URL) as client:
         body = client.get("/project/current").json()
         assert (body["project"], body["project_source"]) == ("service", "git_remote")
         assert "engram sync --accept-config" in body["warning"]
