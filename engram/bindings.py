@@ -116,7 +116,8 @@ class Bindings:
                     if value.bound or value.accepted_config
                 },
             }
-            write_atomic(self.path, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+            data = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+            write_atomic(self.path, data, mode=0o600)  # private, like the database beside it
         finally:
             os.close(fd)
 
