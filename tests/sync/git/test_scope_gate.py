@@ -143,6 +143,7 @@ def test_binding_state_lives_beside_the_store(store: Store, sync_dir: SyncDir) -
     assert sync.bind("Payroll") and not sync.bind("payroll")  # normalized, idempotent
     again = GitSync(store, sync_dir, bindings=Bindings(store.db.path.parent))
     assert again.scope().projects == {"acme", "payroll"}
+    assert (store.db.path.parent / "bindings.json").stat().st_mode & 0o777 == 0o600
     with pytest.raises(ValidationError, match="repository's own project"):
         sync.unbind("acme")
     assert sync.unbind("payroll") and not sync.unbind("payroll")
