@@ -284,12 +284,145 @@ def migration_5(conn: sqlite3.Connection) -> None:
     run_script(conn, GIT_LEDGER_TABLES)
 
 
+# --- 6: identity per project -------------------------------------------------------------------
+
+_V6_SESSIONS = """
+CREATE TABLE sessions_v6 (
+    id          TEXT NOT NULL,
+    project     TEXT NOT NULL DEFAULT '',
+    directory   TEXT NOT NULL DEFAULT '',
+    started_at  TEXT NOT NULL,
+    ended_at    TEXT,
+    summary     TEXT,
+    hlc         TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (project, id)
+)"""
+_V6_OBSERVATIONS = """
+CREATE TABLE observations_v6 (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    sync_id          TEXT NOT NULL,
+    session_id       TEXT NOT NULL,
+    type             TEXT NOT NULL,
+    title            TEXT NOT NULL,
+    content          TEXT NOT NULL,
+    tool_name        TEXT,
+    project          TEXT NOT NULL DEFAULT '',
+    scope            TEXT NOT NULL DEFAULT 'project',
+    topic_key        TEXT,
+    normalized_hash  TEXT,
+    revision_count   INTEGER NOT NULL DEFAULT 1,
+    duplicate_count  INTEGER NOT NULL DEFAULT 1,
+    last_seen_at     TEXT,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    deleted_at       TEXT,
+    search_context   TEXT NOT NULL DEFAULT '',
+    hlc              TEXT NOT NULL DEFAULT '',
+    UNIQUE (project, sync_id)
+)"""
+_V6_PROMPTS = """
+CREATE TABLE user_prompts_v6 (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    sync_id     TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    project     TEXT NOT NULL DEFAULT '',
+    created_at  TEXT NOT NULL,
+    hlc         TEXT NOT NULL DEFAULT '',
+    UNIQUE (project, sync_id)
+)"""
+_V6_TOMBSTONES = """
+CREATE TABLE sync_tombstones_v6 (
+    entity      TEXT NOT NULL,
+    project     TEXT NOT NULL DEFAULT '',
+    key         TEXT NOT NULL,
+    hlc         TEXT NOT NULL,
+    scope       TEXT NOT NULL DEFAULT 'project',
+    deleted_at  TEXT,
+    PRIMARY KEY (entity, project, key)
+) WITHOUT ROWID"""
+_V6_INDEXES = """
+CREATE INDEX sessions_project ON sessions(project, started_at);
+CREATE INDEX sessions_id ON sessions(id);
+CREATE INDEX observations_session ON observations(session_id, created_at);
+CREATE INDEX observations_project ON observations(project, created_at DESC);
+CREATE INDEX observations_created ON observations(created_at DESC);
+CREATE INDEX observations_topic ON observations(topic_key, project, scope, updated_at DESC);
+CREATE INDEX observations_dedupe ON observations(normalized_hash, project);
+CREATE INDEX observations_live ON observations(created_at DESC, id DESC)
+    WHERE deleted_at IS NULL;
+CREATE INDEX user_prompts_session ON user_prompts(session_id, created_at);
+CREATE INDEX user_prompts_project ON user_prompts(project, created_at DESC);
+CREATE INDEX user_prompts_created ON user_prompts(created_at DESC);
+DROP INDEX IF EXISTS sync_journal_key;
+CREATE INDEX sync_journal_key ON sync_journal(entity, project, key, hlc);
+"""
+#: Records received from elsewhere that cannot be applied yet (``clock_skew``, later
+#: ``waiting_endpoint``) or at all (``invalid``): kept with their reason, re-checked on every
+#: apply, listed by `engram sync --quarantine`.
+INBOUND_QUARANTINE_TABLE = """
+CREATE TABLE IF NOT EXISTS sync_inbound_quarantine (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    fingerprint  TEXT NOT NULL UNIQUE,
+    reason       TEXT NOT NULL,
+    error        TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    mid          TEXT NOT NULL DEFAULT '',
+    hlc          TEXT NOT NULL DEFAULT '',
+    origin       TEXT NOT NULL DEFAULT '',
+    entity       TEXT NOT NULL DEFAULT '',
+    project      TEXT NOT NULL DEFAULT '',
+    key          TEXT NOT NULL DEFAULT '',
+    record       TEXT NOT NULL,
+    attempts     INTEGER NOT NULL DEFAULT 1,
+    received_at  TEXT NOT NULL,
+    checked_at   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sync_inbound_quarantine_due ON sync_inbound_quarantine(reason, hlc);
+"""
+
+
+def _rebuild_table(conn: sqlite3.Connection, table: str, create: str) -> None:
+    """Copy ``table`` into the new definition (same columns and local ids, so FTS rowids stay
+    valid) and put it in the old one's place, keeping its AUTOINCREMENT high-water mark."""
+    columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    high = None
+    if table_exists(conn, "sqlite_sequence"):
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        high = None if row is None else int(row[0])
+    conn.execute(create)
+    names = ", ".join(columns)
+    conn.execute(f"INSERT INTO {table}_v6 ({names}) SELECT {names} FROM {table}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"ALTER TABLE {table}_v6 RENAME TO {table}")
+    if high is not None:
+        conn.execute("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ?", (high, table))
+
+
+def migration_6(conn: sqlite3.Connection) -> None:
+    """Identity per project (DESIGN §3): memories and prompts are unique per (project, sync_id),
+    sessions per (project, id), tombstones per (entity, project, key), so a record of one
+    project can never address another project's rows. Memories and prompts that referenced a
+    session recorded under another project get a copy of it in their own project. Adds the
+    inbound quarantine."""
+    _rebuild_table(conn, "sessions", _V6_SESSIONS)
+    _rebuild_table(conn, "observations", _V6_OBSERVATIONS)
+    _rebuild_table(conn, "user_prompts", _V6_PROMPTS)
+    _rebuild_table(conn, "sync_tombstones", _V6_TOMBSTONES)
+    run_script(conn, _V6_INDEXES)
+    run_script(conn, INBOUND_QUARANTINE_TABLE)
+    from engram.store.identity import copy_foreign_sessions
+
+    copy_foreign_sessions(conn)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
     migration_3,
     migration_4,
     migration_5,
+    migration_6,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -7,11 +7,31 @@ from engram.store import Store
 
 
 def test_create_completes_blanks_but_never_overwrites(store: Store) -> None:
-    store.create_session("s1", "", "")
-    store.create_session("s1", "Acme", "/src/acme")
-    store.create_session("s1", "other", "/elsewhere")
-    s = store.get_session("s1")
+    store.create_session("s1", "Acme", "")
+    store.create_session("s1", "acme", "/src/acme")
+    store.create_session("s1", "acme", "/elsewhere")
+    s = store.get_session("s1", project="acme")
     assert (s.project, s.directory, s.active) == ("acme", "/src/acme", True)
+
+
+def test_one_session_id_in_two_projects_is_two_sessions(store: Store) -> None:
+    """Identity is per project (DESIGN §3): the same id named in another project is that
+    project's own session; by id alone, reads take the most recent, ending ends every open one,
+    deleting asks which."""
+    store.create_session("s1", "acme", "/src/acme")
+    store.add_observation(title="t", content="c", project="other", session_id="s1")
+    assert store.get_session("s1", project="acme").directory == "/src/acme"
+    assert store.get_session("s1", project="other").directory == ""
+    assert store.get_session("s1").project == "other"  # the most recent
+    assert [o.title for o in store.session_observations("s1", project="acme")] == []
+    assert [o.title for o in store.session_observations("s1", project="other")] == ["t"]
+    store.end_session("s1", "done")
+    assert all(not store.get_session("s1", project=p).active for p in ("acme", "other"))
+    with pytest.raises(ValidationError, match="several projects"):
+        store.delete_session("s1")
+    store.delete_session("s1", project="acme")
+    with pytest.raises(NotFoundError):
+        store.get_session("s1", project="acme")
 
 
 def test_end_sets_summary_and_unknown_sessions_are_404(store: Store) -> None:

@@ -285,14 +285,11 @@ def quarantined_rows(store: Store, target: str, project: str | None = None) -> l
 
 def release_quarantined(store: Store, target: str, project: str | None = None) -> int:
     """Put rejected rows back in the push queue (all of the target's, or one project's)."""
-    if project is None:
-        return store.journal.release_quarantine(target)
-    with store.db.write() as conn:
-        return conn.execute(
-            """DELETE FROM sync_quarantine WHERE target = ? AND seq IN
-                   (SELECT seq FROM sync_journal WHERE project = ?)""",
-            (target, project),
-        ).rowcount
+    from engram.store import quarantine
+
+    return quarantine.release_outbound(
+        store.db, target=target, projects=None if project is None else [project]
+    )
 
 
 def local_mids(
