@@ -249,7 +249,7 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
         # naming another project would let a writer of one project plant memories in another.
         raise _fail(
             index,
-            f"payload.project {payload['project']!r} does not match the record's project "
+            f"payload.project {payload['project']!r} does not match project "
             f"{record['project']!r}",
         )
     if reason := _unstorable_in(payload):

@@ -169,6 +169,7 @@ class ObservationsMixin(StoreBase):
         content = truncation.text
         kind = (type or "").strip() or "manual"
         project, project_warning = normalize_project(project)
+        project = self._write_project(project, session_id)  # type: ignore[attr-defined]
         scope = normalize_scope(scope)
         topic = normalize_topic_key(topic_key)
         session_id = check_session_id(session_id) if session_id else default_session_id(project)

@@ -35,7 +35,7 @@ class PromptsMixin(StoreBase):
         if not text:
             raise ValidationError("content is required and cannot be empty", field="content")
         text = truncate(text, self.config.max_observation_length).text
-        project = project_name(project)
+        project = self._write_project(project_name(project), session_id)  # type: ignore[attr-defined]
         session_id = check_session_id(session_id) if session_id else default_session_id(project)
         sync_id = "prompt-" + secrets.token_hex(8)
         with self.db.write() as conn:

@@ -43,6 +43,13 @@ class SessionsMixin(StoreBase):
             "SELECT directory FROM sessions WHERE project = ? AND id = ?", (project, session_id)
         ).fetchone()
         if row is None:
+            if not directory:  # the same agent session, seen in another project: same place
+                other = conn.execute(
+                    """SELECT directory FROM sessions WHERE id = ? AND directory != ''
+                       ORDER BY started_at DESC, rowid DESC LIMIT 1""",
+                    (session_id,),
+                ).fetchone()
+                directory = other[0] if other else ""
             hlc, origin = self.journal.tick(conn)
             conn.execute(
                 "INSERT INTO sessions(id, project, directory, started_at, hlc)"
@@ -94,7 +101,7 @@ class SessionsMixin(StoreBase):
                            ORDER BY project""",
                         (session_id,),
                     )
-                ] or [r[0] for r in self._latest_sessions(conn, session_id)[:1]]
+                ] or [r["project"] for r in self._latest_sessions(conn, session_id)[:1]]
             if not projects:
                 raise NotFoundError(f"session {session_id!r} not found")
             ended = now_text()
@@ -143,6 +150,19 @@ class SessionsMixin(StoreBase):
         if row is None:
             raise NotFoundError(f"session {session_id!r} not found")
         return Session.from_row(row)
+
+    def _write_project(self, project: str, session_id: str | None) -> str:
+        """Where a write that names a session goes when it names no project: the session's
+        project (its most recent row with one), as an agent would expect; a project the caller
+        did name always wins."""
+        if project or not session_id:
+            return project
+        row = self.db.one(
+            """SELECT project FROM sessions WHERE id = ? AND project != ''
+               ORDER BY started_at DESC, rowid DESC LIMIT 1""",
+            (session_id.strip(),),
+        )
+        return project if row is None else str(row[0])
 
     def _session_project(self, session_id: str, project: str | None) -> str:
         """The project of the session a face named (see :meth:`get_session`)."""

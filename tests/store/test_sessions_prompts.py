@@ -21,8 +21,11 @@ def test_one_session_id_in_two_projects_is_two_sessions(store: Store) -> None:
     store.create_session("s1", "acme", "/src/acme")
     store.add_observation(title="t", content="c", project="other", session_id="s1")
     assert store.get_session("s1", project="acme").directory == "/src/acme"
-    assert store.get_session("s1", project="other").directory == ""
+    # Its own row in "other", in the same place (it is the same agent session).
+    assert store.get_session("s1", project="other").directory == "/src/acme"
     assert store.get_session("s1").project == "other"  # the most recent
+    # A write naming the session but no project joins the session's (most recent) project.
+    assert store.add_prompt("why?", session_id="s1").project == "other"
     assert [o.title for o in store.session_observations("s1", project="acme")] == []
     assert [o.title for o in store.session_observations("s1", project="other")] == ["t"]
     store.end_session("s1", "done")
