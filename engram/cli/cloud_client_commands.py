@@ -287,7 +287,8 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
                 f"{sync['last_pull_at'] or 'never'}, cursor {sync['cursor']})"
             ),
             f"Pending: {sync['pending_count']} to push, {sync['quarantined_count']} quarantined, "
-            f"{sync['dead_count']} pulled but not applicable",
+            f"{sync['dead_count']} pulled but not applicable, "
+            f"{sync.get('inbound_quarantined_count', 0)} received and waiting here",
         ]
         if sync["upgrade"]["stage"]:
             lines.append(f"Upgrade stage: {sync['upgrade']['stage']}")
@@ -544,6 +545,9 @@ def cloud_import(args: argparse.Namespace) -> int:
     ]
     if report.dead:
         lines.append(f"  Not applicable: {report.dead} malformed record(s) (kept on the server)")
+    if applied.quarantined:
+        held = ", ".join(f"{n} {reason}" for reason, n in sorted(applied.quarantined.items()))
+        lines.append(f"  Quarantined:  {held} (engram sync --quarantine lists them)")
     emit(args, "\n".join(lines), data)
     return 0
 
@@ -562,7 +566,9 @@ def cloud_status(args: argparse.Namespace) -> int:
         f"Cloud sync status ({data['server']}, project {project}):",
         f"  Enrolled:        {'yes' if data['enabled'] else 'no'}",
         f"  Pending push:    {data['pending_count']} mutation(s)",
-        f"  Quarantined:     {data['quarantined_count']}",
+        f"  Quarantined:     {data['quarantined_count']} rejected by the server, "
+        f"{data['inbound_quarantined_count']} received and waiting here"
+        + (" (engram sync --quarantine)" if data["inbound_quarantined_count"] else ""),
         f"  Pull cursor:     {data['cursor']}",
         f"  Last push:       {data['last_push_at'] or 'never'}",
         f"  Last pull:       {data['last_pull_at'] or 'never'}",

@@ -120,20 +120,24 @@ def hold(
     )
 
 
-def take_due(conn: sqlite3.Connection, bound_hlc: str) -> list[sqlite3.Row]:
-    """Remove and return the waiting records whose time has come (hlc at most ``bound_hlc``),
-    oldest clock first, for the caller to apply in the same transaction."""
-    rows = conn.execute(
+def due(conn: sqlite3.Connection, bound_hlc: str) -> list[sqlite3.Row]:
+    """The waiting records whose time has come (hlc at most ``bound_hlc``), oldest clock
+    first, for the caller to check again in its transaction (:func:`release` those that
+    applied; holding one again only counts an attempt)."""
+    return conn.execute(
         """SELECT id, source, record FROM sync_inbound_quarantine
            WHERE reason = ? AND hlc <= ? ORDER BY hlc, id""",
         (CLOCK_SKEW, bound_hlc),
     ).fetchall()
-    _delete(conn, [r["id"] for r in rows])
-    return rows
 
 
-def take(conn: sqlite3.Connection, ids: Iterable[int] | None = None) -> list[sqlite3.Row]:
-    """Remove and return inbound records (all, or those ``ids``) to be checked again."""
+def release(conn: sqlite3.Connection, record_id: int) -> None:
+    """A quarantined record was applied (or found already known): forget it."""
+    _delete(conn, [record_id])
+
+
+def pick(conn: sqlite3.Connection, ids: Iterable[int] | None = None) -> list[sqlite3.Row]:
+    """Inbound records (all, or those ``ids``) to be checked again."""
     if ids is None:
         rows = conn.execute(
             "SELECT id, source, record FROM sync_inbound_quarantine ORDER BY hlc, id"
@@ -148,7 +152,6 @@ def take(conn: sqlite3.Connection, ids: Iterable[int] | None = None) -> list[sql
                     WHERE id IN ({", ".join("?" for _ in part)}) ORDER BY hlc, id""",
                 part,
             ).fetchall()
-    _delete(conn, [r["id"] for r in rows])
     return rows
 
 

@@ -76,8 +76,8 @@ class ReplicationMixin(StoreBase):
         with self.db.write() as conn:
             batch = _ApplyBatch(self, conn, now)
             batch.release_due(result)
-            for index, item in enumerate(items):
-                batch.take(item, source, result, index)
+            for item in items:
+                batch.take(item, source, result)
             batch.finish()
         return result
 
@@ -87,7 +87,7 @@ class ReplicationMixin(StoreBase):
         result = ApplyResult()
         with self.db.write() as conn:
             batch = _ApplyBatch(self, conn, now_ms())
-            batch.release(quarantine.take(conn, ids), result)
+            batch.release(quarantine.pick(conn, ids), result)
             batch.finish()
         return result
 
@@ -112,7 +112,7 @@ class _ApplyBatch:
     def release_due(self, result: ApplyResult) -> None:
         """Apply the waiting records whose clock is no longer ahead of this one."""
         bound = hlc_bound(self.now_ms, self.max_drift_ms)
-        self.release(quarantine.take_due(self.conn, bound), result)
+        self.release(quarantine.due(self.conn, bound), result)
 
     def release(self, rows: list[sqlite3.Row], result: ApplyResult) -> None:
         """Check records taken out of the quarantine again: each is applied (or found stale
@@ -121,18 +121,13 @@ class _ApplyBatch:
             before = result.quarantined_total
             self.take(row["record"], row["source"], result)
             if result.quarantined_total == before:
+                quarantine.release(self.conn, row["id"])
                 result.released += 1
 
-    def take(
-        self,
-        item: dict[str, Any] | str | bytes,
-        source: str,
-        result: ApplyResult,
-        index: int | None = None,
-    ) -> None:
+    def take(self, item: dict[str, Any] | str | bytes, source: str, result: ApplyResult) -> None:
         """Apply one received item, or quarantine it with its reason."""
         try:
-            record, text = parse_record(item, index)
+            record, text = parse_record(item)
         except InvalidMutationError as exc:
             self._hold(quarantine.INVALID, str(exc), source, item, result)
             return

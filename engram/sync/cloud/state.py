@@ -176,17 +176,6 @@ def advance_cursor(store: Store, target: str, projects: Iterable[str], seq: int)
             )
 
 
-def add_dead(store: Store, target: str, project: str, count: int, error: str) -> None:
-    """Count pulled records this store could not apply (kept on the server, reported)."""
-    with store.db.write() as conn:
-        _ensure_project(conn, target, project)
-        conn.execute(
-            """UPDATE sync_cloud_projects SET dead_count = dead_count + ?, last_dead_error = ?,
-                   updated_at = ? WHERE target = ? AND project = ?""",
-            (count, error[:500], now_text(), target, project),
-        )
-
-
 def forget_project(store: Store, target: str, project: str) -> bool:
     """Drop the project's cursor and status for this server."""
     with store.db.write() as conn:

@@ -50,6 +50,7 @@ def _defaults(project: str) -> dict[str, Any]:
         "dead_count": 0,
         "pending_count": 0,
         "quarantined_count": 0,
+        "inbound_quarantined_count": 0,
         "upgrade": {"stage": None, "reason_code": None, "reason_message": None},
     }
 
@@ -150,6 +151,7 @@ def project_status(
         dead_count=int(row.get("dead_count") or 0),
         pending_count=store.journal.count_pending(target, projects=[project]) if enrolled else 0,
         quarantined_count=len(quarantined),
+        inbound_quarantined_count=sum(store.quarantine_counts([project])["inbound"].values()),
         upgrade={
             "stage": row.get("upgrade_stage"),
             "reason_code": row.get("upgrade_reason_code"),

@@ -23,7 +23,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engram.errors import InvalidMutationError
 from engram.store.models import ApplyResult
 from engram.sync.cloud import state
 from engram.sync.cloud.client import (
@@ -53,6 +52,7 @@ PROJECT_REASONS = (PAUSED, POLICY_FORBIDDEN, BLOCKED_UNENROLLED)
 #: Test-only seam: ``after-response`` pauses an explicit push right after the server answered
 #: and before the accepted rows are acknowledged locally; the crash tests SIGKILL it there.
 TEST_PAUSE_ENV = "ENGRAM_TEST_PAUSE_CLOUD_PUSH"
+
 
 def _test_pause(point: str) -> None:
     if os.environ.get(TEST_PAUSE_ENV) != point:
@@ -360,19 +360,9 @@ class CloudSync:
             reports[project].cursor = max(reports[project].cursor, next_seq)
 
     def _apply(self, project: str, records: list[dict[str, Any]], report: ProjectPull) -> None:
-        try:
-            report.applied.add(self.store.apply_mutations(records, source=self.target))
-            return
-        except InvalidMutationError:
-            pass  # nothing was written: find the bad records one by one
-        # One malformed record must not block the cursor: the others are applied, the bad ones
-        # counted (they stay on the server; status reports them).
-        for record in records:
-            try:
-                report.applied.add(self.store.apply_mutations([record], source=self.target))
-            except InvalidMutationError as exc:
-                report.dead += 1
-                state.add_dead(self.store, self.target, project, 1, str(exc))
+        # A record this store cannot apply (yet) waits in its quarantine with its reason and
+        # never blocks the others or the cursor (engram sync --quarantine lists it).
+        report.applied.add(self.store.apply_mutations(records, source=self.target))
 
 
 def _split_by_bytes(rows: list[JournalEntry]) -> Iterator[list[JournalEntry]]:
