@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from engram.record import build_record, hlc_bound, is_valid_hlc, new_mid, parse_hlc
+from engram.record import (
+    build_record,
+    full_state,
+    hlc_bound,
+    is_hard_delete,
+    is_valid_hlc,
+    new_mid,
+    parse_hlc,
+)
 from engram.store import quarantine
 from engram.store.identity import insert_stub_session
 from engram.store.journal import now_ms
@@ -131,14 +139,20 @@ def repair(store: Store) -> ClockRepair:
             report.quarantined += 1
         _reset_clock(conn, bound)
         batch = _ApplyBatch(store, conn, now)
-        for address in sorted(addresses | unjournaled):
+        for address in sorted(addresses | set(unjournaled)):
             if address in unjournaled:
                 _restamp(store, conn, address, unjournaled[address])
                 report.rejournaled += 1
                 continue
-            batch.clear(*address)
-            replayed = _replay(conn, batch, address)
+            records = [orjson.loads(t) for (t,) in conn.execute(
+                """SELECT record FROM sync_journal WHERE entity = ? AND project = ? AND key = ?
+                   ORDER BY hlc""",
+                address,
+            )]  # fmt: skip
+            sane = bool(records)
             if local.get(address):
+                # This machine's own latest write there, journaled again under a fresh clock
+                # (after every sane record, so it still wins as it did).
                 top = max(local[address], key=lambda r: _order(r["hlc"]))
                 hlc, origin = store.journal.tick(conn)
                 fresh = build_record(
@@ -152,14 +166,14 @@ def repair(store: Store) -> ClockRepair:
                     scope=top["scope"],
                     payload=top["payload"],
                 )
-                _, where, rowid = batch.version(*address)
-                batch.rewrite(fresh, where, rowid)
                 store.journal.append_record(conn, fresh, source="local")
+                records.append(fresh)
                 report.rejournaled += 1
-            elif replayed:
+            elif sane:
                 report.rederived += 1
             elif address in received:
                 report.emptied += 1
+            _rederive(batch, address, records)
         _restub_sessions(conn, addresses)
         batch.finish()
         report.clock_now_ms = int(
@@ -184,18 +198,19 @@ def _reset_clock(conn: sqlite3.Connection, bound: str) -> None:
     conn.execute("UPDATE sync_clock SET wall_ms = ?, counter = ? WHERE id = 1", (wall, counter))
 
 
-def _replay(conn: sqlite3.Connection, batch: _ApplyBatch, address: Address) -> bool:
-    """Apply the address's remaining journal mutations in clock order (the last one wins, as
-    last-writer-wins would have decided); returns whether there were any."""
-    rows = conn.execute(
-        """SELECT record FROM sync_journal WHERE entity = ? AND project = ? AND key = ?
-           ORDER BY hlc""",
-        address,
-    ).fetchall()
-    for (text,) in rows:
+def _rederive(batch: _ApplyBatch, address: Address, records: list[dict[str, Any]]) -> None:
+    """Make the address hold what its records (in clock order) decide, as last-writer-wins
+    would have: replayed from the last record that sets a whole state (an upsert, a soft
+    delete carrying the state, a hard delete), over the row in place so its local id stays."""
+    start = 0
+    for i, record in enumerate(records):
+        if full_state(record) is not None or is_hard_delete(record):
+            start = i
+    if not records or (full_state(records[start]) is None and not is_hard_delete(records[start])):
+        batch.clear(*address)  # nothing sets a whole state: start from nothing
+    for record in records[start:]:
         _, where, rowid = batch.version(*address)
-        batch.rewrite(orjson.loads(text), where, rowid)
-    return bool(rows)
+        batch.rewrite(record, where, rowid)
 
 
 def _restamp(store: Store, conn: sqlite3.Connection, address: Address, kind: str) -> None:

@@ -191,6 +191,8 @@ class Journal:
             counter += 1
             if counter > MAX_COUNTER:
                 wall, counter = wall + 1, 0
+        if wall > MAX_WALL_MS:  # only reachable with the drift bound switched off
+            wall, counter = now, 0
         conn.execute("UPDATE sync_clock SET wall_ms = ?, counter = ? WHERE id = 1", (wall, counter))
         return format_hlc(wall, counter, origin), origin
 
