@@ -432,13 +432,14 @@ def test_a_topic_saved_again_after_a_delete_revives_its_key_instead_of_a_second_
     assert [o.sync_id for o in a.recent_observations(limit=10)] == [derived]
 
 
+@pytest.mark.parametrize("seed", range(6))
 def test_random_saves_deletes_and_topic_resaves_on_three_replicas_keep_one_memory_per_topic(
-    make_store,
+    make_store, seed: int
 ) -> None:
-    rng = random.Random(12)
-    stores = [make_store(name) for name in ("a", "b", "c")]
-    topics = ["arch/auth", "arch/db", "bug/login"]
-    for _ in range(120):
+    rng = random.Random(seed)
+    stores = [make_store(f"{name}{seed}") for name in ("a", "b", "c")]
+    topics = ["arch/auth", "arch/db"]
+    for _ in range(60):
         store = rng.choice(stores)
         action = rng.random()
         if action < 0.45:
@@ -449,7 +450,7 @@ def test_random_saves_deletes_and_topic_resaves_on_three_replicas_keep_one_memor
         elif action < 0.7:
             mine = store.recent_observations(limit=50)
             if mine:
-                store.delete_observation(rng.choice(mine).id, hard=rng.random() < 0.5)
+                store.delete_observation(rng.choice(mine).id, hard=rng.random() < 0.3)
         else:
             src, dst = rng.sample(stores, 2)
             exchange(src, dst, rng=rng, limit=rng.randint(1, 20))
