@@ -25,11 +25,31 @@ def check_session_id(session_id: str | None) -> str:
     return value
 
 
+#: Rows of a session id, best first: rows this machine wrote (its journal holds a local mutation
+#: of them) before rows only other replicas wrote, then the most recently started.
+_BY_ID = """SELECT s.*, EXISTS (SELECT 1 FROM sync_journal j
+                                WHERE j.entity = 'session' AND j.project = s.project
+                                  AND j.key = s.id AND j.source = 'local') AS own
+            FROM sessions s WHERE s.id = ?
+            ORDER BY own DESC, s.started_at DESC, s.rowid DESC"""
+
+
 class SessionsMixin(StoreBase):
     """Sessions are addressed by ``(project, id)``: an agent session that wrote to two projects
-    has a row in each (DESIGN §3). A face that names a session by id alone gets, for reads, the
-    most recently started row of that id (:meth:`get_session`); for ending, every still-open
-    row; for deleting, the one row, or an error asking for ``project`` when several exist."""
+    has a row in each (DESIGN §3). A face may name a session by id alone; then
+
+    * reads take the best row of that id: one this machine wrote, else the most recently
+      started (:meth:`get_session`);
+    * ending ends every still-open row of that id this machine wrote (an agent session that
+      wrote to several projects ends in all of them), and refuses, asking for the project, a
+      session only other replicas wrote (its summary would go to their project);
+    * deleting needs the one row, or the project when several projects have that id;
+    * a save or prompt that names a session but no project joins the session's project when
+      this machine wrote that session in exactly one project.
+
+    Preferring this machine's own rows matters: anyone who may write to some shared project
+    can create a session with any id there, and must not capture this machine's writes.
+    """
 
     def _ensure_session(
         self, conn: sqlite3.Connection, session_id: str, project: str, directory: str = ""
@@ -81,27 +101,25 @@ class SessionsMixin(StoreBase):
     def end_session(
         self, session_id: str, summary: str | None = None, *, project: str | None = None
     ) -> Session:
-        """End a session. By id alone it ends every row of that id that is still open (an agent
-        session that wrote to several projects ends in all of them), or, when all have ended,
-        the most recent one again (a new summary)."""
+        """End a session (see the class docstring for a session named by id alone)."""
         session_id = check_session_id(session_id)
         require_storable(summary, "summary")
         with self.db.write() as conn:
+            rows = conn.execute(_BY_ID, (session_id,)).fetchall()
             if project is not None:
-                projects = (
-                    [project_name(project)]
-                    if self._has_session(conn, session_id, project_name(project))
-                    else []
-                )
+                name = project_name(project)
+                projects = [r["project"] for r in rows if r["project"] == name]
             else:
-                projects = [
-                    r[0]
-                    for r in conn.execute(
-                        """SELECT project FROM sessions WHERE id = ? AND ended_at IS NULL
-                           ORDER BY project""",
-                        (session_id,),
+                own = [r for r in rows if r["own"]]
+                if rows and not own:
+                    names = ", ".join(sorted({r["project"] or "(no project)" for r in rows}))
+                    raise ValidationError(
+                        f"session {session_id!r} was started on another machine ({names}); "
+                        "name the project to end it there",
+                        field="project",
                     )
-                ] or [r["project"] for r in self._latest_sessions(conn, session_id)[:1]]
+                projects = sorted(r["project"] for r in own if r["ended_at"] is None)
+                projects = projects or [r["project"] for r in own[:1]]
             if not projects:
                 raise NotFoundError(f"session {session_id!r} not found")
             ended = now_text()
@@ -114,55 +132,34 @@ class SessionsMixin(StoreBase):
                     (ended, text, hlc, name, session_id),
                 )
                 self._journal_state(conn, "session", name, session_id, hlc, origin)
-        return self.get_session(session_id, project=project)
-
-    @staticmethod
-    def _has_session(conn: sqlite3.Connection, session_id: str, project: str) -> bool:
-        return (
-            conn.execute(
-                "SELECT 1 FROM sessions WHERE project = ? AND id = ?", (project, session_id)
-            ).fetchone()
-            is not None
-        )
-
-    @staticmethod
-    def _latest_sessions(conn: sqlite3.Connection, session_id: str) -> list[sqlite3.Row]:
-        """The rows of a session id, most recently started first (ties: the latest made)."""
-        return conn.execute(
-            "SELECT * FROM sessions WHERE id = ? ORDER BY started_at DESC, rowid DESC",
-            (session_id,),
-        ).fetchall()
+        return self.get_session(session_id, project=projects[0] if project is None else project)
 
     def get_session(self, session_id: str, *, project: str | None = None) -> Session:
-        """The session ``(project, session_id)``; without ``project`` the most recently started
-        row of that id."""
+        """The session ``(project, session_id)``; without ``project`` the best row of that id
+        (one this machine wrote, else the most recently started)."""
         if project is not None:
             row = self.db.one(
                 "SELECT * FROM sessions WHERE project = ? AND id = ?",
                 (project_name(project), session_id),
             )
         else:
-            row = self.db.one(
-                """SELECT * FROM sessions WHERE id = ?
-                   ORDER BY started_at DESC, rowid DESC LIMIT 1""",
-                (session_id,),
-            )
+            row = self.db.one(_BY_ID + " LIMIT 1", (session_id,))
         if row is None:
             raise NotFoundError(f"session {session_id!r} not found")
         return Session.from_row(row)
 
     def _write_project(self, project: str, session_id: str | None) -> str:
         """Where a write that names a session goes when it names no project: the session's
-        project (its most recent row with one), as an agent would expect; a project the caller
-        did name always wins."""
+        project, when this machine wrote that session in exactly one project; a project the
+        caller did name always wins."""
         if project or not session_id:
             return project
-        row = self.db.one(
-            """SELECT project FROM sessions WHERE id = ? AND project != ''
-               ORDER BY started_at DESC, rowid DESC LIMIT 1""",
-            (session_id.strip(),),
-        )
-        return project if row is None else str(row[0])
+        projects = {
+            r["project"]
+            for r in self.db.rows(_BY_ID, (session_id.strip(),))
+            if r["own"] and r["project"]
+        }
+        return projects.pop() if len(projects) == 1 else project
 
     def _session_project(self, session_id: str, project: str | None) -> str:
         """The project of the session a face named (see :meth:`get_session`)."""
@@ -266,7 +263,7 @@ class SessionsMixin(StoreBase):
         alone only when one project has that session (deleting is not a guess)."""
         with self.db.write() as conn:
             if project is None:
-                rows = self._latest_sessions(conn, session_id)
+                rows = conn.execute(_BY_ID, (session_id,)).fetchall()
                 if len(rows) > 1:
                     names = ", ".join(sorted(r["project"] or "(no project)" for r in rows))
                     raise ValidationError(
