@@ -541,3 +541,21 @@ def test_a_store_made_by_the_previous_schema_keeps_every_memory(tmp_path: Path) 
         assert new.observation.id == 10  # AUTOINCREMENT never reuses a deleted row's id
         for name in ("observations_fts", "prompts_fts"):
             store.db.conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+
+
+def test_an_import_dated_in_the_future_does_not_outrank_later_edits(store: Store) -> None:
+    """A legacy row (an export document, a Go database) dated in the year 2999 is stamped no
+    later than now, so the clock stays sane and a later edit still wins everywhere."""
+    document = {
+        "version": "0.1.0",
+        "observations": [{"sync_id": "obs-future", "session_id": "s", "title": "t",
+                          "content": "dated 2999", "project": "p",
+                          "created_at": "2999-01-01 00:00:00",
+                          "updated_at": "2999-01-01 00:00:00"}],
+    }  # fmt: skip
+    store.import_data(document)
+    (entry,) = [e for e in store.journal.pending("x") if e.entity == "observation"]
+    assert int(entry.hlc[:13]) <= now_ms() + 1000
+    assert store.journal.clock_wall_ms() <= now_ms() + 1000
+    edited = store.update_observation(store.recent_observations(limit=1)[0].id, content="now")
+    assert store.journal.pending("x")[-1].hlc > entry.hlc and edited.content == "now"
