@@ -286,74 +286,28 @@ def migration_5(conn: sqlite3.Connection) -> None:
 
 # --- 6: identity per project -------------------------------------------------------------------
 
-_V6_SESSIONS = """
-CREATE TABLE sessions_v6 (
-    id          TEXT NOT NULL,
-    project     TEXT NOT NULL DEFAULT '',
-    directory   TEXT NOT NULL DEFAULT '',
-    started_at  TEXT NOT NULL,
-    ended_at    TEXT,
-    summary     TEXT,
-    hlc         TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (project, id)
-)"""
-_V6_OBSERVATIONS = """
-CREATE TABLE observations_v6 (
-    id               INTEGER PRIMARY KEY AUTOINCREMENT,
-    sync_id          TEXT NOT NULL,
-    session_id       TEXT NOT NULL,
-    type             TEXT NOT NULL,
-    title            TEXT NOT NULL,
-    content          TEXT NOT NULL,
-    tool_name        TEXT,
-    project          TEXT NOT NULL DEFAULT '',
-    scope            TEXT NOT NULL DEFAULT 'project',
-    topic_key        TEXT,
-    normalized_hash  TEXT,
-    revision_count   INTEGER NOT NULL DEFAULT 1,
-    duplicate_count  INTEGER NOT NULL DEFAULT 1,
-    last_seen_at     TEXT,
-    created_at       TEXT NOT NULL,
-    updated_at       TEXT NOT NULL,
-    deleted_at       TEXT,
-    search_context   TEXT NOT NULL DEFAULT '',
-    hlc              TEXT NOT NULL DEFAULT '',
-    UNIQUE (project, sync_id)
-)"""
-_V6_PROMPTS = """
-CREATE TABLE user_prompts_v6 (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    sync_id     TEXT NOT NULL,
-    session_id  TEXT NOT NULL,
-    content     TEXT NOT NULL,
-    project     TEXT NOT NULL DEFAULT '',
-    created_at  TEXT NOT NULL,
-    hlc         TEXT NOT NULL DEFAULT '',
-    UNIQUE (project, sync_id)
-)"""
-_V6_TOMBSTONES = """
-CREATE TABLE sync_tombstones_v6 (
-    entity      TEXT NOT NULL,
-    project     TEXT NOT NULL DEFAULT '',
-    key         TEXT NOT NULL,
-    hlc         TEXT NOT NULL,
-    scope       TEXT NOT NULL DEFAULT 'project',
-    deleted_at  TEXT,
-    PRIMARY KEY (entity, project, key)
-) WITHOUT ROWID"""
+#: How migration 6 turns each table's own definition (whatever columns other migrations added
+#: to it) into its per-project form: (pattern, replacement, constraint appended).
+_V6_REKEY = {
+    "sessions": (r"\bid\s+TEXT\s+PRIMARY\s+KEY\b", "id TEXT NOT NULL", "PRIMARY KEY (project, id)"),
+    "observations": (
+        r"\bsync_id\s+TEXT\s+NOT\s+NULL\s+UNIQUE\b",
+        "sync_id TEXT NOT NULL",
+        "UNIQUE (project, sync_id)",
+    ),
+    "user_prompts": (
+        r"\bsync_id\s+TEXT\s+NOT\s+NULL\s+UNIQUE\b",
+        "sync_id TEXT NOT NULL",
+        "UNIQUE (project, sync_id)",
+    ),
+    "sync_tombstones": (
+        r"PRIMARY\s+KEY\s*\(\s*entity\s*,\s*key\s*\)",
+        "PRIMARY KEY (entity, project, key)",
+        "",
+    ),
+}
 _V6_INDEXES = """
-CREATE INDEX sessions_project ON sessions(project, started_at);
-CREATE INDEX sessions_id ON sessions(id);
-CREATE INDEX observations_session ON observations(session_id, created_at);
-CREATE INDEX observations_project ON observations(project, created_at DESC);
-CREATE INDEX observations_created ON observations(created_at DESC);
-CREATE INDEX observations_topic ON observations(topic_key, project, scope, updated_at DESC);
-CREATE INDEX observations_dedupe ON observations(normalized_hash, project);
-CREATE INDEX observations_live ON observations(created_at DESC, id DESC)
-    WHERE deleted_at IS NULL;
-CREATE INDEX user_prompts_session ON user_prompts(session_id, created_at);
-CREATE INDEX user_prompts_project ON user_prompts(project, created_at DESC);
-CREATE INDEX user_prompts_created ON user_prompts(created_at DESC);
+CREATE INDEX IF NOT EXISTS sessions_id ON sessions(id);
 DROP INDEX IF EXISTS sync_journal_key;
 CREATE INDEX sync_journal_key ON sync_journal(entity, project, key, hlc);
 """
@@ -382,19 +336,50 @@ CREATE INDEX IF NOT EXISTS sync_inbound_quarantine_due ON sync_inbound_quarantin
 """
 
 
-def _rebuild_table(conn: sqlite3.Connection, table: str, create: str) -> None:
-    """Copy ``table`` into the new definition (same columns and local ids, so FTS rowids stay
-    valid) and put it in the old one's place, keeping its AUTOINCREMENT high-water mark."""
+def _rekeyed_definition(conn: sqlite3.Connection, table: str) -> str:
+    """The table's current ``CREATE TABLE`` text, renamed ``<table>_v6`` and keyed per
+    project (see ``_V6_REKEY``); raises if the definition is not the one expected."""
+    import re
+
+    sql = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()[0]
+    pattern, replacement, constraint = _V6_REKEY[table]
+    sql, found = re.subn(pattern, replacement, sql, count=1, flags=re.IGNORECASE)
+    head = re.compile(rf'^\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?"?{table}"?', re.I)
+    sql, named = head.subn(f"CREATE TABLE {table}_v6", sql, count=1)
+    if found != 1 or named != 1:
+        raise RuntimeError(f"migration 6: unexpected definition of table {table}: {sql}")
+    if constraint:
+        close = sql.rindex(")")
+        sql = f"{sql[:close].rstrip()},\n    {constraint}\n{sql[close:]}"
+    return sql
+
+
+def _rebuild_table(conn: sqlite3.Connection, table: str) -> None:
+    """Rebuild ``table`` keyed per project: same columns (including any a parallel migration
+    added) and local ids, so FTS rowids stay valid; its indexes are made again and its
+    AUTOINCREMENT high-water mark is kept."""
     columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    indexes = [
+        r[0]
+        for r in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
+            " AND sql IS NOT NULL",
+            (table,),
+        )
+    ]
     high = None
     if table_exists(conn, "sqlite_sequence"):
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
         high = None if row is None else int(row[0])
-    conn.execute(create)
+    conn.execute(_rekeyed_definition(conn, table))
     names = ", ".join(columns)
     conn.execute(f"INSERT INTO {table}_v6 ({names}) SELECT {names} FROM {table}")
     conn.execute(f"DROP TABLE {table}")
     conn.execute(f"ALTER TABLE {table}_v6 RENAME TO {table}")
+    for index in indexes:
+        conn.execute(index)
     if high is not None:
         conn.execute("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ?", (high, table))
 
@@ -405,10 +390,8 @@ def migration_6(conn: sqlite3.Connection) -> None:
     project can never address another project's rows. Memories and prompts that referenced a
     session recorded under another project get a copy of it in their own project. Adds the
     inbound quarantine."""
-    _rebuild_table(conn, "sessions", _V6_SESSIONS)
-    _rebuild_table(conn, "observations", _V6_OBSERVATIONS)
-    _rebuild_table(conn, "user_prompts", _V6_PROMPTS)
-    _rebuild_table(conn, "sync_tombstones", _V6_TOMBSTONES)
+    for table in ("sessions", "observations", "user_prompts", "sync_tombstones"):
+        _rebuild_table(conn, table)
     run_script(conn, _V6_INDEXES)
     run_script(conn, INBOUND_QUARANTINE_TABLE)
     from engram.store.identity import copy_foreign_sessions

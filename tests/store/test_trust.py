@@ -504,6 +504,10 @@ def test_a_store_made_by_the_previous_schema_keeps_every_memory(tmp_path: Path) 
         fts.add(conn, "observations", rowid, {"title": title, "content": content, "type": kind,
                                               "project": project, "search_context": ""})  # fmt: skip
     conn.execute("UPDATE sqlite_sequence SET seq = 9 WHERE name = 'observations'")
+    # What a migration written in parallel might have added before this one runs.
+    conn.execute("ALTER TABLE observations ADD COLUMN importance REAL")
+    conn.execute("UPDATE observations SET importance = 0.5 WHERE id = 5")
+    conn.execute("CREATE INDEX observations_importance ON observations(importance)")
     conn.execute(
         "INSERT INTO sync_tombstones(entity, key, hlc, project, deleted_at, scope)"
         " VALUES ('observation', 'obs-gone', ?, 'acme', '2026-01-01 11:00:00', 'project')",
@@ -537,6 +541,8 @@ def test_a_store_made_by_the_previous_schema_keeps_every_memory(tmp_path: Path) 
         assert store.get_session("s-tools", project="tooling").directory == "/src/tools"
         tomb = store.db.one("SELECT project, key FROM sync_tombstones")
         assert tuple(tomb) == ("acme", "obs-gone")
+        assert store.db.scalar("SELECT importance FROM observations WHERE id = 5") == 0.5
+        assert store.db.one("SELECT 1 FROM sqlite_master WHERE name = 'observations_importance'")
         new = store.add_observation(title="new", content="after the upgrade", project="acme")
         assert new.observation.id == 10  # AUTOINCREMENT never reuses a deleted row's id
         for name in ("observations_fts", "prompts_fts"):
