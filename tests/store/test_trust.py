@@ -472,7 +472,7 @@ def test_a_store_made_by_the_previous_schema_keeps_every_memory(tmp_path: Path) 
 
     from engram.record import legacy_record
     from engram.store import fts
-    from engram.store.schema import MIGRATIONS
+    from engram.store.schema import MIGRATIONS, SCHEMA_VERSION
 
     path = tmp_path / "data" / "engram.db"
     path.parent.mkdir()
@@ -524,7 +524,7 @@ def test_a_store_made_by_the_previous_schema_keeps_every_memory(tmp_path: Path) 
     conn.close()
 
     with Store.open(config=Config(data_dir=path.parent)) as store:
-        assert store.db.scalar("PRAGMA user_version") == 5
+        assert store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION
         kept = {o.id: (o.sync_id, o.project, o.title) for o in store.recent_observations(limit=9)}
         assert kept == {
             1: ("obs-a", "acme", "Login fix"),
