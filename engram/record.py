@@ -17,6 +17,8 @@ OPS = ("upsert", "delete")
 LEGACY_ORIGIN = "0" * 16
 EPOCH_TEXT = "1970-01-01 00:00:00"
 MAX_FIELD_BYTES = 1 << 20  # a replicated text field larger than 1 MiB is refused
+#: How far ahead of the receiver's clock a record may be before it is refused (DESIGN §3).
+DEFAULT_MAX_CLOCK_DRIFT_MS = 10 * 60 * 1000
 
 _HLC = re.compile(r"^(\d{13})\.(\d{5})\.([0-9a-f]{16})$")
 _MID = re.compile(r"^[0-9a-f]{32}$")
@@ -69,6 +71,32 @@ def parse_hlc(hlc: str) -> tuple[int, int, str]:
     if not match:
         raise InvalidMutationError(f"invalid hlc {hlc!r}")
     return int(match.group(1)), int(match.group(2)), match.group(3)
+
+
+def check_clock(hlc: str, now_ms: int, max_drift_ms: int) -> str | None:
+    """Why a record with this ``hlc`` may not be applied at ``now_ms`` (``None`` when it may).
+
+    A record whose wall time is more than ``max_drift_ms`` ahead of the receiver's clock would
+    win last-writer-wins against every real edit until then (DESIGN §3 "Clock bound").
+    """
+    match = _HLC.match(hlc) if isinstance(hlc, str) else None
+    if not match:
+        return f"hlc {hlc!r} is not WALLMS.COUNTER.ORIGIN"
+    ahead = int(match.group(1)) - now_ms
+    if ahead > max_drift_ms:
+        return (
+            f"hlc {hlc} is {_duration(ahead)} ahead of the receiver's clock "
+            f"(at most {_duration(max_drift_ms)} allowed)"
+        )
+    return None
+
+
+def _duration(ms: int) -> str:
+    seconds = ms / 1000
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:,.1f} s"
 
 
 def build_record(
@@ -169,6 +197,11 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
     payload = record.get("payload")
     if not isinstance(payload, dict):
         raise _fail(index, "payload must be a JSON object")
+    for name in ("key", "project"):
+        if problem := unstorable(record[name]):
+            raise _fail(index, f"{name} {problem}")
+    if problem := find_unstorable(payload, "payload"):
+        raise _fail(index, problem)
     if payload.get(KEY_FIELD[entity]) != key:
         raise _fail(index, f"payload {KEY_FIELD[entity]} does not match key {key!r}")
     for name, value in payload.items():
@@ -188,6 +221,37 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
             if not isinstance(payload.get(name), str) or not payload[name].strip():
                 raise _fail(index, f"payload.{name} is required for {entity} upsert")
     return record
+
+
+def unstorable(text: str) -> str | None:
+    """Why no store can keep ``text`` (PostgreSQL refuses NUL; a lone surrogate is not UTF-8),
+    or ``None``."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (not valid Unicode text)"
+    return None
+
+
+def find_unstorable(value: Any, where: str) -> str | None:
+    """The first string anywhere inside ``value`` (field names included) no store can keep.
+    Iterative: a deeply nested unknown field must not exhaust Python's recursion limit."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if problem := unstorable(item):
+                return f"{path} {problem}"
+        elif isinstance(item, dict):
+            for name, inner in item.items():
+                if problem := unstorable(str(name)):
+                    return f"{path} has a field name that {problem}"
+                stack.append((inner, f"{path}.{name}"))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{path}[{i}]") for i, inner in enumerate(item))
+    return None
 
 
 def is_hard_delete(record: dict[str, Any]) -> bool:
