@@ -88,9 +88,7 @@ def _survey(conn: Connection, limit: str) -> ClockRepair:
     m = models.mutations
     hold = conn.execute(select(m.c.project).where(m.c.held.is_(None), m.c.hlc > limit))
     hold_projects = hold.scalars().all()
-    release = conn.execute(
-        select(m.c.project).where(m.c.held == HELD_CLOCK_SKEW, m.c.hlc <= limit)
-    )
+    release = conn.execute(select(m.c.project).where(m.c.held == HELD_CLOCK_SKEW, m.c.hlc <= limit))
     release_projects = release.scalars().all()
     return ClockRepair(
         held=len(hold_projects),

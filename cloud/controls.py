@@ -142,9 +142,7 @@ def write_audit(
     if not rows:
         return
     a = models.sync_audit_log
-    full = [
-        {"reason_code": None, "principal_id": None, "metadata": None, **row} for row in rows
-    ]
+    full = [{"reason_code": None, "principal_id": None, "metadata": None, **row} for row in rows]
     ids = conn.execute(insert(a).returning(a.c.id), full).scalars().all()
     if limits is not None and any(i % PRUNE_EVERY == 0 for i in ids):
         prune_audit(conn, limits)

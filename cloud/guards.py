@@ -30,9 +30,7 @@ def refuse_unstorable_parameters(request: Request[Any, Any, Any]) -> None:
     for name, value in request.query_params.multi_items():
         problem = unstorable(name) or unstorable(value)
         if problem:
-            raise invalid_request(
-                "invalid_parameter", f"query parameter {name[:40]!r} {problem}"
-            )
+            raise invalid_request("invalid_parameter", f"query parameter {name[:40]!r} {problem}")
 
 
 def text_field(value: str, name: str) -> str:
@@ -49,9 +47,7 @@ def bigint(raw: str, name: str, *, minimum: int = 0) -> int:
     text = raw.strip()
     digits = text[1:] if text[:1] in "+-" else text
     if not (digits.isascii() and digits.isdigit()):
-        raise invalid_request(
-            "invalid_parameter", f"{name} must be an integer, got {raw[:50]!r}"
-        )
+        raise invalid_request("invalid_parameter", f"{name} must be an integer, got {raw[:50]!r}")
     value = int(text) if len(digits) <= 19 else (MAX_BIGINT + 1) * (-1 if text[0] == "-" else 1)
     if value < minimum:
         lowest = "0 or more" if minimum == 0 else f"at least {minimum}"

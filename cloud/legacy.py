@@ -40,7 +40,9 @@ def _decoded(payload: Any) -> Any:
     return payload
 
 
-def entry_candidate(entry: Any, index: int, clock: ClockBound | None = None) -> Candidate | Rejection:
+def entry_candidate(
+    entry: Any, index: int, clock: ClockBound | None = None
+) -> Candidate | Rejection:
     """One ``{"project", "entity", "entity_key", "op", "payload"}`` entry as a candidate
     record, or why it was rejected."""
     if not isinstance(entry, dict):

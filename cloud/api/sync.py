@@ -244,9 +244,7 @@ def push_mutations(
     return json_response(answer)
 
 
-def _int_param(
-    request: Request, names: tuple[str, ...], default: int, *, minimum: int = 0
-) -> int:
+def _int_param(request: Request, names: tuple[str, ...], default: int, *, minimum: int = 0) -> int:
     for name in names:
         raw = request.query_params.get(name)
         if raw is None or raw == "":

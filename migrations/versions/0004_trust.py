@@ -33,9 +33,7 @@ def upgrade() -> None:
         ["seq"],
         postgresql_where=sa.text("held IS NOT NULL"),
     )
-    op.add_column(
-        "cloud_workers", sa.Column("owner", sa.Text, nullable=False, server_default="")
-    )
+    op.add_column("cloud_workers", sa.Column("owner", sa.Text, nullable=False, server_default=""))
     op.execute(
         """UPDATE cloud_workers SET owner = CASE
                WHEN principal_id IS NOT NULL THEN 'principal:' || principal_id

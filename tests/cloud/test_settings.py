@@ -98,11 +98,20 @@ def test_star_allows_every_project() -> None:
             "must differ from ENGRAM_CLOUD_TOKEN",
         ),
         ({"ENGRAM_CLOUD_TOKEN": "t0k3n-0123456789"}, "ENGRAM_CLOUD_TOKEN is too short (16"),
-        ({"ENGRAM_CLOUD_ADMIN": "adm1n-0123456789abcdefghijklmno"}, "ENGRAM_CLOUD_ADMIN is too short"),
+        (
+            {"ENGRAM_CLOUD_ADMIN": "adm1n-0123456789abcdefghijklmno"},
+            "ENGRAM_CLOUD_ADMIN is too short",
+        ),
         ({"ENGRAM_CLOUD_TOKEN": "ab" * 20}, "ENGRAM_CLOUD_TOKEN is too weak"),
         ({"ENGRAM_CLOUD_TRUSTED_PROXIES": "10.0.0.1, proxy.local"}, "'proxy.local' is not an IP"),
-        ({"ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S": "0"}, "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S must be at least"),
-        ({"ENGRAM_CLOUD_AUDIT_MAX_ROWS": "10"}, "ENGRAM_CLOUD_AUDIT_MAX_ROWS must be at least 1000"),
+        (
+            {"ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S": "0"},
+            "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S must be at least",
+        ),
+        (
+            {"ENGRAM_CLOUD_AUDIT_MAX_ROWS": "10"},
+            "ENGRAM_CLOUD_AUDIT_MAX_ROWS must be at least 1000",
+        ),
         ({"ENGRAM_CLOUD_TOKEN_PEPPER": SECRET}, "must differ from ENGRAM_JWT_SECRET"),
         ({"ENGRAM_CLOUD_TOKEN_PEPPER": "short"}, "ENGRAM_CLOUD_TOKEN_PEPPER is too weak"),
         ({"ENGRAM_CLOUD_MAX_PUSH_BYTES": "lots"}, "must be an integer"),
