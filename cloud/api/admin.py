@@ -25,8 +25,8 @@ from litestar.params import FromPath, RawBody
 
 from engram.record import find_unstorable
 from engram_cloud import controls, principals
-from engram_cloud.api.sync import read_json
 from engram_cloud.auth import Principal, normalize_project_name
+from engram_cloud.bodies import read_small_json
 from engram_cloud.errors import ApiError, invalid_request, json_response
 from engram_cloud.guards import bigint
 from engram_cloud.principals import Actor
@@ -35,7 +35,7 @@ from engram_cloud.principals import Actor
 def _body(request: Request, body: bytes) -> dict[str, Any]:
     if not body.strip():
         return {}
-    doc = read_json(request, body, request.app.state.settings)
+    doc = read_small_json(request, body)
     if not isinstance(doc, dict):
         raise invalid_request("payload_invalid", "the body must be a JSON object")
     problem = find_unstorable(doc, "body")

@@ -16,7 +16,6 @@ read, long-polling up to ``wait`` seconds when there is nothing new.
 from __future__ import annotations
 
 import gzip
-import json
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -36,7 +35,7 @@ from engram_cloud.auth import (
     readable_projects,
     require_projects,
 )
-from engram_cloud.compression import decode_body
+from engram_cloud.bodies import json_body
 from engram_cloud.errors import ApiError, forbidden, invalid_request, json_response
 from engram_cloud.guards import bigint, text_field
 from engram_cloud.legacy import CHUNK_SECTIONS, canonical_chunk, chunk_candidates, entry_candidate
@@ -44,27 +43,13 @@ from engram_cloud.settings import Settings
 from engram_cloud.sync_log import ClockBound
 
 MAX_CREATED_BY = 200
+#: JSON values a pushed record may hold (its envelope and payload need about 30; the rest is
+#: room for fields a newer Engram adds). Bounds what a large push body may cost to parse.
+VALUES_PER_RECORD = 256
+#: A chunk document's rows hold a value per 12 bytes or more; a body much denser than one per
+#: 8 bytes is not a chunk (``{},{},…`` is one per 3).
+BYTES_PER_CHUNK_VALUE = 8
 ACTION_MUTATION_PUSH = "mutation_push"
-
-
-def read_json(request: Request, body: bytes, settings: Settings) -> Any:
-    """The request body decompressed and parsed (400/413 envelopes otherwise).
-
-    orjson refuses a lone surrogate escape (``"\\ud800"``) anywhere in the text, which would
-    refuse a whole push for one bad record; the standard parser reads it, so such a body is
-    parsed again by it and the bad record is rejected on its own (``payload_invalid``)."""
-    raw = decode_body(body, request.headers, settings.max_push_bytes)
-    if not raw.strip():
-        raise invalid_request("payload_invalid", "invalid request body: the body is empty")
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        if "surrogate" not in str(exc):
-            raise invalid_request("payload_invalid", f"invalid request body: {exc}") from None
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            raise invalid_request("payload_invalid", f"invalid request body: {exc}") from None
 
 
 def clock_of(settings: Settings) -> ClockBound:
@@ -170,8 +155,15 @@ def push_mutations(
 ) -> Response[bytes]:
     """Append a batch of mutation records; answer which were accepted and which rejected."""
     settings: Settings = request.app.state.settings
+    budget = settings.max_batch * VALUES_PER_RECORD + 1_000
+    with json_body(request, body, settings.max_push_bytes, max_values=lambda _size: budget) as doc:
+        return _push_mutations(request, settings, doc, principal)
+
+
+def _push_mutations(
+    request: Request, settings: Settings, doc: Any, principal: Principal
+) -> Response[bytes]:
     engine = request.app.state.engine
-    doc = read_json(request, body, settings)
     if not isinstance(doc, dict):
         raise invalid_request("payload_invalid", "request body must be a JSON object")
     legacy = "mutations" not in doc and "entries" in doc
@@ -350,13 +342,20 @@ def push_chunk(
 ) -> Response[bytes]:
     """Store one chunk of the older format and decompose it into the mutation log."""
     settings: Settings = request.app.state.settings
+    with json_body(
+        request,
+        body,
+        settings.max_push_bytes,
+        _payload_invalid,
+        max_values=lambda size: size // BYTES_PER_CHUNK_VALUE + 10_000,
+    ) as doc:
+        return _push_chunk(request, settings, doc, principal)
+
+
+def _push_chunk(
+    request: Request, settings: Settings, doc: Any, principal: Principal
+) -> Response[bytes]:
     engine = request.app.state.engine
-    try:
-        doc = read_json(request, body, settings)
-    except ApiError as exc:
-        if exc.status_code != 400:
-            raise
-        raise _payload_invalid(exc.message.removeprefix("invalid request body: ")) from None
     if not isinstance(doc, dict):
         raise _payload_invalid("the body must be a JSON object")
     project = _chunk_project(request, doc.get("project"))

@@ -28,8 +28,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from engram.record import find_unstorable
 from engram_cloud import models, ratelimit
-from engram_cloud.api.sync import read_json
 from engram_cloud.auth import Principal, normalize_project_name
+from engram_cloud.bodies import read_small_json
 from engram_cloud.errors import ApiError, invalid_request, json_response
 from engram_cloud.principals import iso
 
@@ -194,7 +194,7 @@ def heartbeat(
     request: Request, body: RawBody, principal: NamedDependency[Principal]
 ) -> Response[bytes]:
     settings = request.app.state.settings
-    row = parse_heartbeat(read_json(request, body, settings))
+    row = parse_heartbeat(read_small_json(request, body))
     with request.app.state.engine.begin() as conn:
         wait = heartbeat_allowed(conn, principal, settings.heartbeats_per_minute)
         written = wait is None and record_heartbeat(conn, row, principal)
