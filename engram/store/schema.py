@@ -284,12 +284,26 @@ def migration_5(conn: sqlite3.Connection) -> None:
     run_script(conn, GIT_LEDGER_TABLES)
 
 
+def migration_6(conn: sqlite3.Connection) -> None:
+    """Cloud sync: until when autosync leaves alone a project the server refused (403
+    forbidden: pushes and pulls; 409 paused: pushes), and how many refusals in a row set that
+    wait (it doubles each time)."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sync_cloud_projects)")}
+    if "refused_until" not in columns:
+        conn.execute("ALTER TABLE sync_cloud_projects ADD COLUMN refused_until TEXT")
+    if "refused_count" not in columns:
+        conn.execute(
+            "ALTER TABLE sync_cloud_projects ADD COLUMN refused_count INTEGER NOT NULL DEFAULT 0"
+        )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
     migration_3,
     migration_4,
     migration_5,
+    migration_6,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
