@@ -9,7 +9,7 @@ touching this file (its path parameters at least; name its query parameters belo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import httpx
@@ -17,9 +17,13 @@ import pytest
 from litestar.testing import TestClient
 
 from engram_cloud.app import create_app
+from engram_cloud.db import create_db_engine
+from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
+from engram_cloud.settings import Settings, parse_allowlist
 from tests.cloud import records as rec
-from tests.cloud.conftest import ADMIN_TOKEN, bearer
+from tests.cloud.conftest import ADMIN_TOKEN, JWT_SECRET, LEGACY_TOKEN, bearer
 from tests.dashboard.conftest import csrf_token, login
+from tests.support.postgres import PostgresCluster
 
 ODD = [
     "99999999999999999999",
@@ -46,13 +50,13 @@ DASHBOARD_QUERY = ("page", "pageSize", "q", "project", "contributor", "outcome",
                    "to", "next", "done")  # fmt: skip
 #: Path tails that make the free-form routes reach their handlers' deepest branch.
 PATH_SUFFIXES = ("", "/sync", "/sync/form", "/revoke", "/acme")
-SKIPPED = re.compile(r"^/schema|^/dashboard/static/")
+# Logging out would leave the shared dashboard client without a session (every later page a
+# redirect to the login): it takes no parameters anyway.
+SKIPPED = re.compile(r"^/schema|^/dashboard/static/|^/dashboard/logout$")
 _PARAM = re.compile(r"\{([a-z_]+):([a-z]+)\}")
 
 
 def _routes() -> list[tuple[str, str]]:
-    from engram_cloud.settings import Settings, parse_allowlist
-
     app = create_app(
         Settings(
             database_url="postgresql://nobody@localhost/none",
@@ -108,23 +112,43 @@ def _requests(path: str) -> Iterator[str]:
             yield f"{_sane(path)}?{name}={quote(value, safe='')}"
 
 
-@pytest.fixture(name="seeded")
-def fixture_seeded(make_client: Callable[..., TestClient], make_user: Callable[..., str]):
-    """An app with something in every table: a project named ``org/repo`` with memories, a user
-    ``alice`` with a token and a grant, a paused project and a machine."""
-    alice = make_user("alice", ["org/repo"])
-    api = make_client()
-    admin = bearer(ADMIN_TOKEN)
-    records = [rec.session(project="org/repo"), rec.observation(project="org/repo")]
-    assert api.post("/sync/mutations/push", json=rec.push_body(records), headers=admin).is_success
-    assert api.post(
-        "/admin/projects/paused/sync", json={"enabled": False}, headers=admin
-    ).is_success
-    beat = {"origin": "a1b2c3d4e5f60718", "hostname": "laptop", "projects": ["org/repo"]}
-    assert api.post("/api/v1/workers/heartbeat", json=beat, headers=bearer(alice)).is_success
-    dashboard = make_client()
-    assert login(dashboard, ADMIN_TOKEN).status_code == 303
-    return api, dashboard
+@pytest.fixture(scope="module", name="seeded")
+def fixture_seeded(
+    postgres_cluster: PostgresCluster, cloud_template: str
+) -> Iterator[tuple[TestClient, TestClient]]:
+    """One app for the module (the routes are many, a database each would be slow) with
+    something in every table: a project named ``org/repo`` with memories, a user ``alice``
+    with a token and a grant, a paused project and a machine."""
+    name = postgres_cluster.create_database(template=cloud_template)
+    settings = Settings(
+        database_url=postgres_cluster.url(name),
+        allowed_projects=parse_allowlist("*"),
+        token=LEGACY_TOKEN,
+        admin_token=ADMIN_TOKEN,
+        jwt_secret=JWT_SECRET,
+        pool_size=3,
+    )
+    engine = create_db_engine(settings.database_url, pool_size=1)
+    with engine.begin() as conn:
+        create_principal(conn, CLI_ACTOR, "alice")
+        grant(conn, CLI_ACTOR, "alice", "org/repo")
+        alice, _ = issue_token(conn, CLI_ACTOR, settings.token_pepper, "alice")
+    engine.dispose()
+    with (
+        TestClient(create_app(settings), timeout=30) as api,
+        TestClient(create_app(settings), timeout=30) as dashboard,
+    ):
+        admin = bearer(ADMIN_TOKEN)
+        records = [rec.session(project="org/repo"), rec.observation(project="org/repo")]
+        pushed = api.post("/sync/mutations/push", json=rec.push_body(records), headers=admin)
+        assert pushed.is_success
+        paused = api.post("/admin/projects/paused/sync", json={"enabled": False}, headers=admin)
+        assert paused.is_success
+        beat = {"origin": "a1b2c3d4e5f60718", "hostname": "laptop", "projects": ["org/repo"]}
+        assert api.post("/api/v1/workers/heartbeat", json=beat, headers=bearer(alice)).is_success
+        assert login(dashboard, ADMIN_TOKEN).status_code == 303
+        yield api, dashboard
+    postgres_cluster.drop_database(name)
 
 
 def _request(client: TestClient, method: str, url: str, **kw: object) -> httpx.Response:
@@ -155,3 +179,5 @@ def test_no_odd_value_makes_a_5xx(
             envelope = answer.json()
             assert {"error_class", "error_code", "error"} <= set(envelope), (url, envelope)
     assert not failures, "\n".join(failures[:30]) + f"\n({len(failures)} in all)"
+    if on_dashboard:  # still logged in: the pages above were really rendered
+        assert dashboard.get("/dashboard/admin", follow_redirects=False).status_code == 200
