@@ -19,7 +19,8 @@ LEGACY_ORIGIN = "0" * 16
 EPOCH_TEXT = "1970-01-01 00:00:00"
 MAX_FIELD_BYTES = 1 << 20  # a replicated text field larger than 1 MiB is refused
 MAX_WALL_MS = 10**13 - 1  # the largest wall time an hlc can carry (13 digits)
-#: How far ahead of the receiver's clock a record may be before it waits (DESIGN §3).
+#: How far ahead of the receiver's clock a record may be before it waits (a replica) or is refused
+#: (the server) (DESIGN §3).
 DEFAULT_MAX_CLOCK_DRIFT_MS = 10 * 60 * 1000
 
 _HLC = re.compile(r"^([0-9]{13})\.([0-9]{5})\.([0-9a-f]{16})$")
@@ -91,7 +92,8 @@ def check_clock(hlc: str, now_ms: int, max_drift_ms: int) -> str | None:
 
     A record whose wall time is more than ``max_drift_ms`` ahead of the receiver's clock would
     win last-writer-wins against every real edit until then and drag every clock that sees it
-    forward (DESIGN §3 "Clock bound"): it waits until real time catches up.
+    forward (DESIGN §3 "Clock bound"): a replica keeps it until real time catches up, the server
+    refuses it.
     """
     match = _HLC.match(hlc) if isinstance(hlc, str) else None
     if not match:
@@ -108,7 +110,7 @@ def check_clock(hlc: str, now_ms: int, max_drift_ms: int) -> str | None:
 
 def _duration(ms: int) -> str:
     seconds = ms / 1000
-    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
         if seconds >= size:
             return f"{seconds / size:,.1f} {unit}"
     return f"{seconds:,.1f} s"
@@ -242,6 +244,11 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
     payload = record.get("payload")
     if not isinstance(payload, dict):
         raise _fail(index, "payload must be a JSON object")
+    for name in ("key", "project"):
+        if problem := unstorable_reason(record[name]):
+            raise _fail(index, f"{name} {problem}")
+    if problem := find_unstorable(payload, "payload"):
+        raise _fail(index, problem)
     if payload.get(KEY_FIELD[entity]) != key:
         raise _fail(index, f"payload {KEY_FIELD[entity]} does not match key {key!r}")
     if "project" in payload and payload["project"] != record["project"]:
@@ -252,8 +259,6 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
             f"payload.project {payload['project']!r} does not match project "
             f"{record['project']!r}",
         )
-    if reason := _unstorable_in(payload):
-        raise _fail(index, reason)
     for name, value in payload.items():
         if name in _INT_FIELDS:
             if not isinstance(value, int) or isinstance(value, bool):
@@ -273,21 +278,22 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
     return record
 
 
-def _unstorable_in(value: Any, path: str = "payload") -> str | None:
-    """The first string anywhere in ``value`` that no store can keep (NUL, lone surrogates)."""
-    if isinstance(value, str):
-        reason = unstorable_reason(value)
-        return f"{path} {reason}" if reason else None
-    if isinstance(value, dict):
-        for name, item in value.items():
-            if reason := unstorable_reason(str(name)):
-                return f"{path} has a field name that {reason}"
-            if found := _unstorable_in(item, f"{path}.{name}"):
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            if found := _unstorable_in(item, f"{path}[{i}]"):
-                return found
+def find_unstorable(value: Any, where: str) -> str | None:
+    """The first string anywhere inside ``value`` (field names included) no store can keep.
+    Iterative: a deeply nested unknown field must not exhaust Python's recursion limit."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if problem := unstorable_reason(item):
+                return f"{path} {problem}"
+        elif isinstance(item, dict):
+            for name, inner in item.items():
+                if problem := unstorable_reason(str(name)):
+                    return f"{path} has a field name that {problem}"
+                stack.append((inner, f"{path}.{name}"))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{path}[{i}]") for i, inner in enumerate(item))
     return None
 
 

@@ -24,9 +24,9 @@ def unstorable_reason(text: str) -> str | None:
     into) is not encodable as UTF-8 at all. Both are refused at the edge, never silently changed.
     """
     if "\0" in text:
-        return "contains a NUL character (\\0)"
-    if match := _SURROGATE.search(text):
-        return f"contains an unencodable character (lone surrogate U+{ord(match.group()):04X})"
+        return "contains a NUL character"
+    if _SURROGATE.search(text):
+        return "contains a lone surrogate (not valid Unicode text)"
     return None
 
 

@@ -63,6 +63,7 @@ def validate_export(data: Any) -> dict[str, list[dict[str, Any]]]:
             raise ValidationError(f"{section} must be a list", field=section)
         for i, item in enumerate(items):
             validate_export_item(section, i, item)
+            _refuse_unstorable(section, i, item)
         out[section] = items
     return out
 
@@ -83,7 +84,15 @@ def validate_export_item(section: str, i: int, item: Any) -> None:
                 raise ValidationError(f"{section}[{i}].{name} must be an integer", field=section)
         elif value is not None and not isinstance(value, str):
             raise ValidationError(f"{section}[{i}].{name} must be a string", field=section)
-        elif isinstance(value, str) and (reason := unstorable_reason(value)):
+
+
+def _refuse_unstorable(section: str, i: int, item: dict[str, Any]) -> None:
+    """An export imported as a whole is refused whole for text no store can keep (nothing is
+    written). Chunk readers, which apply record by record, leave such a row to the record
+    validation, which quarantines (locally) or rejects (the server) that row alone."""
+    for name in _TEXT_FIELDS[section]:
+        value = item.get(name)
+        if isinstance(value, str) and (reason := unstorable_reason(value)):
             raise ValidationError(f"{section}[{i}].{name} {reason}", field=section)
 
 

@@ -383,7 +383,7 @@ class Journal:
 
         Before identity was per project, a memory of project P could name a session recorded
         under another project, whose row then had to travel with P. Now a memory's session is
-        always ``(its project, session_id)``, inside the selection (schema migration 6 copied
+        always ``(its project, session_id)``, inside the selection (schema migration 7 copied
         the sessions older memories named into their projects). Kept so transports can still
         ask."""
         del target, projects, include_personal

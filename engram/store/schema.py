@@ -284,11 +284,24 @@ def migration_5(conn: sqlite3.Connection) -> None:
     run_script(conn, GIT_LEDGER_TABLES)
 
 
-# --- 6: identity per project -------------------------------------------------------------------
+def migration_6(conn: sqlite3.Connection) -> None:
+    """Cloud sync: until when autosync leaves alone a project the server refused (403
+    forbidden: pushes and pulls; 409 paused: pushes), and how many refusals in a row set that
+    wait (it doubles each time)."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sync_cloud_projects)")}
+    if "refused_until" not in columns:
+        conn.execute("ALTER TABLE sync_cloud_projects ADD COLUMN refused_until TEXT")
+    if "refused_count" not in columns:
+        conn.execute(
+            "ALTER TABLE sync_cloud_projects ADD COLUMN refused_count INTEGER NOT NULL DEFAULT 0"
+        )
 
-#: How migration 6 turns each table's own definition (whatever columns other migrations added
+
+# --- 7: identity per project -------------------------------------------------------------------
+
+#: How migration 7 turns each table's own definition (whatever columns other migrations added
 #: to it) into its per-project form: (pattern, replacement, constraint appended).
-_V6_REKEY = {
+_V7_REKEY = {
     "sessions": (r"\bid\s+TEXT\s+PRIMARY\s+KEY\b", "id TEXT NOT NULL", "PRIMARY KEY (project, id)"),
     "observations": (
         r"\bsync_id\s+TEXT\s+NOT\s+NULL\s+UNIQUE\b",
@@ -306,7 +319,7 @@ _V6_REKEY = {
         "",
     ),
 }
-_V6_INDEXES = """
+_V7_INDEXES = """
 CREATE INDEX IF NOT EXISTS sessions_id ON sessions(id);
 DROP INDEX IF EXISTS sync_journal_key;
 CREATE INDEX sync_journal_key ON sync_journal(entity, project, key, hlc);
@@ -337,19 +350,19 @@ CREATE INDEX IF NOT EXISTS sync_inbound_quarantine_due ON sync_inbound_quarantin
 
 
 def _rekeyed_definition(conn: sqlite3.Connection, table: str) -> str:
-    """The table's current ``CREATE TABLE`` text, renamed ``<table>_v6`` and keyed per
-    project (see ``_V6_REKEY``); raises if the definition is not the one expected."""
+    """The table's current ``CREATE TABLE`` text, renamed ``<table>_v7`` and keyed per
+    project (see ``_V7_REKEY``); raises if the definition is not the one expected."""
     import re
 
     sql = conn.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
     ).fetchone()[0]
-    pattern, replacement, constraint = _V6_REKEY[table]
+    pattern, replacement, constraint = _V7_REKEY[table]
     sql, found = re.subn(pattern, replacement, sql, count=1, flags=re.IGNORECASE)
     head = re.compile(rf'^\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?"?{table}"?', re.I)
-    sql, named = head.subn(f"CREATE TABLE {table}_v6", sql, count=1)
+    sql, named = head.subn(f"CREATE TABLE {table}_v7", sql, count=1)
     if found != 1 or named != 1:
-        raise RuntimeError(f"migration 6: unexpected definition of table {table}: {sql}")
+        raise RuntimeError(f"migration 7: unexpected definition of table {table}: {sql}")
     if constraint:
         close = sql.rindex(")")
         sql = f"{sql[:close].rstrip()},\n    {constraint}\n{sql[close:]}"
@@ -375,16 +388,16 @@ def _rebuild_table(conn: sqlite3.Connection, table: str) -> None:
         high = None if row is None else int(row[0])
     conn.execute(_rekeyed_definition(conn, table))
     names = ", ".join(columns)
-    conn.execute(f"INSERT INTO {table}_v6 ({names}) SELECT {names} FROM {table}")
+    conn.execute(f"INSERT INTO {table}_v7 ({names}) SELECT {names} FROM {table}")
     conn.execute(f"DROP TABLE {table}")
-    conn.execute(f"ALTER TABLE {table}_v6 RENAME TO {table}")
+    conn.execute(f"ALTER TABLE {table}_v7 RENAME TO {table}")
     for index in indexes:
         conn.execute(index)
     if high is not None:
         conn.execute("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ?", (high, table))
 
 
-def migration_6(conn: sqlite3.Connection) -> None:
+def migration_7(conn: sqlite3.Connection) -> None:
     """Identity per project (DESIGN §3): memories and prompts are unique per (project, sync_id),
     sessions per (project, id), tombstones per (entity, project, key), so a record of one
     project can never address another project's rows. Memories and prompts that referenced a
@@ -392,7 +405,7 @@ def migration_6(conn: sqlite3.Connection) -> None:
     inbound quarantine."""
     for table in ("sessions", "observations", "user_prompts", "sync_tombstones"):
         _rebuild_table(conn, table)
-    run_script(conn, _V6_INDEXES)
+    run_script(conn, _V7_INDEXES)
     run_script(conn, INBOUND_QUARANTINE_TABLE)
     from engram.store.identity import copy_foreign_sessions
 
@@ -406,6 +419,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_4,
     migration_5,
     migration_6,
+    migration_7,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -34,6 +34,8 @@ PROJECT_FIELDS = (
     "upgrade_stage",
     "upgrade_reason_code",
     "upgrade_reason_message",
+    "refused_until",
+    "refused_count",
 )
 STATE_FIELDS = (
     "lifecycle",

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from engram.sync.git.chunk import BadChunkError, ChunkHeader
+from engram.sync.git.chunk import ChunkHeader
 from engram.sync.git.go_chunk import GoConverter
 from engram.sync.git.go_json import document_items, go_events
 from engram.sync.git.stream import (
