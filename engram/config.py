@@ -77,6 +77,9 @@ class Config:
     dedupe_window_minutes: int = 15
     #: BM25 weight of the session-context column (0 disables matching through it).
     search_context_weight: float = 0.5
+    #: Skip scoring rows that hold only very common query words once the top results cannot
+    #: change much (engram/store/ranking.py); False ranks every match exactly (benchmarks).
+    search_pruning: bool = True
     #: How long a write waits for another process's transaction before giving up.
     busy_timeout_ms: int = 10_000
     http_host: str = DEFAULT_HOST

@@ -1,19 +1,57 @@
-"""Full-text search over observations and prompts (FTS5, BM25, natural-language queries)."""
+"""Full-text search over observations and prompts: natural-language queries, tiered BM25
+ranking (engram/store/ranking.py) and, for every result, why it matched.
+
+One implementation for every face: the CLI, MCP, HTTP and the TUI only render what
+:meth:`SearchMixin.search` returns (``Observation.match``).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from engram.errors import ValidationError
 from engram.project import project_name
+from engram.store import terms
 from engram.store.base import StoreBase
-from engram.store.models import Observation, Prompt
-from engram.store.query import build_match, check_match_mode
-from engram.store.schema import OBSERVATIONS_FTS_WEIGHTS
+from engram.store.models import Observation, Prompt, SearchMatch
+from engram.store.query import QueryWord, check_match_mode, plan_words
+from engram.store.ranking import Hit, IndexSpec, rank, rank_filtered
+from engram.store.schema import OBSERVATIONS_FTS_COLUMNS, OBSERVATIONS_FTS_WEIGHTS
 
 TOPIC_FAST_PATH_RANK = -1000.0
 #: FTS columns a memory's own text lives in (everything but the session context).
-OWN_COLUMNS = "{title content tool_name type project topic_key}"
+OWN_COLUMNS = tuple(c for c in OBSERVATIONS_FTS_COLUMNS if c != "search_context")
+TIER_NAMES = {1: "words", 2: "prefix", 3: "context"}
+PROMPTS_SPEC = IndexSpec(
+    fts="prompts_fts",
+    vocab="prompts_fts_vocab",
+    columns=("content", "project"),
+    own_columns=("content", "project"),
+    weights=(1.0, 1.0),
+)
+
+T = TypeVar("T", Observation, Prompt)
+
+
+def observations_spec(context_weight: float) -> IndexSpec:
+    """The observations index with the session context weighted ``context_weight`` (≤ 0: off)."""
+    return IndexSpec(
+        fts="observations_fts",
+        vocab="observations_fts_vocab",
+        columns=OBSERVATIONS_FTS_COLUMNS,
+        own_columns=OWN_COLUMNS,
+        weights=(*OBSERVATIONS_FTS_WEIGHTS[:-1], max(float(context_weight), 0.0)),
+    )
+
+
+def _own_text(obs: Observation) -> str:
+    return "\n".join(
+        v
+        for v in (obs.title, obs.content, obs.tool_name, obs.type, obs.project, obs.topic_key)
+        if v
+    )
 
 
 class SearchMixin(StoreBase):
@@ -40,7 +78,7 @@ class SearchMixin(StoreBase):
         since: str | None = None,
         until: str | None = None,
     ) -> list[Observation]:
-        """Observations matching ``query``, best first.
+        """Observations matching ``query``, best first, each with ``match`` saying why.
 
         A query containing ``/`` first matches topic keys exactly. Any text is safe: words are
         quoted, so FTS5 syntax in the query is only ever searched for, never interpreted.
@@ -53,62 +91,110 @@ class SearchMixin(StoreBase):
             project, scope, type, since, until
         )
         where = " AND ".join(clauses)
-        results: list[Observation] = []
-        seen: set[int] = set()
         raw = query.strip()
-        if "/" in raw:
-            rows = self.db.rows(
-                f"""SELECT o.*, {TOPIC_FAST_PATH_RANK} AS rank FROM observations o
-                    WHERE o.topic_key = ? AND {where}
-                    ORDER BY o.updated_at DESC LIMIT ?""",
-                [raw.lower(), *params, limit],
-            )
-            for row in rows:
-                seen.add(row["id"])
-                results.append(Observation.from_row(row))
-        match = build_match(raw, mode)
-        if match is not None and len(results) < limit:
-            for row in self._ranked(match, where, params, limit + len(seen)):
-                if row["id"] not in seen and len(results) < limit:
-                    results.append(Observation.from_row(row))
+        words = plan_words(raw)
+        weight = float(self.config.search_context_weight)
+        results: list[Observation] = []
+        contexts: dict[int, str] = {}
+        with self.db.read() as conn:
+            if "/" in raw:
+                rows = conn.execute(
+                    f"""SELECT o.*, {TOPIC_FAST_PATH_RANK} AS rank FROM observations o
+                        WHERE o.topic_key = ? AND {where}
+                        ORDER BY o.updated_at DESC LIMIT ?""",
+                    [raw.lower(), *params, limit],
+                ).fetchall()
+                for row in rows:
+                    obs = Observation.from_row(row)
+                    obs.match = SearchMatch("topic")
+                    results.append(obs)
+            if words and len(results) < limit:
+                seen = {o.id for o in results}
+                ranked = self._ranked(
+                    conn,
+                    observations_spec(weight),
+                    words,
+                    mode,
+                    limit + len(seen),
+                    "observations",
+                    "o",
+                    where,
+                    params,
+                    Observation.from_row,
+                )
+                for obs, row in ranked:
+                    if obs.id not in seen and len(results) < limit:
+                        results.append(obs)
+                        contexts[obs.id] = row["search_context"] if weight > 0 else ""
+        _explain(
+            [o for o in results if o.id in contexts],
+            words,
+            lambda o: (_own_text(o), contexts[o.id]),
+        )
         return results
 
-    def _ranked(self, match: str, where: str, params: list[Any], limit: int) -> list:
-        """The best ``limit`` live rows for an FTS expression, filtered by ``where``.
+    def _ranked(
+        self,
+        conn: sqlite3.Connection,
+        spec: IndexSpec,
+        words: Sequence[QueryWord],
+        mode: str,
+        limit: int,
+        table: str,
+        alias: str,
+        where: str,
+        params: list[Any],
+        build: Callable[[sqlite3.Row], T],
+    ) -> list[tuple[T, sqlite3.Row]]:
+        """The best ``limit`` rows for ``words`` passing ``where`` (built, with their tier and
+        BM25 set, and the raw row).
 
-        Ranking inside FTS alone is several times cheaper than joining every match to its row
-        before sorting, so first rank a few more candidates than needed in FTS, then filter those
-        rows; only when filters reject too many candidates fall back to the full join.
+        Ranking inside FTS alone is several times cheaper than joining every match to its row,
+        so rank in FTS first (a few more than needed), then filter those rows; only when the
+        filters reject too many fall back to ranking with the filters inside the query.
         """
-        weight = float(self.config.search_context_weight)
-        if weight <= 0:
-            match = f"{OWN_COLUMNS} : ({match})"
-        weights = ", ".join(str(w) for w in (*OBSERVATIONS_FTS_WEIGHTS[:-1], max(weight, 0.0)))
-        score = f"bm25(observations_fts, {weights})"
-        overfetch = limit * 4 + 20
-        candidates = self.db.rows(
-            f"""SELECT rowid, {score} AS score FROM observations_fts
-                WHERE observations_fts MATCH ? ORDER BY score LIMIT ?""",
-            [match, overfetch],
+        fetch = limit * 4 + 20
+        ranking = rank(
+            conn,
+            spec,
+            words,
+            match_all=mode == "all",
+            k=limit,
+            fetch=fetch,
+            prune=self.config.search_pruning,
         )
-        if not candidates:
-            return []
-        scores = {r[0]: r[1] for r in candidates}
-        marks = ", ".join("?" for _ in scores)
-        rows = self.db.rows(
-            f"SELECT o.* FROM observations o WHERE o.id IN ({marks}) AND {where}",
-            [*scores, *params],
-        )
-        if len(rows) < limit and len(candidates) == overfetch:
-            return self.db.rows(
-                f"""SELECT o.*, {score} AS rank
-                    FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid
-                    WHERE observations_fts MATCH ? AND {where}
-                    ORDER BY rank LIMIT ?""",
-                [match, *params, limit],
-            )
-        ranked = sorted(rows, key=lambda r: (scores[r["id"]], r["id"]))[:limit]
-        return [_with_rank(r, scores[r["id"]]) for r in ranked]
+        hits = {h.rowid: h for h in ranking.hits}
+        found: list[tuple[T, sqlite3.Row]] = []
+        if hits:
+            marks = ", ".join("?" for _ in hits)
+            rows = {
+                r["id"]: r
+                for r in conn.execute(
+                    # NOT INDEXED: look the ids up by rowid, never scan a project index.
+                    f"SELECT {alias}.* FROM {table} {alias} NOT INDEXED"
+                    f" WHERE {alias}.id IN ({marks}) AND {where}",
+                    [*hits, *params],
+                )
+            }
+            for hit in ranking.hits:
+                if hit.rowid in rows and len(found) < limit:
+                    found.append((_built(build, rows[hit.rowid], hit), rows[hit.rowid]))
+        if len(found) < limit and not ranking.complete:
+            found = [
+                (_built(build, row, Hit(row["id"], row["tier"], row["rank"])), row)
+                for row in rank_filtered(
+                    conn,
+                    spec,
+                    words,
+                    match_all=mode == "all",
+                    table=table,
+                    alias=alias,
+                    where=where,
+                    params=params,
+                    limit=limit,
+                )
+            ]
+        return found
 
     def search_prompts(
         self,
@@ -118,25 +204,55 @@ class SearchMixin(StoreBase):
         limit: int | None = None,
         match_mode: str = "any",
     ) -> list[Prompt]:
+        """Prompts matching ``query`` (words, then prefixes; BM25 within each), with ``match``."""
         if not query or not query.strip():
             raise ValidationError("search: query cannot be empty", field="query")
-        match = build_match(query, check_match_mode(match_mode))
-        if match is None:
+        mode = check_match_mode(match_mode)
+        limit = self._search_limit(limit)
+        words = plan_words(query)
+        if not words:
             return []
-        clauses, params = ["prompts_fts MATCH ?"], [match]
+        clauses, params = ["1"], []
         if project:
             clauses.append("p.project = ?")
             params.append(project_name(project))
-        rows = self.db.rows(
-            f"""SELECT p.*, prompts_fts.rank AS rank
-                FROM prompts_fts JOIN user_prompts p ON p.id = prompts_fts.rowid
-                WHERE {" AND ".join(clauses)} ORDER BY prompts_fts.rank LIMIT ?""",
-            [*params, self._search_limit(limit)],
-        )
-        return [Prompt.from_row(r) for r in rows]
+        with self.db.read() as conn:
+            ranked = self._ranked(
+                conn,
+                PROMPTS_SPEC,
+                words,
+                mode,
+                limit,
+                "user_prompts",
+                "p",
+                " AND ".join(clauses),
+                params,
+                Prompt.from_row,
+            )
+        found = [prompt for prompt, _ in ranked]
+        _explain(found, words, lambda p: (f"{p.content}\n{p.project}", ""))
+        return found
 
 
-def _with_rank(row: Any, rank: float) -> dict[str, Any]:
-    data = dict(row)
-    data["rank"] = rank
-    return data
+def _built(build: Callable[[sqlite3.Row], T], row: sqlite3.Row, hit: Hit) -> T:
+    item = build(row)
+    item.rank = hit.score
+    item.match = SearchMatch(TIER_NAMES.get(hit.tier, "context"))
+    return item
+
+
+def _explain(
+    items: Sequence[Observation | Prompt],
+    words: Sequence[QueryWord],
+    texts: Callable[[Any], tuple[str, str]],
+) -> None:
+    """Fill in each result's matched words (its tier came from the ranking)."""
+    if not items or not words:
+        return
+    found = terms.find([texts(item) for item in items], [w.probe for w in words])
+    for item, hit in zip(items, found, strict=True):
+        if item.match is None:
+            item.match = SearchMatch("words")
+        item.match.words = hit.words
+        item.match.prefix_words = hit.prefix_words
+        item.match.context_words = hit.context_words

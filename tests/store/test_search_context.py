@@ -123,7 +123,7 @@ def test_sessionless_saves_do_not_match_each_other(store: Store) -> None:
 def test_context_holds_the_two_memories_before_and_the_prompt(store: Store) -> None:
     store.add_prompt("the login page times out after lunch", session_id="s1", project="acme")
     first = save(store, "First", "alpha", session_id="s1")
-    second = save(store, "Second", "beta", session_id="s1")
+    save(store, "Second", "beta", session_id="s1")
     third = save(store, "Third", "gamma", session_id="s1")
     fourth = save(store, "Fourth", "delta", session_id="s1")
     assert context_of(store, first) == "the login page times out after lunch"

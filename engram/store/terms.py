@@ -1,0 +1,122 @@
+"""Terms as the full-text index sees them: the stems of query words, and which query words a
+handful of texts contain.
+
+A private in-memory FTS5 table with the index's own tokenizer does the work, so Python never
+re-implements (and never disagrees with) SQLite's Porter stemmer and unicode61 word breaking.
+One scratch database per thread (the TUI searches on worker threads).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+#: The tokenizer of both FTS5 indexes (engram/store/schema.py builds them with it).
+TOKENIZER = "porter unicode61"
+
+_local = threading.local()
+
+
+def _scratch() -> sqlite3.Connection:
+    conn = getattr(_local, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
+        conn.execute(f"CREATE VIRTUAL TABLE scratch USING fts5(own, ctx, tokenize='{TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE scratch_terms USING fts5vocab(scratch, 'instance')")
+        _local.conn = conn
+    return conn
+
+
+@lru_cache(maxsize=8192)
+def stems(word: str) -> tuple[str, ...]:
+    """The index terms of one query word, in order ("postgres" → ("postgr",), "k8s_pods" →
+    ("k8", "pod"), a lone "_" → ())."""
+    conn = _scratch()
+    conn.execute("BEGIN")
+    try:
+        conn.execute("INSERT INTO scratch(rowid, own) VALUES (1, ?)", (word,))
+        rows = conn.execute("SELECT term FROM scratch_terms ORDER BY offset").fetchall()
+    finally:
+        conn.execute("ROLLBACK")
+    return tuple(r[0] for r in rows)
+
+
+def upper_bound(stem: str) -> str:
+    """The smallest string greater than every string starting with ``stem``."""
+    return stem[:-1] + chr(ord(stem[-1]) + 1) if stem else "\U0010ffff"
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One query word to look for: its stems, and whether its last stem may be a prefix."""
+
+    word: str
+    stems: tuple[str, ...]
+    prefix: bool
+
+
+@dataclass(slots=True)
+class Found:
+    """Which query words one text pair holds: exactly (as a stem), only as the start of a
+    longer word, and in the context text."""
+
+    words: list[str]
+    prefix_words: list[str]
+    context_words: list[str]
+
+
+def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Found]:
+    """For each ``(own text, context text)``, the probes it matches."""
+    found = [Found([], [], []) for _ in texts]
+    if not texts or not probes:
+        return found
+    conn = _scratch()
+    conn.execute("BEGIN")  # one FTS flush for all rows; rolled back instead of deleted
+    try:
+        conn.executemany(
+            "INSERT INTO scratch(rowid, own, ctx) VALUES (?, ?, ?)",
+            [(i + 1, own, ctx) for i, (own, ctx) in enumerate(texts)],
+        )
+        for probe in probes:
+            if not probe.stems:
+                continue
+            # Every stem but the last must be there as it is; the last may be a prefix.
+            hits: dict[tuple[int, str], set[int]] = {}
+            for position, stem in enumerate(probe.stems):
+                last = position == len(probe.stems) - 1
+                if last and probe.prefix:
+                    rows = conn.execute(
+                        "SELECT doc, col, term = ?1 FROM scratch_terms"
+                        " WHERE term >= ?1 AND term < ?2",
+                        (stem, upper_bound(stem)),
+                    ).fetchall()
+                else:
+                    rows = conn.execute(
+                        "SELECT doc, col, 1 FROM scratch_terms WHERE term = ?", (stem,)
+                    ).fetchall()
+                for doc, col, exact in rows:
+                    hits.setdefault((doc, col), set()).add(position if exact else -1 - position)
+            need = set(range(len(probe.stems)))
+            last = len(probe.stems) - 1
+            for (doc, col), seen in hits.items():
+                exact = need <= seen
+                prefixed = not exact and (need - {last}) <= seen and (-1 - last) in seen
+                if not (exact or prefixed):
+                    continue
+                result = found[doc - 1]
+                if col == "ctx":
+                    if probe.word not in result.context_words:
+                        result.context_words.append(probe.word)
+                elif exact:
+                    if probe.word in result.prefix_words:
+                        result.prefix_words.remove(probe.word)
+                    if probe.word not in result.words:
+                        result.words.append(probe.word)
+                elif probe.word not in result.words and probe.word not in result.prefix_words:
+                    result.prefix_words.append(probe.word)
+    finally:
+        conn.execute("ROLLBACK")
+    return found
