@@ -255,3 +255,48 @@ def test_import_derives_context_like_a_live_save(store: Store, make_store) -> No
     store.import_data(doc)
     assert rederive_all_changes(store) == 0
     assert {o.title for o in store.search("walrus")} == {"M0", "M1", "M2", "M3"}
+
+
+def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) -> None:
+    """A database of schema 4 (contexts from the manual-save pseudo session, of deleted rows,
+    across scopes) comes out of migration 5 with only what the new rules give."""
+    from engram.config import Config
+    from engram.store.schema import V1_TABLES
+
+    config = Config(data_dir=tmp_path / "old")
+    with Store.open(config=config) as store:
+        save(store, "Token", "zebrafish-4471")
+        plain = save(store, "Plain", "the build uses make")
+        save(store, "Agent 1", "walrus", session_id="s1")
+        agent = save(store, "Agent 2", "seal", session_id="s1")
+        conn = store.db.conn
+        conn.execute("DROP TABLE observations_fts_vocab")
+        conn.execute("DROP TABLE prompts_fts_vocab")
+        conn.execute("DROP TABLE observations_fts")
+        conn.execute("DROP TABLE prompts_fts")
+        fts_ddl = V1_TABLES[
+            V1_TABLES.index("CREATE VIRTUAL TABLE IF NOT EXISTS observations_fts") :
+        ]
+        fts_ddl = fts_ddl[: fts_ddl.index("-- Replication")]
+        conn.executescript(fts_ddl)
+        conn.execute(
+            "UPDATE observations SET search_context = 'Token zebrafish-4471' WHERE id = ?", (plain,)
+        )
+        conn.execute(
+            "UPDATE observations SET search_context = 'stale JWT text' WHERE id = ?", (agent,)
+        )
+        conn.execute("INSERT INTO observations_fts(observations_fts) VALUES ('rebuild')")
+        conn.execute("PRAGMA user_version = 4")
+    with Store.open(config=config) as store:
+        assert store.db.scalar("PRAGMA user_version") == 5
+        assert context_of(store, plain) == ""
+        assert context_of(store, agent) == "Agent 1 walrus"
+        assert [o.title for o in store.search("zebrafish")] == ["Token"]
+        assert store.search("JWT") == []
+        ddl = store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'observations_fts'")
+        assert "prefix=" in str(ddl)
+        assert [o.title for o in store.search("walru")] == ["Agent 1", "Agent 2"]  # a prefix
+        assert [o.match.tier for o in store.search("walrus")] == ["words", "context"]
+        store.db.conn.execute(
+            "INSERT INTO observations_fts(observations_fts, rank) VALUES ('integrity-check', 1)"
+        )
