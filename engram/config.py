@@ -80,6 +80,11 @@ class Config:
     #: Skip scoring rows that hold only very common query words once the top results cannot
     #: change much (engram/store/ranking.py); False ranks every match exactly (benchmarks).
     search_pruning: bool = True
+    #: Purge hard-deleted text from the database files by itself (engram/store/purge.py): the
+    #: CLI starts ``engram purge`` in the background after a command that hard-deleted, and
+    #: ``serve``/``mcp`` purge ``purge_delay_s`` seconds after the last write.
+    auto_purge: bool = True
+    purge_delay_s: float = 30.0
     #: How long a write waits for another process's transaction before giving up.
     busy_timeout_ms: int = 10_000
     http_host: str = DEFAULT_HOST
@@ -118,4 +123,9 @@ def load(env: dict[str, str] | None = None) -> Config:
         max_clock_drift_ms=parse_duration_ms(
             "ENGRAM_MAX_CLOCK_DRIFT", env.get("ENGRAM_MAX_CLOCK_DRIFT", "").strip() or "10m"
         ),
+        auto_purge=env.get("ENGRAM_AUTO_PURGE", "").strip().lower() not in ("0", "false", "off"),
+        purge_delay_s=parse_duration_ms(
+            "ENGRAM_PURGE_DELAY", env.get("ENGRAM_PURGE_DELAY", "").strip() or "30s"
+        )
+        / 1000,
     )

@@ -158,11 +158,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from engram.sync.cloud.status import CloudStatus
 
         autosync = autosync_from_env(store)  # None unless ENGRAM_CLOUD_AUTOSYNC=1
+        services: list = [AutosyncService(autosync)] if autosync else []
+        if config.auto_purge:  # hard-deleted text leaves the files a while after the delete
+            from engram.store.purge_worker import PurgeService, PurgeWorker
+
+            services.append(PurgeService(PurgeWorker(store)))
         app = create_app(
             store,
             config=config,
             token=config.http_token,
-            services=[AutosyncService(autosync)] if autosync else [],
+            services=services,
             sync_source=CloudStatus(autosync),
         )
         server = uvicorn.Server(

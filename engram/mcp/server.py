@@ -326,15 +326,23 @@ def build_server(
 
 def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     """Long-lived helpers that share this process's store for as long as the client stays
-    connected: the cloud autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before
-    the first request and exited after the last; tool writes reach them through
+    connected: the background purge of hard-deleted text (unless ``ENGRAM_AUTO_PURGE=0``) and
+    the cloud autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before the first
+    request and exited after the last; tool writes reach them through
     ``store.add_write_listener``."""
+    services: list[AbstractAsyncContextManager[Any]] = []
+    if store.config.auto_purge:
+        from engram.store.purge_worker import PurgeWorker, purge_running
+
+        services.append(purge_running(PurgeWorker(store)))
     if os.environ.get("ENGRAM_CLOUD_AUTOSYNC", "").strip() != "1":
-        return []  # the sync stack (httpx) is imported only when asked for
+        return services  # the sync stack (httpx) is imported only when asked for
     from engram.sync.cloud.autosync import autosync_from_env, autosync_running
 
     manager = autosync_from_env(store)
-    return [autosync_running(manager)] if manager is not None else []
+    if manager is not None:
+        services.append(autosync_running(manager))
+    return services
 
 
 async def serve(server: MCPServer, store: Store) -> None:

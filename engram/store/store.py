@@ -20,6 +20,7 @@ from engram.store.observations import ObservationsMixin
 from engram.store.pattern import PatternSearchMixin
 from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
+from engram.store.purge import PurgeMixin
 from engram.store.replication import ReplicationMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
@@ -36,6 +37,7 @@ class Store(
     ProjectsMixin,
     ExchangeMixin,
     ReplicationMixin,
+    PurgeMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
