@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from engram.errors import ValidationError
 from engram.project import project_name
@@ -17,13 +18,24 @@ from engram.store import terms
 from engram.store.base import StoreBase
 from engram.store.models import Observation, Prompt, SearchMatch
 from engram.store.query import QueryWord, check_match_mode, plan_words
-from engram.store.ranking import Hit, IndexSpec, rank, rank_filtered
+from engram.store.ranking import (
+    CONTEXT,
+    OWN,
+    PREFIX,
+    SCORE_DECIMALS,
+    WORDS,
+    Hit,
+    IndexSpec,
+    TermCounts,
+    rank,
+    rank_filtered,
+)
 from engram.store.schema import OBSERVATIONS_FTS_COLUMNS, OBSERVATIONS_FTS_WEIGHTS
 
 TOPIC_FAST_PATH_RANK = -1000.0
 #: FTS columns a memory's own text lives in (everything but the session context).
 OWN_COLUMNS = tuple(c for c in OBSERVATIONS_FTS_COLUMNS if c != "search_context")
-TIER_NAMES = {1: "words", 2: "prefix", 3: "context"}
+TIER_NAMES = {WORDS: "words", PREFIX: "prefix", CONTEXT: "context"}
 PROMPTS_SPEC = IndexSpec(
     fts="prompts_fts",
     vocab="prompts_fts_vocab",
@@ -31,8 +43,6 @@ PROMPTS_SPEC = IndexSpec(
     own_columns=("content", "project"),
     weights=(1.0, 1.0),
 )
-
-T = TypeVar("T", Observation, Prompt)
 
 
 def observations_spec(context_weight: float) -> IndexSpec:
@@ -46,15 +56,33 @@ def observations_spec(context_weight: float) -> IndexSpec:
     )
 
 
-def _own_text(obs: Observation) -> str:
-    return "\n".join(
-        v
-        for v in (obs.title, obs.content, obs.tool_name, obs.type, obs.project, obs.topic_key)
-        if v
-    )
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """Where ranked rows come from, and how their texts read when explaining a match."""
+
+    name: str
+    alias: str
+    build: Callable[[sqlite3.Row], Any]
+    texts: Callable[[sqlite3.Row], tuple[str, str]]  # (own text, context text)
+
+
+def _observation_texts(context: bool) -> Callable[[sqlite3.Row], tuple[str, str]]:
+    def texts(row: sqlite3.Row) -> tuple[str, str]:
+        own = (row[c] for c in OWN_COLUMNS)
+        return "\n".join(v for v in own if v), row["search_context"] if context else ""
+
+    return texts
+
+
+PROMPTS = _Table(
+    "user_prompts", "p", Prompt.from_row, lambda r: (f"{r['content']}\n{r['project']}", "")
+)
 
 
 class SearchMixin(StoreBase):
+    #: Rows per index term, remembered for the store's life (engram/store/ranking.py).
+    term_counts: TermCounts
+
     def _search_limit(self, limit: Any) -> int:
         try:
             value = int(limit) if limit is not None else self.config.default_search_limit
@@ -95,7 +123,6 @@ class SearchMixin(StoreBase):
         words = plan_words(raw)
         weight = float(self.config.search_context_weight)
         results: list[Observation] = []
-        contexts: dict[int, str] = {}
         with self.db.read() as conn:
             if "/" in raw:
                 rows = conn.execute(
@@ -110,91 +137,14 @@ class SearchMixin(StoreBase):
                     results.append(obs)
             if words and len(results) < limit:
                 seen = {o.id for o in results}
+                table = _Table("observations", "o", Observation.from_row,
+                               _observation_texts(weight > 0))  # fmt: skip
                 ranked = self._ranked(
-                    conn,
-                    observations_spec(weight),
-                    words,
-                    mode,
-                    limit + len(seen),
-                    "observations",
-                    "o",
-                    where,
-                    params,
-                    Observation.from_row,
-                )
-                for obs, row in ranked:
-                    if obs.id not in seen and len(results) < limit:
-                        results.append(obs)
-                        contexts[obs.id] = row["search_context"] if weight > 0 else ""
-        _explain(
-            [o for o in results if o.id in contexts],
-            words,
-            lambda o: (_own_text(o), contexts[o.id]),
-        )
+                    conn, observations_spec(weight), table, words, mode, limit + len(seen),
+                    where, params,
+                )  # fmt: skip
+                results += [o for o in ranked if o.id not in seen][: limit - len(results)]
         return results
-
-    def _ranked(
-        self,
-        conn: sqlite3.Connection,
-        spec: IndexSpec,
-        words: Sequence[QueryWord],
-        mode: str,
-        limit: int,
-        table: str,
-        alias: str,
-        where: str,
-        params: list[Any],
-        build: Callable[[sqlite3.Row], T],
-    ) -> list[tuple[T, sqlite3.Row]]:
-        """The best ``limit`` rows for ``words`` passing ``where`` (built, with their tier and
-        BM25 set, and the raw row).
-
-        Ranking inside FTS alone is several times cheaper than joining every match to its row,
-        so rank in FTS first (a few more than needed), then filter those rows; only when the
-        filters reject too many fall back to ranking with the filters inside the query.
-        """
-        fetch = limit * 4 + 20
-        ranking = rank(
-            conn,
-            spec,
-            words,
-            match_all=mode == "all",
-            k=limit,
-            fetch=fetch,
-            prune=self.config.search_pruning,
-        )
-        hits = {h.rowid: h for h in ranking.hits}
-        found: list[tuple[T, sqlite3.Row]] = []
-        if hits:
-            marks = ", ".join("?" for _ in hits)
-            rows = {
-                r["id"]: r
-                for r in conn.execute(
-                    # NOT INDEXED: look the ids up by rowid, never scan a project index.
-                    f"SELECT {alias}.* FROM {table} {alias} NOT INDEXED"
-                    f" WHERE {alias}.id IN ({marks}) AND {where}",
-                    [*hits, *params],
-                )
-            }
-            for hit in ranking.hits:
-                if hit.rowid in rows and len(found) < limit:
-                    found.append((_built(build, rows[hit.rowid], hit), rows[hit.rowid]))
-        if len(found) < limit and not ranking.complete:
-            found = [
-                (_built(build, row, Hit(row["id"], row["tier"], row["rank"])), row)
-                for row in rank_filtered(
-                    conn,
-                    spec,
-                    words,
-                    match_all=mode == "all",
-                    table=table,
-                    alias=alias,
-                    where=where,
-                    params=params,
-                    limit=limit,
-                )
-            ]
-        return found
 
     def search_prompts(
         self,
@@ -217,42 +167,121 @@ class SearchMixin(StoreBase):
             clauses.append("p.project = ?")
             params.append(project_name(project))
         with self.db.read() as conn:
-            ranked = self._ranked(
-                conn,
-                PROMPTS_SPEC,
-                words,
-                mode,
-                limit,
-                "user_prompts",
-                "p",
-                " AND ".join(clauses),
-                params,
-                Prompt.from_row,
+            return self._ranked(
+                conn, PROMPTS_SPEC, PROMPTS, words, mode, limit, " AND ".join(clauses), params
             )
-        found = [prompt for prompt, _ in ranked]
-        _explain(found, words, lambda p: (f"{p.content}\n{p.project}", ""))
-        return found
+
+    def _ranked(
+        self,
+        conn: sqlite3.Connection,
+        spec: IndexSpec,
+        table: _Table,
+        words: Sequence[QueryWord],
+        mode: str,
+        limit: int,
+        where: str,
+        params: list[Any],
+    ) -> list[Any]:
+        """The best ``limit`` rows for ``words`` that pass ``where``, built, each with its tier,
+        BM25 (``rank``) and matched words.
+
+        Ranking inside FTS alone (engram/store/ranking.py) is several times cheaper than joining
+        every match to its row, so rank there first (a few more than needed), keep the rows the
+        filters accept, and tell a word from a prefix by reading those rows' own text (which
+        explaining the match needs anyway). Only when that leaves too few (filters rejecting
+        most rows, many prefix-only matches) is everything ranked with the filters and the three
+        tiers inside one query.
+        """
+        fetch = limit * 4 + 20
+        ranking = rank(
+            conn, spec, words, match_all=mode == "all", k=limit, fetch=fetch,
+            prune=self.config.search_pruning, counts=self.term_counts,
+        )  # fmt: skip
+        hits = ranking.hits
+        a = table.alias
+        if hits:
+            marks = ", ".join("?" for _ in hits)
+            # NOT INDEXED: look the ids up by rowid, never scan a project index.
+            kept = {
+                r[0]
+                for r in conn.execute(
+                    f"SELECT {a}.id FROM {table.name} {a} NOT INDEXED"
+                    f" WHERE {a}.id IN ({marks}) AND {where}",
+                    [*(h.rowid for h in hits), *params],
+                )
+            }
+            hits = [h for h in hits if h.rowid in kept]
+        probes = [w.probe for w in words]
+        rows: dict[int, sqlite3.Row] = {}
+        found: dict[int, terms.Found] = {}
+        tiers: dict[int, int] = {}
+        own = [h for h in hits if h.tier == OWN]
+        exact = checked = 0
+        while exact < limit and checked < len(own):  # tell words from prefixes, best first
+            batch = own[checked : checked + limit]
+            checked += len(batch)
+            for hit, match in zip(batch, self._explained(conn, table, batch, probes, rows),
+                                  strict=True):  # fmt: skip
+                found[hit.rowid] = match
+                tiers[hit.rowid] = WORDS if match.words else PREFIX
+                exact += tiers[hit.rowid] == WORDS
+        if exact < limit and not ranking.complete:
+            return self._ranked_in_sql(conn, spec, table, words, mode, limit, where, params)
+        # Own rows not read are ranked below the `limit` exact ones already found.
+        best = sorted(
+            (h for h in hits if h.tier != OWN or h.rowid in tiers),
+            key=lambda h: (tiers.get(h.rowid, h.tier), round(h.score, SCORE_DECIMALS), h.rowid),
+        )[:limit]
+        rest = [h for h in best if h.rowid not in found]
+        for hit, match in zip(rest, self._explained(conn, table, rest, probes, rows), strict=True):
+            found[hit.rowid] = match
+        return [
+            _built(table, rows[h.rowid], tiers.get(h.rowid, h.tier), h.score, found[h.rowid])
+            for h in best
+        ]
+
+    def _explained(
+        self,
+        conn: sqlite3.Connection,
+        table: _Table,
+        hits: Sequence[Hit],
+        probes: Sequence[terms.Probe],
+        rows: dict[int, sqlite3.Row],
+    ) -> list[terms.Found]:
+        """Read these rows (into ``rows``) and find which query words each holds."""
+        missing = [h.rowid for h in hits if h.rowid not in rows]
+        if missing:
+            marks = ", ".join("?" for _ in missing)
+            for row in conn.execute(
+                f"SELECT * FROM {table.name} NOT INDEXED WHERE id IN ({marks})", missing
+            ):
+                rows[row["id"]] = row
+        return terms.find([table.texts(rows[h.rowid]) for h in hits], probes)
+
+    def _ranked_in_sql(
+        self,
+        conn: sqlite3.Connection,
+        spec: IndexSpec,
+        table: _Table,
+        words: Sequence[QueryWord],
+        mode: str,
+        limit: int,
+        where: str,
+        params: list[Any],
+    ) -> list[Any]:
+        ranked = rank_filtered(
+            conn, spec, words, match_all=mode == "all", table=table.name, alias=table.alias,
+            where=where, params=params, limit=limit,
+        )  # fmt: skip
+        found = terms.find([table.texts(r) for r in ranked], [w.probe for w in words])
+        return [
+            _built(table, row, int(row["tier"]), float(row["rank"]), match)
+            for row, match in zip(ranked, found, strict=True)
+        ]
 
 
-def _built(build: Callable[[sqlite3.Row], T], row: sqlite3.Row, hit: Hit) -> T:
-    item = build(row)
-    item.rank = hit.score
-    item.match = SearchMatch(TIER_NAMES.get(hit.tier, "context"))
+def _built(table: _Table, row: sqlite3.Row, tier: int, score: float, found: terms.Found) -> Any:
+    item = table.build(row)
+    item.rank = score
+    item.match = SearchMatch(TIER_NAMES[tier], found.words, found.prefix_words, found.context_words)
     return item
-
-
-def _explain(
-    items: Sequence[Observation | Prompt],
-    words: Sequence[QueryWord],
-    texts: Callable[[Any], tuple[str, str]],
-) -> None:
-    """Fill in each result's matched words (its tier came from the ranking)."""
-    if not items or not words:
-        return
-    found = terms.find([texts(item) for item in items], [w.probe for w in words])
-    for item, hit in zip(items, found, strict=True):
-        if item.match is None:
-            item.match = SearchMatch("words")
-        item.match.words = hit.words
-        item.match.prefix_words = hit.prefix_words
-        item.match.context_words = hit.context_words

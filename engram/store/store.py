@@ -21,6 +21,7 @@ from engram.store.pattern import PatternSearchMixin
 from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
 from engram.store.purge import PurgeMixin
+from engram.store.ranking import TermCounts
 from engram.store.replication import ReplicationMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
@@ -45,6 +46,7 @@ class Store(
         self.db = db
         self.config = config
         self.journal = Journal(db, config.max_clock_drift_ms)
+        self.term_counts = TermCounts()
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:

@@ -69,54 +69,73 @@ class Found:
 
 
 def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Found]:
-    """For each ``(own text, context text)``, the probes it matches."""
+    """For each ``(own text, context text)``, the probes it matches, as FTS5 matches phrases:
+    a probe's terms one after the other in one text, the last one possibly as a prefix."""
     found = [Found([], [], []) for _ in texts]
     if not texts or not probes:
+        return found
+    # One statement for every term of every probe: the last term of a prefix probe is a range.
+    parts, params = [], []
+    for i, probe in enumerate(probes):
+        for position, stem in enumerate(probe.stems):
+            if probe.prefix and position == len(probe.stems) - 1:
+                parts.append(
+                    f"SELECT {i}, {position}, doc, col, offset, term = ? FROM scratch_terms"
+                    " WHERE term >= ? AND term < ?"
+                )
+                params += [stem, stem, upper_bound(stem)]
+            else:
+                parts.append(
+                    f"SELECT {i}, {position}, doc, col, offset, 1 FROM scratch_terms WHERE term = ?"
+                )
+                params.append(stem)
+    if not parts:
         return found
     conn = _scratch()
     conn.execute("BEGIN")  # one FTS flush for all rows; rolled back instead of deleted
     try:
         conn.executemany(
             "INSERT INTO scratch(rowid, own, ctx) VALUES (?, ?, ?)",
-            [(i + 1, own, ctx) for i, (own, ctx) in enumerate(texts)],
+            [(n + 1, own, ctx) for n, (own, ctx) in enumerate(texts)],
         )
-        for probe in probes:
-            if not probe.stems:
-                continue
-            # Every stem but the last must be there as it is; the last may be a prefix.
-            hits: dict[tuple[int, str], set[int]] = {}
-            for position, stem in enumerate(probe.stems):
-                last = position == len(probe.stems) - 1
-                if last and probe.prefix:
-                    rows = conn.execute(
-                        "SELECT doc, col, term = ?1 FROM scratch_terms"
-                        " WHERE term >= ?1 AND term < ?2",
-                        (stem, upper_bound(stem)),
-                    ).fetchall()
-                else:
-                    rows = conn.execute(
-                        "SELECT doc, col, 1 FROM scratch_terms WHERE term = ?", (stem,)
-                    ).fetchall()
-                for doc, col, exact in rows:
-                    hits.setdefault((doc, col), set()).add(position if exact else -1 - position)
-            need = set(range(len(probe.stems)))
-            last = len(probe.stems) - 1
-            for (doc, col), seen in hits.items():
-                exact = need <= seen
-                prefixed = not exact and (need - {last}) <= seen and (-1 - last) in seen
-                if not (exact or prefixed):
-                    continue
-                result = found[doc - 1]
-                if col == "ctx":
-                    if probe.word not in result.context_words:
-                        result.context_words.append(probe.word)
-                elif exact:
-                    if probe.word in result.prefix_words:
-                        result.prefix_words.remove(probe.word)
-                    if probe.word not in result.words:
-                        result.words.append(probe.word)
-                elif probe.word not in result.words and probe.word not in result.prefix_words:
-                    result.prefix_words.append(probe.word)
+        rows = conn.execute(" UNION ALL ".join(parts), params).fetchall()
     finally:
         conn.execute("ROLLBACK")
+    # (probe, doc, col) → {(term position in the probe, offset in the text): exact?}
+    seen: dict[tuple[int, int, str], dict[tuple[int, int], bool]] = {}
+    for i, position, doc, col, offset, exact in rows:
+        seen.setdefault((i, doc, col), {})[(position, offset)] = bool(exact)
+    for (i, doc, col), hits in sorted(seen.items()):
+        probe = probes[i]
+        kind = _phrase(len(probe.stems), hits)
+        if kind is None:
+            continue
+        result = found[doc - 1]
+        if col == "ctx":
+            if probe.word not in result.context_words:
+                result.context_words.append(probe.word)
+        elif kind == "exact":
+            if probe.word in result.prefix_words:
+                result.prefix_words.remove(probe.word)
+            if probe.word not in result.words:
+                result.words.append(probe.word)
+        elif probe.word not in result.words and probe.word not in result.prefix_words:
+            result.prefix_words.append(probe.word)
     return found
+
+
+def _phrase(length: int, hits: dict[tuple[int, int], bool]) -> str | None:
+    """``"exact"`` when the terms occur one after the other as themselves, ``"prefix"`` when
+    only the last is a longer word, else None."""
+    best = None
+    for (position, offset), _ in hits.items():
+        if position != 0:
+            continue
+        start = offset
+        if not all((j, start + j) in hits for j in range(length)):
+            continue
+        if all(hits[(j, start + j)] for j in range(length - 1)):
+            if hits[(length - 1, start + length - 1)]:
+                return "exact"
+            best = "prefix"
+    return best
