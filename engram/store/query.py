@@ -70,11 +70,14 @@ class QueryWord:
         return f'"{self.text}"'
 
     @property
+    def prefix_phrase(self) -> str:
+        """The word as the start of a longer word (only meaningful when ``prefix``)."""
+        return f'"{self.text}"*'
+
+    @property
     def expression(self) -> str:
-        """The word in any accepted form: itself (Porter-stemmed) or, if allowed, as the start of
-        a longer word. One phrase (a prefix phrase also matches the word itself): BM25 costs
-        per phrase and row, and the tiers already put exact matches first."""
-        return f'"{self.text}"*' if self.prefix else self.exact
+        """The word in any accepted form: itself (Porter-stemmed) or, if allowed, a prefix."""
+        return f"({self.exact} OR {self.prefix_phrase})" if self.prefix else self.exact
 
     @property
     def probe(self) -> Probe:

@@ -1,27 +1,32 @@
 """Lexical ranking over one FTS5 index: tiers first, BM25 within a tier, bounded work.
 
-Tiers (DESIGN §3 "Search"): 1 — a query word itself is in the row's own text; 2 — only as the
-start of a longer word there; 3 — only in the session context. Within a tier, FTS5's BM25 over
-the query's phrases (one per word: the word, or the word as a prefix) with the column weights;
-scores equal to 9 decimals are ties, broken by rowid.
+Tiers (DESIGN §3 "Search"):
+
+1. a query word itself (its Porter stem) is in the row's own text — ranked by BM25 over the
+   query's words, every column weighted (the session context at its weight);
+2. only as the start of a longer word (a prefix, words of 4+ characters) in its own text —
+   ranked by BM25 over the words as prefixes;
+3. only in the session context: first rows holding a word itself there, then a prefix.
+
+Scores equal to :data:`SCORE_DECIMALS` decimals are ties, broken by rowid. Tiers 2 and 3 by
+prefix are only looked for while tier 1 leaves room: they cannot outrank it.
 
 Bounded work. Broad questions match most of the store, and scoring every match is what made
 search slow: BM25 costs per matching row and, for its IDF, a pass over each phrase's rows. So
-words are taken most selective first (fewest rows, from the index's vocabulary): step 1 scores
-the rows that hold one of the rarest words (up to :data:`GROUP_BUDGET` rows) with every phrase of
-the query — BM25 is a sum over phrases, so they get their final score — first those that also
-hold a more common word, then, only if they could still matter, those that hold nothing else.
-If the k-th best row's own text matched and it scores more than rows holding only the common
-words could reach, the rest is skipped; else step 2 scores those rows too. What an unseen word
-could add is taken as :data:`PRUNE_FACTOR` × its IDF: a word found once in a row of average
+tier 1 takes the words most selective first (fewest rows, from the index's vocabulary): step 1
+scores the rows that hold one of the rarest words (up to :data:`GROUP_BUDGET` rows) with every
+word of the query — BM25 is a sum over phrases, so they get their final score — first those
+that also hold a more common word, then, only if they could still matter, those that hold
+nothing else. If the k-th best row is in tier 1 and scores more than rows holding only the
+common words could reach, the rest is skipped; else step 2 scores those rows too. What an unseen
+word could add is taken as :data:`PRUNE_FACTOR` × its IDF: a word found once in a row of average
 length adds about 1 × IDF, and no phrase adds more than (k1 + 1) × IDF = 2.2 × IDF (FTS5's k1 is
 1.2), so with 2.2 skipping would never change the top k; the smaller factor trades that
 certainty for speed, and bench/retrieval_bench.py measures how often the top 10 differs from
 ranking every match (``Config.search_pruning=False``).
 
-Words from prefixes. Ranking sorts rows whose own text matched (``OWN``) before rows matched
-only through their context (``CONTEXT``); telling a word from a prefix inside ``OWN`` is left to
-the caller (engram/store/search.py), which reads the few best rows anyway to explain them.
+With ``filters`` (an SQL condition on the rows), every step joins the rows and applies it, and
+nothing is skipped: exact, and slower — for when the filters reject most of the best rows.
 """
 
 from __future__ import annotations
@@ -32,19 +37,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engram.store.query import QueryWord
-from engram.store.terms import upper_bound
 
 #: Most rows step 1 scores (always at least the rarest word's).
 GROUP_BUDGET = 1500
 #: What a word not yet scored is assumed to add to a row's score at most, in units of its IDF
 #: (see the module docstring: 2.2 would be exact).
 PRUNE_FACTOR = 1.2
-#: An index of at most this many rows, or a query matching at most this many, is scored in one
-#: step, without planning.
+#: An index of at most this many rows, or a query whose words are in at most this many, is
+#: scored in one step, without planning.
 SMALL_QUERY = 2 * GROUP_BUDGET
 #: Scores equal to this many decimals are ties, broken by rowid: the same phrases summed in
 #: another order differ in the last bits, and must not reorder results.
 SCORE_DECIMALS = 9
+#: The tiers (see the module docstring).
+WORDS, PREFIX, CONTEXT = 1, 2, 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +69,7 @@ class IndexSpec:
 
     @property
     def own_bm25(self) -> str:
-        """BM25 of the row's own text only: below 0 exactly when a query word is in it."""
+        """BM25 of the row's own text only: below 0 exactly when a query phrase is in it."""
         weights = (
             w if c in self.own_columns else 0.0
             for c, w in zip(self.columns, self.weights, strict=True)
@@ -85,38 +91,51 @@ class IndexSpec:
             return expression
         return f"{{{' '.join(self.own_columns)}}} : ({expression})"
 
+    def searched(self, expression: str) -> str:
+        """``expression`` over the columns that count (the own text only when the context
+        column has no weight)."""
+        return expression if self.has_context else self.own(expression)
 
-#: Tiers as ranking returns them: the own text matched (1: a word itself, 2: only as the start
-#: of a longer word — ``OWN`` until the caller tells the two apart), or only the context (3).
-WORDS, PREFIX, CONTEXT = 1, 2, 3
-OWN = WORDS
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """An SQL condition on the ranked rows: ``table`` aliased ``alias``, ``where`` with
+    ``params``."""
+
+    table: str
+    alias: str
+    where: str
+    params: tuple[object, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Hit:
     rowid: int
-    tier: int  # OWN or CONTEXT from rank(); WORDS, PREFIX or CONTEXT from rank_filtered()
-    score: float
+    tier: int  # WORDS, PREFIX or CONTEXT
+    score: float  # BM25 (lower is better) within its tier
 
 
 @dataclass(slots=True)
 class Ranking:
-    hits: list[Hit]
-    complete: bool  # every matching row was considered (none cut by a limit or by pruning)
-    steps: int = 0
+    hits: list[Hit]  # best first
+    complete: bool  # no matching row was left out (by a limit or by pruning)
+    steps: int = 0  # ranking statements run
     pruned: bool = False  # stopped before scoring the rows of the most common words
 
 
 @dataclass(slots=True)
 class _Word:
-    word: QueryWord
-    expression: str
-    docs: int  # rows holding it in some form (an over-estimate for prefixes): orders the words
-    bound: float  # the most its phrase may add to a score
+    phrase: str
+    docs: int  # rows holding the word (a phrase of several terms: its rarest term's)
+    bound: float  # the most it may add to a score (see PRUNE_FACTOR)
 
 
 def _any(expressions: Sequence[str]) -> str:
     return " OR ".join(expressions)
+
+
+def _order(hit: Hit) -> tuple[int, float, int]:
+    return (hit.tier, round(hit.score, SCORE_DECIMALS), hit.rowid)
 
 
 def row_count(conn: sqlite3.Connection, fts: str) -> int:
@@ -152,20 +171,20 @@ class TermCounts:
     LIMIT = 20_000
 
     def __init__(self) -> None:
-        self._counts: dict[tuple[str, str, bool], tuple[int, int, int]] = {}
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
 
-    def get(self, fts: str, term: str, prefix: bool, total: int) -> tuple[int, int] | None:
-        held = self._counts.get((fts, term, prefix))
-        if held is None or abs(total - held[2]) > self.DRIFT * max(held[2], 1):
+    def get(self, fts: str, term: str, total: int) -> int | None:
+        held = self._counts.get((fts, term))
+        if held is None or abs(total - held[1]) > self.DRIFT * max(held[1], 1):
             return None
-        return held[0], held[1]
+        return held[0]
 
-    def put(self, fts: str, term: str, prefix: bool, total: int, counts: tuple[int, int]) -> None:
-        if counts[0] <= 0:
+    def put(self, fts: str, term: str, total: int, docs: int) -> None:
+        if docs <= 0:
             return
         if len(self._counts) >= self.LIMIT:
             self._counts.clear()
-        self._counts[(fts, term, prefix)] = (counts[0], counts[1], total)
+        self._counts[(fts, term)] = (docs, total)
 
 
 def _statistics(
@@ -173,56 +192,26 @@ def _statistics(
     spec: IndexSpec,
     words: Sequence[QueryWord],
     total: int,
-    cache: TermCounts | None = None,
+    counts: TermCounts,
 ) -> list[_Word]:
     """How many rows hold each word, from the index's vocabulary (one statement for the terms
-    ``cache`` does not hold).
-
-    A prefix covers several terms: their summed counts over-estimate its rows (good enough to
-    order words), their largest count under-estimates them, which over-estimates its IDF and so
-    keeps the bound safe. A word of several terms is a phrase: its rows could be as few as none.
-    """
-    cache = cache or TermCounts()
-    wanted = {
-        (stem, word.prefix and position == len(word.stems) - 1)
-        for word in words
-        for position, stem in enumerate(word.stems)
-    }
-    counts = {key: cache.get(spec.fts, *key, total) for key in wanted}
-    missing = sorted(key for key, held in counts.items() if held is None)
+    ``counts`` does not hold). A word of several terms is a phrase: its rows may be as few as
+    none, so its bound assumes that."""
+    terms = {stem for word in words for stem in word.stems}
+    docs = {term: counts.get(spec.fts, term, total) for term in terms}
+    missing = sorted(term for term, held in docs.items() if held is None)
     if missing:
-        parts, params = [], []
-        for n, (stem, prefix) in enumerate(missing):
-            if prefix:
-                parts.append(
-                    f"SELECT {n}, sum(doc), max(doc) FROM {spec.vocab} WHERE term >= ? AND term < ?"
-                )
-                params += [stem, upper_bound(stem)]
-            else:
-                parts.append(f"SELECT {n}, sum(doc), max(doc) FROM {spec.vocab} WHERE term = ?")
-                params.append(stem)
-        for n, summed, largest in conn.execute(" UNION ALL ".join(parts), params):
-            found = (int(summed or 0), int(largest or 0))
-            counts[missing[n]] = found
-            cache.put(spec.fts, *missing[n], total, found)
+        parts = [f"SELECT {n}, doc FROM {spec.vocab} WHERE term = ?" for n in range(len(missing))]
+        found = dict(conn.execute(" UNION ALL ".join(parts), missing).fetchall())
+        for n, term in enumerate(missing):
+            docs[term] = int(found.get(n, 0))
+            counts.put(spec.fts, term, total, docs[term])
     stats = []
     for word in words:
-        most = least = total
-        for position, stem in enumerate(word.stems):
-            summed, largest = counts[(stem, word.prefix and position == len(word.stems) - 1)] or (
-                0,
-                0,
-            )
-            most, least = min(most, summed), min(least, largest)
-        fewest = least if len(word.stems) == 1 else 0
-        bound = PRUNE_FACTOR * _idf(total, fewest)
-        stats.append(_Word(word, spec_expression(spec, word), most, bound))
+        rows = min(docs[stem] or 0 for stem in word.stems)
+        fewest = rows if len(word.stems) == 1 else 0
+        stats.append(_Word(spec.searched(word.exact), rows, PRUNE_FACTOR * _idf(total, fewest)))
     return stats
-
-
-def spec_expression(spec: IndexSpec, word: QueryWord) -> str:
-    """A word's expression; restricted to the own text when the context column has no weight."""
-    return word.expression if spec.has_context else spec.own(word.expression)
 
 
 def rank(
@@ -235,27 +224,71 @@ def rank(
     fetch: int,
     prune: bool = True,
     counts: TermCounts | None = None,
+    filters: Filters | None = None,
 ) -> Ranking:
-    """The best ``fetch`` rows for ``words`` by (tier, BM25), rowid breaking ties; pruning
-    stops once the best ``k`` cannot change (see the module doc). Run inside a read snapshot."""
+    """The best ``fetch`` rows for ``words``, in tier order; pruning stops once the best ``k``
+    cannot change (see the module doc). Run inside a read snapshot."""
     if not words:
         return Ranking([], True)
-    exprs = [spec_expression(spec, w) for w in words]
+    exact = [spec.searched(w.exact) for w in words]
+    prefixes = [spec.searched(w.prefix_phrase) for w in words if w.prefix]
     if match_all:
-        return _single(conn, spec, " AND ".join(f"({e})" for e in exprs), fetch)
+        every = " AND ".join(f"({spec.searched(w.expression)})" for w in words)  # any form
+        found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
+        return Ranking(found, len(found) < fetch, 1)
+    first = _tier_one(conn, spec, words, exact, k, fetch, prune and filters is None,
+                      counts or TermCounts(), filters)  # fmt: skip
+    best = [h for h in first.hits if h.tier == WORDS]
+    context = [h for h in first.hits if h.tier == CONTEXT]
+    if not prefixes or len(best) >= fetch:
+        return first
+    # Prefixes: own text first (tier 2), then context rows with neither a word nor a prefix
+    # in their own text. Rows with a word itself somewhere are already in `first`.
+    expression, words_expr = _any(prefixes), _any(exact)
+    own_prefix = _step(
+        conn, spec, f"({spec.own(expression)}) NOT ({spec.own(words_expr)})", fetch, filters,
+        tier=PREFIX,
+    )  # fmt: skip
+    steps, complete = first.steps + 1, first.complete and len(own_prefix) < fetch
+    promoted = {h.rowid for h in own_prefix}
+    hits = [*best, *own_prefix, *(h for h in context if h.rowid not in promoted)]
+    if len(hits) < fetch and spec.has_context:
+        room = fetch - len(hits)
+        only = f"({expression}) NOT ({words_expr}) NOT ({spec.own(expression)})"
+        more = _step(conn, spec, only, room, filters, tier=CONTEXT)
+        hits += more
+        steps, complete = steps + 1, complete and len(more) < room
+    return Ranking(hits[:fetch], complete and len(hits) <= fetch, steps, first.pruned)
+
+
+def _tier_one(
+    conn: sqlite3.Connection,
+    spec: IndexSpec,
+    words: Sequence[QueryWord],
+    exact: list[str],
+    k: int,
+    fetch: int,
+    prune: bool,
+    counts: TermCounts,
+    filters: Filters | None,
+) -> Ranking:
+    """Rows holding a query word itself: in their own text (tier 1), else in their context."""
     total = row_count(conn, spec.fts)
-    if not prune or total <= SMALL_QUERY:  # small: no planning needed
-        return _single(conn, spec, _any(exprs), fetch)
+    if not prune or total <= SMALL_QUERY:  # small, or exact: no planning needed
+        found = _step(conn, spec, _any(exact), fetch, filters)
+        return Ranking(found, len(found) < fetch, 1)
     # Words no row holds cannot match: leave them out of every expression.
     stats = sorted(
-        (s for s in _statistics(conn, spec, words, total, counts) if s.docs), key=lambda s: s.docs
+        (s for s in _statistics(conn, spec, words, total, counts) if s.docs),
+        key=lambda s: s.docs,
     )
     if not stats:
         return Ranking([], True)
     if sum(s.docs for s in stats) <= SMALL_QUERY:
-        return _single(conn, spec, _any([s.expression for s in stats]), fetch)
+        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters)
+        return Ranking(found, len(found) < fetch, 1)
     # Step 1: the rows holding one of the rarest words (up to GROUP_BUDGET rows), scored with
-    # every phrase. Step 2, only if rows without them could still be among the best k: the rest.
+    # every word. Step 2, only if rows without them could still be among the best k: the rest.
     group = [stats[0]]
     while (
         len(group) < len(stats)
@@ -263,26 +296,26 @@ def rank(
     ):
         group.append(stats[len(group)])
     rest = stats[len(group) :]
-    docs = _any([s.expression for s in group])
+    docs = _any([s.phrase for s in group])
     if not rest:
-        found = _step(conn, spec, docs, fetch)
+        found = _step(conn, spec, docs, fetch, filters)
         return Ranking(found, len(found) < fetch, 1)
-    others = _any([s.expression for s in rest])
-    hits = _step(conn, spec, f"({docs}) AND ({others})", fetch)
-    complete = len(hits) < fetch
+    others = _any([s.phrase for s in rest])
+    hits = _step(conn, spec, f"({docs}) AND ({others})", fetch, filters)
+    complete, steps = len(hits) < fetch, 1
     # Rows holding only the rare words score at most their bound: scored only if that could
     # still put them among the best k.
     if _settled(hits, k, sum(s.bound for s in group)):
         complete = False
     else:
-        alone = _step(conn, spec, f"({docs}) NOT ({others})", fetch)
-        complete = complete and len(alone) < fetch
+        alone = _step(conn, spec, f"({docs}) NOT ({others})", fetch, filters)
+        complete, steps = complete and len(alone) < fetch, steps + 1
         hits = sorted([*hits, *alone], key=_order)[:fetch]
     if _settled(hits, k, sum(s.bound for s in rest)):
-        return Ranking(hits, False, 2, pruned=True)
-    more = _step(conn, spec, f"({others}) NOT ({docs})", fetch)
+        return Ranking(hits, False, steps, pruned=True)
+    more = _step(conn, spec, f"({others}) NOT ({docs})", fetch, filters)
     complete = complete and len(more) < fetch
-    return Ranking(sorted([*hits, *more], key=_order)[:fetch], complete, 3)
+    return Ranking(sorted([*hits, *more], key=_order)[:fetch], complete, steps + 1)
 
 
 def _settled(hits: list[Hit], k: int, bound: float) -> bool:
@@ -290,58 +323,45 @@ def _settled(hits: list[Hit], k: int, bound: float) -> bool:
     (sorted): the k-th is in tier 1 and scores more (BM25 scores are negative)."""
     if len(hits) < k:
         return False
-    kth = sorted(hits, key=_order)[k - 1]
-    return kth.tier == 1 and -kth.score > bound
+    kth = hits[k - 1]
+    return kth.tier == WORDS and -kth.score > bound
 
 
-def _order(hit: Hit) -> tuple[int, float, int]:
-    return (hit.tier, round(hit.score, SCORE_DECIMALS), hit.rowid)
-
-
-def _single(conn: sqlite3.Connection, spec: IndexSpec, expression: str, fetch: int) -> Ranking:
-    found = _step(conn, spec, expression, fetch)
-    return Ranking(found, len(found) < fetch, 1)
-
-
-def _step(conn: sqlite3.Connection, spec: IndexSpec, expression: str, fetch: int) -> list[Hit]:
-    """The best ``fetch`` rows of ``expression``: those whose own text matched first (telling a
-    word from a prefix is left to the caller, which reads the few rows it keeps), each group
-    by BM25."""
-    rows = conn.execute(
-        f"""SELECT id, CASE WHEN own < 0 THEN {OWN} ELSE {CONTEXT} END AS tier, score FROM (
-                SELECT rowid AS id, {spec.bm25} AS score, {spec.own_bm25} AS own
-                FROM {spec.fts} WHERE {spec.fts} MATCH ?)
-            ORDER BY tier, round(score, {SCORE_DECIMALS}), id LIMIT ?""",
-        [expression, fetch],
-    ).fetchall()
-    return [Hit(int(r[0]), int(r[1]), float(r[2])) for r in rows]
-
-
-def rank_filtered(
+def _step(
     conn: sqlite3.Connection,
     spec: IndexSpec,
-    words: Sequence[QueryWord],
+    expression: str,
+    fetch: int,
+    filters: Filters | None,
     *,
-    match_all: bool,
-    table: str,
-    alias: str,
-    where: str,
-    params: Sequence[object],
-    limit: int,
-) -> list[sqlite3.Row]:
-    """Every match ranked with ``table``'s filters applied inside the query, the three tiers told
-    apart in SQL (exact, slower): for when the filters, or prefix-only matches, leave too few of
-    the best rows :func:`rank` found."""
-    exprs = [spec_expression(spec, w) for w in words]
-    expression = " AND ".join(f"({e})" for e in exprs) if match_all else _any(exprs)
-    own_exact = spec.own(_any([w.exact for w in words]))
-    tier = f"CASE WHEN id IN t1 THEN {WORDS} WHEN own < 0 THEN {PREFIX} ELSE {CONTEXT} END"
-    return conn.execute(
-        f"""WITH t1(r) AS MATERIALIZED (SELECT rowid FROM {spec.fts} WHERE {spec.fts} MATCH ?)
-            SELECT *, {tier} AS tier FROM (
-                SELECT {alias}.*, {spec.bm25} AS rank, {spec.own_bm25} AS own
-                FROM {spec.fts} JOIN {table} {alias} ON {alias}.id = {spec.fts}.rowid
-                WHERE {spec.fts} MATCH ? AND {where})
-            ORDER BY tier, round(rank, {SCORE_DECIMALS}), id LIMIT ?""",
-        [own_exact, expression, *params, limit],
+    tier: int | None = None,
+    tier_of: str | None = None,
+) -> list[Hit]:
+    """The best ``fetch`` rows of ``expression`` by BM25, each given its tier: ``tier``, or
+    WORDS when its own text matched (``tier_of``, if given, in its own text) and CONTEXT
+    otherwise."""
+    fts = spec.fts
+    source = f"{fts} WHERE {fts} MATCH ?"
+    params: list[object] = [expression]
+    if filters is not None:
+        f = filters
+        source = (
+            f"{fts} JOIN {f.table} {f.alias} ON {f.alias}.id = {fts}.rowid"
+            f" WHERE {fts} MATCH ? AND {f.where}"
+        )
+        params += f.params
+    prelude, case = "", f"CASE WHEN own < 0 THEN {WORDS} ELSE {CONTEXT} END"
+    if tier is not None:
+        case = str(tier)
+    elif tier_of is not None:  # strict mode: a word itself in the own text, else a prefix
+        prelude = f"WITH t1(r) AS MATERIALIZED (SELECT rowid FROM {fts} WHERE {fts} MATCH ?) "
+        params.insert(0, spec.own(tier_of))
+        case = f"CASE WHEN id IN t1 THEN {WORDS} WHEN own < 0 THEN {PREFIX} ELSE {CONTEXT} END"
+    rows = conn.execute(
+        f"""{prelude}SELECT id, {case} AS tier, score FROM (
+                SELECT {fts}.rowid AS id, {spec.bm25} AS score, {spec.own_bm25} AS own
+                FROM {source})
+            ORDER BY tier, round(score, {SCORE_DECIMALS}), id LIMIT ?""",
+        [*params, fetch],
     ).fetchall()
+    return [Hit(int(r[0]), int(r[1]), float(r[2])) for r in rows]

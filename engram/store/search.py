@@ -20,15 +20,12 @@ from engram.store.models import Observation, Prompt, SearchMatch
 from engram.store.query import QueryWord, check_match_mode, plan_words
 from engram.store.ranking import (
     CONTEXT,
-    OWN,
     PREFIX,
-    SCORE_DECIMALS,
     WORDS,
-    Hit,
+    Filters,
     IndexSpec,
     TermCounts,
     rank,
-    rank_filtered,
 )
 from engram.store.schema import OBSERVATIONS_FTS_COLUMNS, OBSERVATIONS_FTS_WEIGHTS
 
@@ -186,16 +183,14 @@ class SearchMixin(StoreBase):
         BM25 (``rank``) and matched words.
 
         Ranking inside FTS alone (engram/store/ranking.py) is several times cheaper than joining
-        every match to its row, so rank there first (a few more than needed), keep the rows the
-        filters accept, and tell a word from a prefix by reading those rows' own text (which
-        explaining the match needs anyway). Only when that leaves too few (filters rejecting
-        most rows, many prefix-only matches) is everything ranked with the filters and the three
-        tiers inside one query.
+        every match to its row, so rank there first (a few more than needed), then keep the rows
+        the filters accept; only when the filters reject too many, rank again with them inside.
         """
         fetch = limit * 4 + 20
+        options = {"match_all": mode == "all", "k": limit, "fetch": fetch}
         ranking = rank(
-            conn, spec, words, match_all=mode == "all", k=limit, fetch=fetch,
-            prune=self.config.search_pruning, counts=self.term_counts,
+            conn, spec, words, prune=self.config.search_pruning, counts=self.term_counts,
+            **options,
         )  # fmt: skip
         hits = ranking.hits
         a = table.alias
@@ -211,72 +206,24 @@ class SearchMixin(StoreBase):
                 )
             }
             hits = [h for h in hits if h.rowid in kept]
-        probes = [w.probe for w in words]
-        rows: dict[int, sqlite3.Row] = {}
-        found: dict[int, terms.Found] = {}
-        tiers: dict[int, int] = {}
-        own = [h for h in hits if h.tier == OWN]
-        exact = checked = 0
-        while exact < limit and checked < len(own):  # tell words from prefixes, best first
-            batch = own[checked : checked + limit]
-            checked += len(batch)
-            for hit, match in zip(batch, self._explained(conn, table, batch, probes, rows),
-                                  strict=True):  # fmt: skip
-                found[hit.rowid] = match
-                tiers[hit.rowid] = WORDS if match.words else PREFIX
-                exact += tiers[hit.rowid] == WORDS
-        if exact < limit and not ranking.complete:
-            return self._ranked_in_sql(conn, spec, table, words, mode, limit, where, params)
-        # Own rows not read are ranked below the `limit` exact ones already found.
-        best = sorted(
-            (h for h in hits if h.tier != OWN or h.rowid in tiers),
-            key=lambda h: (tiers.get(h.rowid, h.tier), round(h.score, SCORE_DECIMALS), h.rowid),
-        )[:limit]
-        rest = [h for h in best if h.rowid not in found]
-        for hit, match in zip(rest, self._explained(conn, table, rest, probes, rows), strict=True):
-            found[hit.rowid] = match
+        if len(hits) < limit and not ranking.complete:
+            filters = Filters(table.name, a, where, tuple(params))
+            hits = rank(conn, spec, words, prune=False, filters=filters, **options).hits
+        best = hits[:limit]
+        if not best:
+            return []
+        marks = ", ".join("?" for _ in best)
+        rows = {
+            r["id"]: r
+            for r in conn.execute(
+                f"SELECT * FROM {table.name} NOT INDEXED WHERE id IN ({marks})",
+                [h.rowid for h in best],
+            )
+        }
+        found = terms.find([table.texts(rows[h.rowid]) for h in best], [w.probe for w in words])
         return [
-            _built(table, rows[h.rowid], tiers.get(h.rowid, h.tier), h.score, found[h.rowid])
-            for h in best
-        ]
-
-    def _explained(
-        self,
-        conn: sqlite3.Connection,
-        table: _Table,
-        hits: Sequence[Hit],
-        probes: Sequence[terms.Probe],
-        rows: dict[int, sqlite3.Row],
-    ) -> list[terms.Found]:
-        """Read these rows (into ``rows``) and find which query words each holds."""
-        missing = [h.rowid for h in hits if h.rowid not in rows]
-        if missing:
-            marks = ", ".join("?" for _ in missing)
-            for row in conn.execute(
-                f"SELECT * FROM {table.name} NOT INDEXED WHERE id IN ({marks})", missing
-            ):
-                rows[row["id"]] = row
-        return terms.find([table.texts(rows[h.rowid]) for h in hits], probes)
-
-    def _ranked_in_sql(
-        self,
-        conn: sqlite3.Connection,
-        spec: IndexSpec,
-        table: _Table,
-        words: Sequence[QueryWord],
-        mode: str,
-        limit: int,
-        where: str,
-        params: list[Any],
-    ) -> list[Any]:
-        ranked = rank_filtered(
-            conn, spec, words, match_all=mode == "all", table=table.name, alias=table.alias,
-            where=where, params=params, limit=limit,
-        )  # fmt: skip
-        found = terms.find([table.texts(r) for r in ranked], [w.probe for w in words])
-        return [
-            _built(table, row, int(row["tier"]), float(row["rank"]), match)
-            for row, match in zip(ranked, found, strict=True)
+            _built(table, rows[h.rowid], h.tier, h.score, match)
+            for h, match in zip(best, found, strict=True)
         ]
 
 

@@ -300,3 +300,15 @@ def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) ->
         store.db.conn.execute(
             "INSERT INTO observations_fts(observations_fts, rank) VALUES ('integrity-check', 1)"
         )
+
+
+def test_saves_within_one_second_keep_their_order(store: Store, monkeypatch) -> None:
+    """created_at has whole seconds; keys are minted in time order, so a burst of saves (a list
+    of learnings, a fast agent) is still ordered as it was made, on every replica."""
+    for module in ("observations", "prompts"):
+        monkeypatch.setattr(f"engram.store.{module}.now_text", lambda: "2026-11-21 10:00:00")
+    ids = [save(store, f"M{i}", f"word{i}", session_id="burst") for i in range(6)]
+    for earlier, later in zip(ids, ids[2:], strict=False):
+        # Each memory is indexed with the two saved just before it.
+        assert context_of(store, later).startswith(f"M{ids.index(later) - 1} ")
+        assert f"M{ids.index(earlier)} " in context_of(store, later)
