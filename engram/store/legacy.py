@@ -103,6 +103,8 @@ def _rebuild(store: Store) -> None:
         newest = _copy_rows(store, conn, set(present))
         rederive_all(conn)
         fts.rebuild(conn)
+        # The Go tool freed deleted rows without zeroing them: the first purge vacuums.
+        conn.execute("UPDATE store_purge SET vacuum_needed = 1")
         if newest:
             store.journal.observe(conn, newest)
         for table in present:
