@@ -101,15 +101,22 @@ def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Foun
         rows = conn.execute(" UNION ALL ".join(parts), params).fetchall()
     finally:
         conn.execute("ROLLBACK")
-    # (probe, doc, col) → {(term position in the probe, offset in the text): exact?}
-    seen: dict[tuple[int, int, str], dict[tuple[int, int], bool]] = {}
+    # (probe, doc, col) → "exact" or "prefix". A one-term probe needs no positions; a phrase
+    # needs its terms one after the other: {(term position in the probe, offset): exact?}.
+    kinds: dict[tuple[int, int, str], str] = {}
+    phrases: dict[tuple[int, int, str], dict[tuple[int, int], bool]] = {}
     for i, position, doc, col, offset, exact in rows:
-        seen.setdefault((i, doc, col), {})[(position, offset)] = bool(exact)
-    for (i, doc, col), hits in sorted(seen.items()):
+        if len(probes[i].stems) == 1:
+            if exact or (i, doc, col) not in kinds:
+                kinds[(i, doc, col)] = "exact" if exact else "prefix"
+        else:
+            phrases.setdefault((i, doc, col), {})[(position, offset)] = bool(exact)
+    for where, hits in phrases.items():
+        kind = _phrase(len(probes[where[0]].stems), hits)
+        if kind is not None:
+            kinds[where] = kind
+    for (i, doc, col), kind in sorted(kinds.items()):
         probe = probes[i]
-        kind = _phrase(len(probe.stems), hits)
-        if kind is None:
-            continue
         result = found[doc - 1]
         if col == "ctx":
             if probe.word not in result.context_words:
