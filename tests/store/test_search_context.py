@@ -258,10 +258,10 @@ def test_import_derives_context_like_a_live_save(store: Store, make_store) -> No
 
 
 def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) -> None:
-    """A database of schema 4 (contexts from the manual-save pseudo session, of deleted rows,
-    across scopes) comes out of migration 5 with only what the new rules give."""
+    """A database of the schema before (contexts from the manual-save pseudo session, of deleted
+    rows, across scopes) comes out of the search migration with only what the new rules give."""
     from engram.config import Config
-    from engram.store.schema import V1_TABLES
+    from engram.store.schema import SCHEMA_VERSION, V1_TABLES
 
     config = Config(data_dir=tmp_path / "old")
     with Store.open(config=config) as store:
@@ -286,9 +286,10 @@ def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) ->
             "UPDATE observations SET search_context = 'stale JWT text' WHERE id = ?", (agent,)
         )
         conn.execute("INSERT INTO observations_fts(observations_fts) VALUES ('rebuild')")
-        conn.execute("PRAGMA user_version = 4")
+        conn.execute("DROP TABLE store_purge")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
     with Store.open(config=config) as store:
-        assert store.db.scalar("PRAGMA user_version") == 5
+        assert store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION
         assert context_of(store, plain) == ""
         assert context_of(store, agent) == "Agent 1 walrus"
         assert [o.title for o in store.search("zebrafish")] == ["Token"]
