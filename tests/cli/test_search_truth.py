@@ -72,9 +72,12 @@ def test_human_and_json_output_say_why(data_dir: Path) -> None:
 
 
 def test_the_git_sync_docs_example_finds_its_memory(tmp_path: Path) -> None:
-    """docs/git-sync.md: `engram sync --import --dir .engram-example && engram search postgres`."""
+    """docs/git-sync.md: import `.engram-example`, bind acme to it, import again, then
+    `engram search postgres` finds "Team server uses PostgreSQL"."""
     copy = tmp_path / "example"
     shutil.copytree(REPO / ".engram-example", copy)
     data = tmp_path / "data"
+    ok("sync", "--import", "--dir", str(copy), data_dir=data)
+    ok("sync", "--bind", "acme", "--dir", str(copy), data_dir=data)
     ok("sync", "--import", "--dir", str(copy), data_dir=data)
     assert titles("postgres", data_dir=data) == ["Team server uses PostgreSQL"]

@@ -5,6 +5,7 @@ the log, the read model or its full-text index — checked by reading PostgreSQL
 from __future__ import annotations
 
 import gzip
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,10 @@ def test_purge_blanks_old_log_records_and_chunks(
     assert pushed.status_code == 200, pushed.text
     # A hard delete stored before push-time blanking existed: the log still has the text.
     monkeypatch.setattr(purge, "blank_before", lambda conn, records: 0)
-    push(engine, [rec.delete("observation", "obs-go", hlc=rec.next_hlc(wall_ms=1_900_000_000_000))])
+    push(
+        engine,
+        [rec.delete("observation", "obs-go", hlc=rec.next_hlc(wall_ms=int(time.time() * 1000)))],
+    )
     monkeypatch.undo()
     assert any(SECRET in t for t in log_texts(engine))
     report = purge.purge(engine, vacuum=False)
