@@ -214,7 +214,11 @@ def test_any_interleaving_converges(plan: list[tuple], seed: int) -> None:
             # Session context is derived: the same on every replica, and exactly what the rule
             # gives for the final memories (no deleted or replaced text left in it).
             contexts = [
-                dict(s.db.rows("SELECT sync_id, search_context FROM observations")) for s in stores
+                {
+                    (r[0], r[1]): r[2]
+                    for r in s.db.rows("SELECT project, sync_id, search_context FROM observations")
+                }
+                for s in stores
             ]
             assert contexts[0] == contexts[1] == contexts[2]
             for s in stores:
