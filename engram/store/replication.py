@@ -16,7 +16,7 @@ import orjson
 
 from engram.errors import InvalidMutationError
 from engram.record import EPOCH_TEXT, KEY_FIELD, full_state, hlc_text, validate_record
-from engram.store import fts
+from engram.store import fts, vectors
 from engram.store.base import TABLES, StoreBase
 from engram.store.models import ApplyResult
 from engram.store.observations import session_context
@@ -220,6 +220,7 @@ class _ApplyBatch:
         deleted_at = payload.get("deleted_at") or hlc_text(hlc)
         hard = entity != "observation" or bool(payload.get("hard", False))
         if not hard and exists:
+            vectors.forget_deleted(self.conn, "sync_id", key)
             self.conn.execute(
                 "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE sync_id = ?",
                 (deleted_at, deleted_at, hlc, key),

@@ -74,6 +74,17 @@ def forget(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
     queue(conn, wanted)
 
 
+def forget_deleted(conn: sqlite3.Connection, column: str, value: object) -> None:
+    """Delete the vector of the observation(s) where ``column = value``, being soft-deleted (a
+    soft delete leaves the row, and its full-text entry, in place)."""
+    if column not in ("id", "sync_id"):
+        raise ValueError(f"cannot look observations up by {column!r}")
+    conn.execute(
+        f"DELETE FROM {TABLE} WHERE obs_id IN (SELECT id FROM observations WHERE {column} = ?)",
+        (value,),
+    )
+
+
 def forget_all(conn: sqlite3.Connection) -> None:
     """Delete every vector and queue every live memory (the indexed rows were rewritten behind
     the store's back)."""
@@ -116,21 +127,23 @@ class VectorizeResult:
 
 class VectorsMixin(StoreBase):
     def vector_coverage(self, project: str | None = None) -> VectorCoverage:
-        """Live memories and how many of them have an up-to-date vector (counts only: works
-        without the extra, which is what ``available`` says)."""
+        """Live memories and how many of them have a vector of the installed model (without
+        the extra, which ``available`` says: how many have any vector)."""
         from engram import semantic
 
+        available = semantic.available()
+        model = semantic.model_id() if available else None
         where, params = _live(project)
         with self.db.read() as conn:
             memories = conn.execute(
                 f"SELECT COUNT(*) FROM observations o WHERE {where}", params
             ).fetchone()[0]
-            waiting = conn.execute(
-                f"SELECT COUNT(*) FROM {PENDING} p JOIN observations o ON o.id = p.obs_id"
-                f" WHERE {where}",
-                params,
+            vectorized = conn.execute(
+                f"""SELECT COUNT(*) FROM observations o JOIN {TABLE} v ON v.obs_id = o.id
+                    WHERE {where} {"AND v.model = ?" if model else ""}""",
+                [*params, *([model] if model else [])],
             ).fetchone()[0]
-        return VectorCoverage(memories, memories - waiting, semantic.available())
+        return VectorCoverage(memories, vectorized, available)
 
     def vectors_pending(self) -> bool:
         """Whether any memory waits for a vector (cheap: one indexed row at most)."""
@@ -156,12 +169,15 @@ class VectorsMixin(StoreBase):
         from engram import semantic
 
         semantic.require()
-        from engram.semantic.model import default_threads, shared_embedder
-
-        embedder = embedder or shared_embedder(default_threads())
-        model = embedder.model_id
         started = time.perf_counter()
+        model = embedder.model_id if embedder is not None else semantic.model_id()
         self._queue_outdated(model, project, rebuild)
+        if self.vectors_pending():
+            with self.db.write() as conn:  # deleted memories leave the queue
+                conn.execute(
+                    f"DELETE FROM {PENDING} WHERE obs_id NOT IN"
+                    " (SELECT id FROM observations WHERE deleted_at IS NULL)"
+                )
         where, params = _live(project)
         total = int(
             self.db.scalar(
@@ -173,12 +189,18 @@ class VectorsMixin(StoreBase):
         )
         if limit is not None:
             total = min(total, max(0, int(limit)))
+        if total and embedder is None:
+            # Only now numpy, ONNX Runtime and the model: a run with nothing to do is instant.
+            from engram.semantic.model import default_threads, shared_embedder
+
+            embedder = shared_embedder(default_threads())
         embedded = skipped = 0
         bar = progress("Vectorizing memories", total) if progress and total else nullcontext()
         with bar as advance:
             for rows in self._pending_batches(project, total):
                 if should_stop is not None and should_stop():
                     break
+                assert embedder is not None
                 vectors = embedder.embed([embedding_text(r["title"], r["content"]) for r in rows])
                 wrote = self._store_vectors(model, rows, vectors)
                 embedded += wrote
@@ -284,7 +306,7 @@ class VectorsMixin(StoreBase):
             return
 
     def _outdated_vectors(self) -> bool:
-        from engram.semantic.model import model_id
+        from engram.semantic import model_id
 
         row = self.db.one(f"SELECT 1 FROM {TABLE} WHERE model != ? LIMIT 1", (model_id(),))
         return row is not None
