@@ -55,3 +55,16 @@ MEMORIES = [
         "**What**: use CREATE INDEX CONCURRENTLY in migrations.\n**Learned**: lock_timeout=5s.",
     ),
 ]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def workdir(tmp_path) -> object:
+    """An MCP server's working directory: a plain directory, so its project is ``acme``."""
+    path = tmp_path / "acme"
+    path.mkdir()
+    return path
