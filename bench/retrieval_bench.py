@@ -774,7 +774,7 @@ def render_table(report: dict[str, Any], show_misses: bool) -> str:
     lines += [
         "",
         "hit@10 / MRR by kind of question:",
-        f"{'mode':<20}"
+        f"  {'mode':<18}"
         + "".join(
             f" {k + ' (' + str(report['modes'][0]['by_kind'][k]['questions']) + ')':>22}"
             for k in kinds
@@ -787,7 +787,7 @@ def render_table(report: dict[str, Any], show_misses: bool) -> str:
             else f" {'-':>22}"
             for k in kinds
         )
-        lines.append(f"{m['name']:<20}{cells}")
+        lines.append(f"  {m['name']:<18}{cells}")  # indented: one line per mode starts with it
     if show_misses:
         for m in report["modes"]:
             lines.append("")
