@@ -49,8 +49,11 @@ class VectorIndex:
             f"SELECT seq, obs_id, vector FROM {TABLE} WHERE seq > ? AND model = ? ORDER BY seq",
             (self.last_seq, self.model),
         ).fetchall()
-        if rows:
-            self._add(rows)
+        if not rows:
+            return
+        self._add(rows)
+        # New rows usually replace deleted ones (an edit): reload when a quarter of the rows in
+        # memory are leftovers (checked only after changes; leftovers are never returned).
         live = conn.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0]
         if self.size > 32 and live < self.size * 3 // 4:
             self.__init__(self.model)  # type: ignore[misc]

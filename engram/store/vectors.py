@@ -178,15 +178,7 @@ class VectorsMixin(StoreBase):
                     f"DELETE FROM {PENDING} WHERE obs_id NOT IN"
                     " (SELECT id FROM observations WHERE deleted_at IS NULL)"
                 )
-        where, params = _live(project)
-        total = int(
-            self.db.scalar(
-                f"SELECT COUNT(*) FROM {PENDING} p JOIN observations o ON o.id = p.obs_id"
-                f" WHERE {where}",
-                params,
-            )
-            or 0
-        )
+        total = self._waiting(project)
         if limit is not None:
             total = min(total, max(0, int(limit)))
         if total and embedder is None:
@@ -207,9 +199,21 @@ class VectorsMixin(StoreBase):
                 skipped += len(rows) - wrote
                 if advance is not None:
                     advance(len(rows))
-        remaining = self.vector_coverage(project).missing
+        remaining = self._waiting(project)
         return VectorizeResult(
             embedded, skipped, remaining, round(time.perf_counter() - started, 3), model
+        )
+
+    def _waiting(self, project: str | None) -> int:
+        """Live memories in the queue (cheap: the queue is short once vectors exist)."""
+        where, params = _live(project)
+        return int(
+            self.db.scalar(
+                f"SELECT COUNT(*) FROM {PENDING} p JOIN observations o ON o.id = p.obs_id"
+                f" WHERE {where}",
+                params,
+            )
+            or 0
         )
 
     def _queue_outdated(self, model: str, project: str | None, rebuild: bool) -> None:
