@@ -15,6 +15,7 @@ from engram.errors import ValidationError
 from engram.http.app import create_app
 from engram.semantic.background import BackgroundVectorizer
 from engram.store import Store
+from tests.http.conftest import BASE_URL
 from tests.mcp.client import call, engram_mcp
 from tests.semantic.conftest import MEMORIES, needs_model, save
 from tests.support import run_engram, run_on_terminal
@@ -106,7 +107,7 @@ def test_vectorize_shows_a_progress_bar_on_a_terminal(data_dir: Path) -> None:
 
 def test_http_search_mode(store: Store) -> None:
     ids = [save(store, t, c) for t, c in MEMORIES]
-    with TestClient(create_app(store)) as client:
+    with TestClient(create_app(store), base_url=BASE_URL) as client:
         answer = client.get("/search", params={"q": QUESTION, "mode": "semantic"})
         assert answer.status_code == 200, answer.text
         body = answer.json()

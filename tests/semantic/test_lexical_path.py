@@ -45,7 +45,8 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.store.prompts", "engram.store.query", "engram.store.replication",
     "engram.store.schema", "engram.store.search", "engram.store.sessions",
     "engram.store.store", "engram.store.vectors", "engram_cloud", "engram_cloud.cli",
-    "engram.cli.cmd_serve", "engram.secrets", "engram.store.pattern",
+    "engram.cli.cmd_serve", "engram.secrets", "engram.store.pattern", "engram.platform",
+    "engram.terminal",
 }  # fmt: skip
 THIRD_PARTY_ALLOWED = {"orjson"}
 #: Names the standard library only tries to import (copy.py probes for Jython's ``org``).
