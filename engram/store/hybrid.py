@@ -105,7 +105,7 @@ def search_by_meaning(
     similarity.update((n.id, n.similarity) for n in nearest)
     fused = fuse(hits, similarity, weights, [n.id for n in nearest[:SEMANTIC_TOP]])
     by_id = {o.id: o for o in lexical}
-    missing = [f.id for f in fused[:limit] if f.id not in by_id]
+    missing = [f.id for f in fused[: limit + len(pinned)] if f.id not in by_id]
     by_id.update(_fetch(store, missing))
     results = []
     for obs in pinned[:limit]:

@@ -146,3 +146,13 @@ async def test_mcp_search_mode_and_background_vectorizer(data_dir: Path, workdir
         assert words["result"].startswith("No memories found")
         stats = await call(session, "mem_stats")
         assert "Semantic search:" in stats["result"]
+
+
+def test_an_exact_topic_key_stays_first_in_hybrid_mode(semantic_store: Store) -> None:
+    others = [save(semantic_store, t, c) for t, c in MEMORIES]
+    topic = save(
+        semantic_store, "Auth decisions", "Tokens are JWTs.", topic_key="architecture/auth"
+    )
+    found = semantic_store.search("architecture/auth", limit=3)
+    assert found[0].id == topic and found[0].found_by == ["lexical"]
+    assert len(found) <= 3 and set(o.id for o in found[1:]) <= set(others)
