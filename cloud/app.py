@@ -28,6 +28,7 @@ from engram_cloud.compression import response_compression
 from engram_cloud.dashboard.pages import DashboardPlugin
 from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
 from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
+from engram_cloud.guards import refuse_unstorable_parameters
 from engram_cloud.live import LiveFeed
 from engram_cloud.notify import Notifier
 from engram_cloud.settings import Settings, load_settings
@@ -35,13 +36,25 @@ from engram_cloud.settings import Settings, load_settings
 SERVICE = "engram-cloud"
 
 
+def client_address(request: Request) -> str:
+    """The caller's address: the connection's peer, or the client a trusted proxy names
+    (uvicorn rewrites it only for ``ENGRAM_CLOUD_TRUSTED_PROXIES``)."""
+    return request.client.host if request.client else "unknown"
+
+
 def provide_principal(request: Request) -> Principal:
-    """The authenticated caller (401 envelope when the credentials are missing or wrong)."""
+    """The authenticated caller (401 envelope when the credentials are missing or wrong, 429
+    when the address sent too many wrong ones)."""
     state = request.app.state
     if state.settings.insecure:
         return INSECURE_PRINCIPAL
-    with state.engine.begin() as conn:
-        return authenticate(conn, state.settings, request.headers.get("authorization"))
+    with state.engine.connect() as conn:
+        try:
+            return authenticate(
+                conn, state.settings, request.headers.get("authorization"), client_address(request)
+            )
+        finally:
+            conn.commit()  # the failure count and last_used_at, whether or not it refused
 
 
 def provide_admin(principal: NamedDependency[Principal]) -> Principal:
@@ -128,6 +141,7 @@ def create_app(
             "admin": Provide(provide_admin, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=refuse_unstorable_parameters,
         state=State(
             {
                 "settings": settings,

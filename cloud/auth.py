@@ -8,6 +8,13 @@ Authentication (``Authorization: Bearer <token>`` only; reference §4.2), in thi
 4. a managed token (``egt_…``) issued to a principal: looked up by its public prefix, its
    peppered HMAC-SHA256 compared in constant time; revoked tokens and disabled principals fail.
 
+**Throttle.** A client address that presented :data:`~engram_cloud.ratelimit.MAX_BAD_TOKENS`
+wrong bearer tokens within :data:`~engram_cloud.ratelimit.BAD_TOKEN_WINDOW` gets 429 for every
+request (right token or not) until the oldest failure ages out; the count is kept in PostgreSQL,
+so all server processes share it. A missing or malformed header is not a guess and is not
+counted. The address is the connection's peer, or what a trusted proxy says
+(``ENGRAM_CLOUD_TRUSTED_PROXIES``; nobody's ``X-Forwarded-For`` is believed otherwise).
+
 Authorization (reference §4.3): the server allowlist bounds everybody (``*`` = every project);
 managed principals are further bounded by their grants, deny by default (a grant of ``*`` means
 every allowlisted project). Project names are normalized before any check.
@@ -24,8 +31,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection, func, select, update
 
 from engram.project import project_name
-from engram_cloud import models
-from engram_cloud.errors import forbidden, unauthorized
+from engram.text import unstorable_reason
+from engram_cloud import models, ratelimit
+from engram_cloud.errors import ApiError, forbidden, unauthorized
 from engram_cloud.settings import ALL_PROJECTS, Settings
 
 TOKEN_PREFIX = "egt_"
@@ -118,20 +126,49 @@ def _equal(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
 
-def authenticate(conn: Connection, settings: Settings, header: str | None) -> Principal:
-    """Resolve the caller of a request (see the module docstring for the order)."""
+def too_many_bad_tokens(retry_after: int) -> ApiError:
+    return ApiError(
+        429,
+        "policy",
+        "rate_limited",
+        "too many invalid bearer tokens from this address: wait and try again",
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
+def authenticate(
+    conn: Connection, settings: Settings, header: str | None, address: str | None = None
+) -> Principal:
+    """Resolve the caller of a request (see the module docstring for the order). With the
+    client's ``address``, wrong tokens are counted and a flooding address is refused (429);
+    the caller must commit ``conn`` even when this raises, so the count is kept."""
     if settings.insecure:
         return INSECURE_PRINCIPAL
     token = parse_bearer(header)
+    key = f"bearer:{address[:100]}" if address else None
+    if key is not None:
+        window = ratelimit.recent(
+            conn, key, ratelimit.BAD_TOKEN_WINDOW, limit=ratelimit.MAX_BAD_TOKENS
+        )
+        if window.over(ratelimit.MAX_BAD_TOKENS):
+            raise too_many_bad_tokens(window.retry_after)
+    principal = principal_for_token(conn, settings, token)
+    if principal is None:
+        if key is not None:
+            ratelimit.record(conn, key)
+        raise unauthorized("invalid bearer token")
+    return principal
+
+
+def principal_for_token(conn: Connection, settings: Settings, token: str) -> Principal | None:
+    """Whose token this is, or ``None``."""
     if settings.token and _equal(token, settings.token):
         return LEGACY_PRINCIPAL
     if settings.admin_token and _equal(token, settings.admin_token):
         return LEGACY_ADMIN_PRINCIPAL
-    if token.startswith(TOKEN_PREFIX):
-        principal = _managed(conn, settings, token)
-        if principal is not None:
-            return principal
-    raise unauthorized("invalid bearer token")
+    if token.startswith(TOKEN_PREFIX) and unstorable_reason(token) is None:
+        return _managed(conn, settings, token)
+    return None
 
 
 def _managed(conn: Connection, settings: Settings, token: str) -> Principal | None:

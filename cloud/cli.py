@@ -1,5 +1,5 @@
-"""The server side of ``engram cloud``: ``serve``, ``migrate``, ``rebuild-read-model`` and
-``admin …`` (users, tokens, grants, pause).
+"""The server side of ``engram cloud``: ``serve``, ``migrate``, ``rebuild-read-model``,
+``repair-clocks`` and ``admin …`` (users, tokens, grants, pause).
 
 :func:`register_server_commands` adds them to the ``engram cloud`` group. Only argparse is
 imported here; SQLAlchemy, alembic, litestar and uvicorn load inside the handlers, so the rest of
@@ -73,6 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         status = upgrade(engine)
         _progress(f"[engram-cloud] schema migrated to revision {status.current}")
+    _startup_maintenance(engine, settings)
     if settings.insecure:
         _progress(
             "[engram-cloud] WARNING: insecure mode, no authentication (local development only)"
@@ -88,7 +89,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "host": settings.host,
         "port": settings.port,
         "log_level": args.log_level,
-        "proxy_headers": True,
         "timeout_graceful_shutdown": 5,
         "access_log": args.access_log,
         # The WebSocket gateway's keep-alive, as the seed's gateway: a ping every 20 s, and a
@@ -96,7 +96,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "ws": "websockets",
         "ws_ping_interval": 20.0,
         "ws_ping_timeout": 10.0,
+        **proxy_options(settings),
     }
+    if settings.trusted_proxies:
+        _progress(
+            "[engram-cloud] trusting X-Forwarded-For/-Proto from "
+            + ", ".join(settings.trusted_proxies)
+        )
     if args.workers > 1:
         engine.dispose()
         # Each worker process builds its own app (and pool) from the same environment.
@@ -112,6 +118,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         uvicorn.run(create_app(settings, engine=engine), **options)
     return 0
+
+
+def proxy_options(settings: Any) -> dict[str, Any]:
+    """uvicorn's forwarded-header options: believed only from ``ENGRAM_CLOUD_TRUSTED_PROXIES``
+    (uvicorn's own default trusts 127.0.0.1, which let any local process, or a proxy on this
+    host that passes the header through, choose the client address the throttles count)."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(settings.trusted_proxies)}
+
+
+def _startup_maintenance(engine: Any, settings: Any) -> None:
+    """Hold back records beyond the clock bound, and prune the audit log, before serving."""
+    from engram_cloud.clocks import repair_clocks
+    from engram_cloud.controls import AuditLimits, prune_audit
+
+    report = repair_clocks(engine, max_drift_ms=settings.max_clock_drift_s * 1000)
+    if report.changed:
+        _progress(
+            f"[engram-cloud] clock bound: {report.held} record(s) held back, {report.released} "
+            f"released; read model rebuilt for {len(report.projects)} project(s)"
+        )
+    elif report.still_held:
+        _progress(
+            f"[engram-cloud] clock bound: {report.still_held} record(s) still held back "
+            "(their clocks are ahead of this server's; see engram cloud repair-clocks)"
+        )
+    with engine.begin() as conn:
+        prune_audit(conn, AuditLimits.of(settings))
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -175,6 +210,43 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
             "applied": stats.applied,
             "stale": stats.stale,
             "by_entity": stats.by_entity,
+        },
+    )
+    return 0
+
+
+def cmd_repair_clocks(args: argparse.Namespace) -> int:
+    from engram_cloud.clocks import repair_clocks
+
+    settings = _settings()
+    engine = _engine(settings.database_url)
+    try:
+        report = repair_clocks(
+            engine,
+            max_drift_ms=settings.max_clock_drift_s * 1000,
+            dry_run=args.dry_run,
+            progress=None if wants_json(args) else _progress,
+        )
+    finally:
+        engine.dispose()
+    verb = "would hold" if args.dry_run else "held"
+    again = "would release" if args.dry_run else "released"
+    human = (
+        f"Clock bound (now + {settings.max_clock_drift_s} s): {verb} {report.held} record(s), "
+        f"{again} {report.released}; {report.still_held} held in all"
+    )
+    if report.projects:
+        human += "\n  projects: " + ", ".join(report.projects[:50])
+    emit(
+        args,
+        human,
+        {
+            "dry_run": args.dry_run,
+            "held": report.held,
+            "released": report.released,
+            "still_held": report.still_held,
+            "projects": report.projects,
+            "max_clock_drift_s": settings.max_clock_drift_s,
         },
     )
     return 0
@@ -380,6 +452,15 @@ def register_server_commands(actions: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--project", help="only this project")
     p.set_defaults(func=cmd_rebuild)
+
+    p = _parser(
+        actions,
+        "repair-clocks",
+        "hold back logged records whose clock is beyond now + ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S "
+        "(and release those real time caught up with); rebuild what changed",
+    )
+    p.add_argument("--dry-run", action="store_true", help="only count")
+    p.set_defaults(func=cmd_repair_clocks)
 
     admin = actions.add_parser("admin", help="users, tokens, grants and project pause")
     add_json_flag(admin)

@@ -24,7 +24,8 @@ from engram_cloud.errors import ApiError, payload_too_large
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_ENVELOPE = "application/vnd.engram.sync+gzip"
-_STEP = 4096  # compressed bytes fed per step: bounds how far one step can overshoot the limit
+_ZSTD_STEP = 64  # compressed bytes per step: at most 16 blocks x 128 KiB = 2 MiB of output
+_GZIP_WINDOW = 1 << 20  # output per zlib call
 
 
 def _invalid(message: str) -> ApiError:
@@ -64,31 +65,36 @@ def _encoding_of(body: bytes, headers: Mapping[str, str]) -> str:
     )
 
 
-def _gunzip(body: bytes, limit: int) -> bytes:
+def _gunzip(body: bytes, limit: int) -> bytearray:
     out = bytearray()
     data = body
     while data:
         inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
         try:
-            out += inflater.decompress(data, limit + 1 - len(out))
+            while True:
+                out += inflater.decompress(data, min(_GZIP_WINDOW, limit + 1 - len(out)))
+                if len(out) > limit:
+                    raise payload_too_large(limit)
+                data = inflater.unconsumed_tail
+                if inflater.eof or not data:
+                    break
         except zlib.error as exc:
             raise _invalid(f"corrupt gzip body ({exc})") from None
-        if len(out) > limit or inflater.unconsumed_tail:
-            raise payload_too_large(limit)
         if not inflater.eof:
             raise _invalid("truncated gzip body")
         data = inflater.unused_data  # a further gzip member follows
         if data and not data.startswith(GZIP_MAGIC):
             raise _invalid("trailing bytes after the gzip body")
-    return bytes(out)
+    return out
 
 
-def _unzstd(body: bytes, limit: int) -> bytes:
+def _unzstd(body: bytes, limit: int) -> bytearray:
     out = bytearray()
     inflater = zstandard.ZstdDecompressor().decompressobj()
+    view = memoryview(body)
     try:
-        for start in range(0, len(body), _STEP):
-            out += inflater.decompress(body[start : start + _STEP])
+        for start in range(0, len(body), _ZSTD_STEP):
+            out += inflater.decompress(view[start : start + _ZSTD_STEP])
             if len(out) > limit:
                 raise payload_too_large(limit)
             if inflater.eof:
@@ -99,12 +105,12 @@ def _unzstd(body: bytes, limit: int) -> bytes:
         raise _invalid("truncated zstd body")
     if inflater.unused_data:
         raise _invalid("trailing bytes after the zstd body")
-    return bytes(out)
+    return out
 
 
-def decode_body(body: bytes, headers: Mapping[str, str], limit: int) -> bytes:
+def decode_body(body: bytes, headers: Mapping[str, str], limit: int) -> bytes | bytearray:
     """The request body, decompressed as its headers or magic bytes say, at most ``limit``
-    bytes once decompressed (else 413)."""
+    bytes once decompressed (else 413, after at most one output window past the limit)."""
     encoding = _encoding_of(body, headers)
     if encoding == "gzip":
         return _gunzip(body, limit)

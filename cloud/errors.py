@@ -19,7 +19,7 @@ from litestar.exceptions import (
     ValidationException,
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 
 from engram.errors import ConflictError, EngramError, NotFoundError, ValidationError
 
@@ -157,6 +157,23 @@ def _database(request: Request, exc: DBAPIError) -> Response[bytes]:
     ).response()
 
 
+def _bad_data(request: Request, exc: DataError) -> Response[bytes]:
+    """PostgreSQL refused a value (SQLSTATE class 22: NUL in text, a number out of range…).
+    Input is checked before it reaches a query; this is the net under a check someone forgot,
+    so it is logged, and the caller still gets a 400 rather than a 500."""
+    from engram_cloud.db import describe_db_error
+
+    log.warning(
+        "database refused a value on %s %s: %s",
+        request.method,
+        request.url.path,
+        describe_db_error(exc),
+    )
+    return invalid_request(
+        "invalid_parameter", f"a value in this request cannot be stored ({describe_db_error(exc)})"
+    ).response()
+
+
 def _internal(request: Request, exc: Exception) -> Response[bytes]:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return ApiError(500, "blocked", "upgrade_blocked_internal", "internal server error").response()
@@ -170,6 +187,7 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     MethodNotAllowedException: _not_allowed,
     ValidationException: _validation,
     HTTPException: _http,
+    DataError: _bad_data,
     OperationalError: _database,  # the database is down, restarting or unreachable
     InterfaceError: _database,
     Exception: _internal,

@@ -87,11 +87,18 @@ def _principal_for(socket: WebSocket, token: Any) -> Principal | None:
     if isinstance(token, str) and token.strip():
         if settings.insecure:
             return INSECURE_PRINCIPAL
-        try:
-            with state.engine.begin() as conn:
-                return authenticate(conn, settings, f"Bearer {token.strip()}")
-        except ApiError:
-            return None
+        # Wrong tokens count against the client's address, as on the HTTP API (a handshake is
+        # one more place to guess); the count must be committed even when refusing.
+        address = socket.client.host if socket.client else "unknown"
+        with state.engine.connect() as conn:
+            try:
+                return authenticate(conn, settings, f"Bearer {token.strip()}", address)
+            except ApiError as exc:
+                if exc.status_code == 429:
+                    raise
+                return None
+            finally:
+                conn.commit()
     # No token: the dashboard's login cookie (or insecure mode's open door), from this origin only.
     if socket.headers.get("origin") is not None and not same_origin(socket):
         return None
@@ -280,7 +287,11 @@ async def serve(socket: WebSocket) -> None:
         await _refuse(socket, "Invalid JSON")
         return
     token = hello.get("token") if isinstance(hello, dict) else None
-    principal = await anyio.to_thread.run_sync(_principal_for, socket, token)
+    try:
+        principal = await anyio.to_thread.run_sync(_principal_for, socket, token)
+    except ApiError:  # the address sent too many wrong tokens
+        await _refuse(socket, "Too many invalid authentication tokens: try again later")
+        return
     if principal is None:
         await _refuse(socket, "Invalid authentication token")
         return

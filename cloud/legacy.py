@@ -16,7 +16,13 @@ import orjson
 from engram.sync.git.chunk import BadChunkError
 from engram.sync.git.go_chunk import go_chunk_records
 from engram_cloud.auth import normalize_project_name
-from engram_cloud.sync_log import Candidate, RecordRejected, Rejection, prepare_record
+from engram_cloud.sync_log import (
+    Candidate,
+    ClockBound,
+    RecordRejected,
+    Rejection,
+    prepare_record,
+)
 
 CHUNK_SECTIONS = ("sessions", "observations", "prompts")
 CLOUD_CHUNK_ID_LENGTH = 8  # the reference's cloud chunk ids: 8 hex of the canonical bytes
@@ -34,7 +40,9 @@ def _decoded(payload: Any) -> Any:
     return payload
 
 
-def entry_candidate(entry: Any, index: int) -> Candidate | Rejection:
+def entry_candidate(
+    entry: Any, index: int, clock: ClockBound | None = None
+) -> Candidate | Rejection:
     """One ``{"project", "entity", "entity_key", "op", "payload"}`` entry as a candidate
     record, or why it was rejected."""
     if not isinstance(entry, dict):
@@ -57,7 +65,7 @@ def entry_candidate(entry: Any, index: int) -> Candidate | Rejection:
         entity = str(entry.get("entity") or "")[:50]
         return Rejection(index, None, "unsupported_entity", f"entity {entity!r} is not supported")
     try:
-        return prepare_record(records[0], index)
+        return prepare_record(records[0], index, clock)
     except RecordRejected as exc:
         return Rejection(index, records[0]["mid"], exc.code, str(exc))
 
@@ -98,17 +106,22 @@ def canonical_chunk(data: Any, project: str) -> tuple[str, bytes, dict[str, Any]
     return hashlib.sha256(raw).hexdigest()[:CLOUD_CHUNK_ID_LENGTH], raw, document
 
 
-def chunk_candidates(chunk_id: str, document: dict[str, Any]) -> tuple[list[Candidate], int]:
-    """The chunk's rows and mutations as candidate records, and how many relation mutations
-    were skipped. Raises :class:`ValueError` naming the first bad row."""
+def chunk_candidates(
+    chunk_id: str, document: dict[str, Any], clock: ClockBound | None = None
+) -> tuple[list[Candidate], list[Rejection], int]:
+    """The chunk's rows and mutations as candidate records, the rows rejected one by one (a NUL
+    in one memory, a clock far ahead: the rest of the chunk still lands), and how many relation
+    mutations were skipped. Raises :class:`ValueError` when the chunk's shape is malformed."""
     try:
         records, skipped = go_chunk_records(chunk_id, document)
     except BadChunkError as exc:
         raise ValueError(exc.reason) from None
-    candidates = []
+    candidates: list[Candidate] = []
+    rejected: list[Rejection] = []
     for index, record in enumerate(records):
         try:
-            candidates.append(prepare_record(record, index))
+            candidates.append(prepare_record(record, index, clock))
         except RecordRejected as exc:
-            raise ValueError(f"{record['entity']} {record['key'][:100]!r}: {exc}") from None
-    return candidates, skipped
+            where = f"{record['entity']} {str(record['key'])[:100]!r}"
+            rejected.append(Rejection(index, record["mid"], exc.code, f"{where}: {exc}"))
+    return candidates, rejected, skipped

@@ -13,8 +13,8 @@ Groups:
 * **policy** — ``cloud_project_controls`` (pause), ``cloud_sync_audit_log``.
 * **identity** — ``cloud_principals`` (humans and service accounts), ``cloud_principal_tokens``
   (peppered hashes only), ``cloud_project_grants``, ``cloud_auth_audit_log``,
-  ``cloud_login_attempts`` (dashboard login rate limiting, kept in PostgreSQL so several server
-  processes share it).
+  ``cloud_login_attempts`` (rate limiting — dashboard logins, wrong bearer tokens, member
+  heartbeats — kept in PostgreSQL so several server processes share it).
 * **fleet** — ``cloud_workers``: the last heartbeat of every client machine.
 """
 
@@ -80,8 +80,12 @@ mutations = Table(
     Column("principal_id", BigInteger),
     Column("source", Text, nullable=False, server_default="mutation_push"),
     _created_at("received_at"),
+    # Why the read model leaves this record out (clock_skew: its hlc is beyond the server's
+    # clock + drift; see engram_cloud.clocks). NULL for every normal record.
+    Column("held", Text),
     UniqueConstraint("mid"),
     Index(None, "project", "seq"),
+    Index("ix_cloud_mutations_held", "seq", postgresql_where=text("held IS NOT NULL")),
 )
 
 chunks = Table(
@@ -334,6 +338,9 @@ workers = Table(
     Column("status", Text, nullable=False, server_default="online"),
     Column("principal_id", BigInteger),
     Column("principal_name", Text, nullable=False, server_default=""),
+    # Who created the record ("principal:<id>" or a legacy credential's source): only that
+    # principal's heartbeats may update it ('' = unknown, claimed by the next heartbeat).
+    Column("owner", Text, nullable=False, server_default=""),
     Index(None, "hostname"),
 )
 

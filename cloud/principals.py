@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
+from engram.text import unstorable_reason
 from engram_cloud import models
 from engram_cloud.auth import Principal, hash_token, new_token, normalize_project_name, token_prefix
 from engram_cloud.settings import ALL_PROJECTS
@@ -51,6 +52,14 @@ def iso(moment: datetime | None) -> str | None:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def storable(value: str | None, field: str) -> str | None:
+    """``value``, or :class:`ValidationError` when PostgreSQL cannot store it (NUL…)."""
+    problem = unstorable_reason(value) if value else None
+    if problem:
+        raise ValidationError(f"{field} {problem}", field=field)
+    return value
 
 
 def audit(
@@ -133,7 +142,9 @@ def create_principal(
     display_name: str | None = None,
 ) -> dict[str, Any]:
     username = (username or "").strip()
-    if not _USERNAME.match(username):
+    storable(email, "email")
+    storable(display_name, "display_name")
+    if not _USERNAME.fullmatch(username):
         raise ValidationError(
             "username must be 1-128 characters: letters, digits and . _ @ + - "
             "(starting with a letter or digit)",
@@ -167,14 +178,29 @@ def create_principal(
     return user_dict(row)
 
 
+MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger "id" can name nothing
+
+
+def _as_id(text_ref: str) -> int | None:
+    """``text_ref`` as a principal id: ASCII digits within bigint range (``int()`` would also
+    read "٣", and fail on "²", which ``isdigit`` accepts)."""
+    if not (text_ref.isascii() and text_ref.isdigit()) or len(text_ref) > 19:
+        return None
+    value = int(text_ref)
+    return value if value <= MAX_ID else None
+
+
 def get_principal(conn: Connection, ref: int | str) -> dict[str, Any]:
     """A principal by id or by username."""
     p = models.principals
     text_ref = str(ref).strip()
-    where = p.c.id == int(text_ref) if text_ref.isdigit() else p.c.username == text_ref
+    if "\x00" in text_ref or len(text_ref) > 255:
+        raise NotFoundError(f"no user {text_ref[:100]!r}")
+    found_id = _as_id(text_ref)
+    where = p.c.id == found_id if found_id is not None else p.c.username == text_ref
     row = conn.execute(select(p).where(where)).first()
     if row is None:
-        raise NotFoundError(f"no user {text_ref!r}")
+        raise NotFoundError(f"no user {text_ref[:100]!r}")
     return user_dict(row)
 
 
@@ -203,6 +229,7 @@ def issue_token(
     user = get_principal(conn, ref)
     if len(name) > 200:
         raise ValidationError("token name is longer than 200 characters", field="name")
+    storable(name, "name")
     raw = new_token()
     t = models.principal_tokens
     row = conn.execute(
@@ -230,10 +257,12 @@ def list_tokens(conn: Connection, ref: int | str) -> list[dict[str, Any]]:
 def revoke_token(
     conn: Connection, actor: Actor, token_id: int, *, reason: str | None = None
 ) -> dict[str, Any]:
+    storable(reason, "reason")
     t = models.principal_tokens
-    row = conn.execute(select(t).where(t.c.id == token_id)).first()
+    found = token_id if 0 < token_id <= MAX_ID else None
+    row = None if found is None else conn.execute(select(t).where(t.c.id == found)).first()
     if row is None:
-        raise NotFoundError(f"no token with id {token_id}")
+        raise NotFoundError(f"no token with id {str(token_id)[:30]}")
     if row.revoked_at is None:
         row = conn.execute(
             update(t)
@@ -258,6 +287,7 @@ def grant_project_name(raw: str) -> str:
     name = normalize_project_name(raw)
     if not name:
         raise ValidationError("project is required", field="project")
+    storable(name, "project")
     if len(name) > 200:
         raise ValidationError("project name is longer than 200 characters", field="project")
     return name

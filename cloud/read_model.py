@@ -1,6 +1,6 @@
 """The read model: the winning state of every session, observation and prompt per project,
 applied from accepted mutations in the same transaction as the log insert, and rebuildable from
-the log.
+the log (records the log holds back — ``held``, see :mod:`engram_cloud.clocks` — are skipped).
 
 The rules are the local store's (DESIGN §3 "Applying mutations"), per ``(project, entity, key)``:
 the greatest ``hlc`` wins (string order; ties go to the existing state), records are
@@ -218,7 +218,9 @@ def rebuild(
     stats = ApplyStats()
     last = done = 0
     while True:
-        query = select(m.c.seq, m.c.record, m.c.created_by).where(m.c.seq > last)
+        query = select(m.c.seq, m.c.record, m.c.created_by).where(
+            m.c.seq > last, m.c.held.is_(None)
+        )
         if project is not None:
             query = query.where(m.c.project == project)
         rows = conn.execute(query.order_by(m.c.seq).limit(batch)).all()

@@ -2,7 +2,8 @@
 
 :func:`load_settings` refuses a bad configuration with :class:`SettingsError`, whose message is
 one line naming the variable and what to do — no allowlist, a missing, weak or example JWT
-secret in authenticated mode, a shared token or an admin token together with insecure mode.
+secret in authenticated mode, a bearer token shorter than 32 characters, a shared token or an
+admin token together with insecure mode, a trusted proxy that is not an address or network.
 (Whether the database answers is checked by :func:`engram_cloud.db.check_database`.)
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,7 +26,12 @@ DEFAULT_PULL_LIMIT = 500
 MAX_PULL_LIMIT = 1000
 MAX_WAIT_SECONDS = 30.0
 MIN_SECRET_BYTES = 32
+MIN_TOKEN_CHARS = 32  # legacy bearer tokens: anything shorter is guessable at our throttle's rate
 ALL_PROJECTS = "*"
+DEFAULT_MAX_CLOCK_DRIFT_S = 600  # DESIGN §3 "Clock bound": 10 minutes
+DEFAULT_AUDIT_RETENTION_DAYS = 90
+DEFAULT_AUDIT_MAX_ROWS = 100_000
+DEFAULT_HEARTBEATS_PER_MINUTE = 120  # per member principal (a shared token is one principal)
 
 #: The placeholder written in docs/cloud.env.example and docker-compose.cloud.yml: a server
 #: started with it unchanged would sign sessions with a secret everybody knows.
@@ -43,6 +50,11 @@ ENV_VARS = (
     "ENGRAM_CLOUD_TOKEN_PEPPER",
     "ENGRAM_CLOUD_MAX_PUSH_BYTES",
     "ENGRAM_CLOUD_DB_POOL_SIZE",
+    "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S",
+    "ENGRAM_CLOUD_TRUSTED_PROXIES",
+    "ENGRAM_CLOUD_AUDIT_RETENTION_DAYS",
+    "ENGRAM_CLOUD_AUDIT_MAX_ROWS",
+    "ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE",
 )
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -71,6 +83,12 @@ class Settings:
     max_pull_limit: int = MAX_PULL_LIMIT
     max_wait_seconds: float = MAX_WAIT_SECONDS
     pool_size: int = 10
+    max_clock_drift_s: int = DEFAULT_MAX_CLOCK_DRIFT_S  # pushed hlc at most this far ahead
+    # Addresses/networks whose X-Forwarded-For/-Proto headers uvicorn believes (none: off).
+    trusted_proxies: tuple[str, ...] = ()
+    audit_retention_days: int = DEFAULT_AUDIT_RETENTION_DAYS
+    audit_max_rows: int = DEFAULT_AUDIT_MAX_ROWS
+    heartbeats_per_minute: int = DEFAULT_HEARTBEATS_PER_MINUTE
 
     def __post_init__(self) -> None:
         if not self.token_pepper:
@@ -146,6 +164,38 @@ def _secret_problem(secret: str) -> str | None:
     return None
 
 
+def _token_problem(token: str) -> str | None:
+    if len(token) < MIN_TOKEN_CHARS:
+        return (
+            f"is too short ({len(token)} characters): use at least {MIN_TOKEN_CHARS} "
+            "random characters (openssl rand -hex 32)"
+        )
+    if len(set(token)) < 8:
+        return "is too weak: it repeats a few characters; use a random value (openssl rand -hex 32)"
+    return None
+
+
+def parse_trusted_proxies(raw: str) -> tuple[str, ...]:
+    """Comma list of IP addresses or networks (CIDR), normalized; ``SettingsError`` names the
+    first entry that is neither (a host name would be looked up by nobody: refuse it)."""
+    found: list[str] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            network = ipaddress.ip_network(part, strict=False)
+        except ValueError:
+            raise SettingsError(
+                f"ENGRAM_CLOUD_TRUSTED_PROXIES: {part[:60]!r} is not an IP address or network "
+                "(e.g. 10.0.0.5 or 172.16.0.0/12)"
+            ) from None
+        text = str(network.network_address) if network.num_addresses == 1 else str(network)
+        if text not in found:
+            found.append(text)
+    return tuple(found)
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate the server settings from ``env`` (default: the process environment)."""
     from engram_cloud.db import normalize_database_url
@@ -169,6 +219,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         )
     if insecure and admin_token:
         raise SettingsError("ENGRAM_CLOUD_ADMIN is refused in insecure mode (there is no login)")
+    for name, value in (("ENGRAM_CLOUD_TOKEN", token), ("ENGRAM_CLOUD_ADMIN", admin_token)):
+        if value and (problem := _token_problem(value)):
+            raise SettingsError(f"{name} {problem}")
     if not insecure:
         if not jwt_secret:
             raise SettingsError(
@@ -205,4 +258,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         token_pepper=pepper_raw.encode() if pepper_raw else derive_pepper(jwt_secret),
         max_push_bytes=_int(env, "ENGRAM_CLOUD_MAX_PUSH_BYTES", DEFAULT_MAX_PUSH_BYTES, 1024),
         pool_size=_int(env, "ENGRAM_CLOUD_DB_POOL_SIZE", 10),
+        max_clock_drift_s=_int(
+            env, "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S", DEFAULT_MAX_CLOCK_DRIFT_S, 1, 366 * 86_400
+        ),
+        trusted_proxies=parse_trusted_proxies(env.get("ENGRAM_CLOUD_TRUSTED_PROXIES", "")),
+        audit_retention_days=_int(
+            env, "ENGRAM_CLOUD_AUDIT_RETENTION_DAYS", DEFAULT_AUDIT_RETENTION_DAYS, 1, 36_500
+        ),
+        audit_max_rows=_int(env, "ENGRAM_CLOUD_AUDIT_MAX_ROWS", DEFAULT_AUDIT_MAX_ROWS, 1_000),
+        heartbeats_per_minute=_int(
+            env, "ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE", DEFAULT_HEARTBEATS_PER_MINUTE, 1, 100_000
+        ),
     )

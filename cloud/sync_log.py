@@ -19,6 +19,7 @@ long-polling pulls on every server process when the transaction commits.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from sqlalchemy import Connection, func, select, text
 
 from engram.errors import InvalidMutationError
 from engram.project import project_name
-from engram.record import build_record, validate_record
+from engram.record import DEFAULT_MAX_CLOCK_DRIFT_MS, build_record, check_clock, validate_record
 from engram_cloud import bulk, models, read_model
 
 PUSH_LOCK = 0x656E6772616D02  # "engram" + 2
@@ -97,8 +98,23 @@ def canonical(record: dict[str, Any], index: int = -1) -> Candidate:
     )
 
 
-def prepare_record(item: Any, index: int) -> Candidate:
-    """Validate one pushed record; raise :class:`RecordRejected` with an error code."""
+@dataclass(frozen=True, slots=True)
+class ClockBound:
+    """The receiving server's clock and how far ahead of it a record's hlc may be."""
+
+    now_ms: int
+    max_drift_ms: int = DEFAULT_MAX_CLOCK_DRIFT_MS
+
+    @classmethod
+    def now(cls, max_drift_ms: int = DEFAULT_MAX_CLOCK_DRIFT_MS) -> ClockBound:
+        return cls(int(time.time() * 1000), max_drift_ms)
+
+
+def prepare_record(item: Any, index: int, clock: ClockBound | None = None) -> Candidate:
+    """Validate one pushed record; raise :class:`RecordRejected` with an error code.
+
+    A record too far ahead of ``clock`` (default: this machine's, with the default drift) is
+    rejected ``clock_skew``: applied, it would beat every real edit of its key until then."""
     if isinstance(item, dict):
         project = item.get("project")
         if project is None or (isinstance(project, str) and not project.strip()):
@@ -110,17 +126,24 @@ def prepare_record(item: Any, index: int) -> Candidate:
     problem = _project_problem(record)
     if problem:
         raise RecordRejected(*problem)
+    clock = clock or ClockBound.now()
+    skew = check_clock(record["hlc"], clock.now_ms, clock.max_drift_ms)
+    if skew:
+        raise RecordRejected("clock_skew", skew)
     return canonical(record, index)
 
 
-def prepare(items: Sequence[Any]) -> tuple[list[Candidate], list[Rejection]]:
+def prepare(
+    items: Sequence[Any], clock: ClockBound | None = None
+) -> tuple[list[Candidate], list[Rejection]]:
     """Split pushed items into valid candidates and rejections (one bad record never blocks
     the rest)."""
+    clock = clock or ClockBound.now()
     good: list[Candidate] = []
     bad: list[Rejection] = []
     for index, item in enumerate(items):
         try:
-            good.append(prepare_record(item, index))
+            good.append(prepare_record(item, index, clock))
         except RecordRejected as exc:
             mid = item.get("mid") if isinstance(item, dict) else None
             bad.append(Rejection(index, mid if isinstance(mid, str) else None, exc.code, str(exc)))

@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engram.record import DEFAULT_MAX_CLOCK_DRIFT_MS
+
 DEFAULT_PORT = 7437
 DEFAULT_HOST = "127.0.0.1"
 #: `engram hub`, the first seed's Hub API, listens where that seed's clients look for it.
@@ -29,6 +31,29 @@ def _int_env(env: dict[str, str], name: str, default: int) -> int:
 def _list_env(env: dict[str, str], name: str) -> tuple[str, ...]:
     """A comma-separated setting, blanks dropped."""
     return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
+
+
+_DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def parse_duration_ms(name: str, raw: str) -> int:
+    """A duration setting: plain seconds (``600``) or with a unit (``90s``, ``10m``, ``1h``,
+    ``500ms``)."""
+    text = raw.strip().lower()
+    number, unit = text, "s"
+    for suffix in sorted(_DURATION_UNITS, key=len, reverse=True):
+        if text.endswith(suffix):
+            number, unit = text[: -len(suffix)].strip(), suffix
+            break
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(
+            f"{name} must be a duration such as 600, 90s, 10m or 1h, got {raw!r}"
+        ) from None
+    if value < 0:
+        raise ValueError(f"{name} cannot be negative, got {raw!r}")
+    return int(value * _DURATION_UNITS[unit])
 
 
 def default_data_dir(env: dict[str, str] | None = None) -> Path:
@@ -67,6 +92,9 @@ class Config:
     hub_port: int = DEFAULT_HUB_PORT
     api_token: str | None = None
     project_override: str | None = None
+    #: How far ahead of this machine's clock a replicated record may be before it waits in the
+    #: quarantine (``clock_skew``) until real time catches up (ENGRAM_MAX_CLOCK_DRIFT).
+    max_clock_drift_ms: int = DEFAULT_MAX_CLOCK_DRIFT_MS
 
     @property
     def db_path(self) -> Path:
@@ -88,4 +116,7 @@ def load(env: dict[str, str] | None = None) -> Config:
         project_override=env.get("ENGRAM_PROJECT", "").strip() or None,
         busy_timeout_ms=_int_env(env, "ENGRAM_BUSY_TIMEOUT_MS", 10_000),
         search_mode=env.get("ENGRAM_SEARCH_MODE", "").strip().lower() or None,
+        max_clock_drift_ms=parse_duration_ms(
+            "ENGRAM_MAX_CLOCK_DRIFT", env.get("ENGRAM_MAX_CLOCK_DRIFT", "").strip() or "10m"
+        ),
     )

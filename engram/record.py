@@ -11,14 +11,19 @@ import secrets
 from typing import Any
 
 from engram.errors import InvalidMutationError
+from engram.text import unstorable_reason
 
 ENTITIES = ("session", "observation", "prompt")
 OPS = ("upsert", "delete")
 LEGACY_ORIGIN = "0" * 16
 EPOCH_TEXT = "1970-01-01 00:00:00"
 MAX_FIELD_BYTES = 1 << 20  # a replicated text field larger than 1 MiB is refused
+MAX_WALL_MS = 10**13 - 1  # the largest wall time an hlc can carry (13 digits)
+#: How far ahead of the receiver's clock a record may be before it waits (a replica) or is refused
+#: (the server) (DESIGN §3).
+DEFAULT_MAX_CLOCK_DRIFT_MS = 10 * 60 * 1000
 
-_HLC = re.compile(r"^(\d{13})\.(\d{5})\.([0-9a-f]{16})$")
+_HLC = re.compile(r"^([0-9]{13})\.([0-9]{5})\.([0-9a-f]{16})$")
 _MID = re.compile(r"^[0-9a-f]{32}$")
 _ORIGIN = re.compile(r"^[0-9a-f]{16}$")
 
@@ -71,6 +76,53 @@ def parse_hlc(hlc: str) -> tuple[int, int, str]:
     return int(match.group(1)), int(match.group(2)), match.group(3)
 
 
+def is_valid_hlc(hlc: str) -> bool:
+    return bool(_HLC.match(hlc))
+
+
+def hlc_bound(now_ms: int, max_drift_ms: int) -> str:
+    """The greatest hlc a record may carry at ``now_ms``: every valid hlc that compares (as a
+    string) greater than this is more than the drift ahead."""
+    wall = min(MAX_WALL_MS, max(0, now_ms + max_drift_ms))
+    return format_hlc(wall, 99_999, "f" * 16)
+
+
+def check_clock(hlc: str, now_ms: int, max_drift_ms: int) -> str | None:
+    """Why a record with this ``hlc`` may not be applied at ``now_ms`` (``None`` when it may).
+
+    A record whose wall time is more than ``max_drift_ms`` ahead of the receiver's clock would
+    win last-writer-wins against every real edit until then and drag every clock that sees it
+    forward (DESIGN §3 "Clock bound"): a replica keeps it until real time catches up, the server
+    refuses it.
+    """
+    match = _HLC.match(hlc) if isinstance(hlc, str) else None
+    if not match:
+        return f"hlc {hlc!r} is not WALLMS.COUNTER.ORIGIN"
+    wall = int(match.group(1))
+    ahead = wall - now_ms
+    if ahead > max_drift_ms:
+        return (
+            f"hlc {hlc} is {_duration(ahead)} ahead of this clock "
+            f"(at most {_duration(max_drift_ms)} allowed)"
+        )
+    return None
+
+
+def _duration(ms: int) -> str:
+    seconds = ms / 1000
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:,.1f} s"
+
+
+def moved_key(entity: str, old_key: str, new_project: str) -> str:
+    """The key a memory or prompt gets when it moves to ``new_project`` (DESIGN §3): derived, so
+    every replica that makes the same move creates the same key."""
+    digest = hashlib.sha256(f"{old_key}\0{new_project}".encode()).hexdigest()[:16]
+    return ("obs-" if entity == "observation" else "prompt-") + digest
+
+
 def build_record(
     *,
     mid: str,
@@ -110,20 +162,40 @@ def legacy_mid(key: str, updated_at: str, op: str) -> str:
     return hashlib.sha256(f"{key}\0{updated_at}\0{op}".encode()).hexdigest()[:32]
 
 
-def legacy_hlc(updated_at: str) -> str:
+def legacy_hlc(updated_at: str, not_after_ms: int | None = None) -> str:
+    """``updated_at`` as a clock (origin zero). ``not_after_ms`` caps it: a row dated in the
+    future must not outrank every real edit (DESIGN §3 "Clock bound")."""
     from engram.times import store_text_to_ms
 
-    return format_hlc(store_text_to_ms(updated_at), 0, LEGACY_ORIGIN)
+    wall = min(MAX_WALL_MS, store_text_to_ms(updated_at))
+    if not_after_ms is not None:
+        wall = min(wall, not_after_ms)
+    return format_hlc(max(0, wall), 0, LEGACY_ORIGIN)
 
 
 def legacy_record(
-    *, entity: str, op: str, payload: dict[str, Any], updated_at: str, project: str, scope: str
+    *,
+    entity: str,
+    op: str,
+    payload: dict[str, Any],
+    updated_at: str,
+    project: str,
+    scope: str,
+    not_after_ms: int | None = None,
+    mid_key: str | None = None,
 ) -> dict[str, Any]:
-    """The journal entry a legacy row gets once: origin zero, hlc from ``updated_at``."""
+    """The journal entry a legacy row gets once: origin zero, hlc from ``updated_at``.
+
+    ``mid_key`` replaces the key in the mid (a session copied into another project must not
+    reuse the original's mid). A capped hlc also goes into the mid, so two machines that capped
+    differently make two records, which last-writer-wins settles, never one mid with two bodies.
+    """
     key = str(payload[KEY_FIELD[entity]])
+    hlc = legacy_hlc(updated_at, not_after_ms)
+    stamp = updated_at if hlc == legacy_hlc(updated_at) else f"{updated_at}@{hlc}"
     return build_record(
-        mid=legacy_mid(key, updated_at, op),
-        hlc=legacy_hlc(updated_at),
+        mid=legacy_mid(mid_key or key, stamp, op),
+        hlc=hlc,
         origin=LEGACY_ORIGIN,
         entity=entity,
         key=key,
@@ -166,11 +238,27 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
         raise _fail(index, "key must be 1-256 characters")
     if record["scope"] not in ("project", "personal"):
         raise _fail(index, f"scope {record['scope']!r} must be project or personal")
+    for name in ("key", "project"):
+        if reason := unstorable_reason(record[name]):
+            raise _fail(index, f"{name} {reason}")
     payload = record.get("payload")
     if not isinstance(payload, dict):
         raise _fail(index, "payload must be a JSON object")
+    for name in ("key", "project"):
+        if problem := unstorable_reason(record[name]):
+            raise _fail(index, f"{name} {problem}")
+    if problem := find_unstorable(payload, "payload"):
+        raise _fail(index, problem)
     if payload.get(KEY_FIELD[entity]) != key:
         raise _fail(index, f"payload {KEY_FIELD[entity]} does not match key {key!r}")
+    if "project" in payload and payload["project"] != record["project"]:
+        # The record's project is its address (DESIGN §3 "Identity is per project"): a payload
+        # naming another project would let a writer of one project plant memories in another.
+        raise _fail(
+            index,
+            f"payload.project {payload['project']!r} does not match project "
+            f"{record['project']!r}",
+        )
     for name, value in payload.items():
         if name in _INT_FIELDS:
             if not isinstance(value, int) or isinstance(value, bool):
@@ -188,6 +276,25 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
             if not isinstance(payload.get(name), str) or not payload[name].strip():
                 raise _fail(index, f"payload.{name} is required for {entity} upsert")
     return record
+
+
+def find_unstorable(value: Any, where: str) -> str | None:
+    """The first string anywhere inside ``value`` (field names included) no store can keep.
+    Iterative: a deeply nested unknown field must not exhaust Python's recursion limit."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if problem := unstorable_reason(item):
+                return f"{path} {problem}"
+        elif isinstance(item, dict):
+            for name, inner in item.items():
+                if problem := unstorable_reason(str(name)):
+                    return f"{path} has a field name that {problem}"
+                stack.append((inner, f"{path}.{name}"))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{path}[{i}]") for i, inner in enumerate(item))
+    return None
 
 
 def is_hard_delete(record: dict[str, Any]) -> bool:

@@ -10,9 +10,35 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 PRIVATE_TAG = re.compile(r"<private>.*?</private>", re.IGNORECASE | re.DOTALL)
 TRUNCATION_MARKER = "... [truncated]"
 TOPIC_KEY_MAX = 120
+
+
+def unstorable_reason(text: str) -> str | None:
+    """Why ``text`` cannot be stored and replicated as is, or ``None``.
+
+    A NUL character is refused by PostgreSQL (so one such memory would block a whole cloud push)
+    and cut short by many tools; a lone surrogate (what undecodable bytes in a command line turn
+    into) is not encodable as UTF-8 at all. Both are refused at the edge, never silently changed.
+    """
+    if "\0" in text:
+        return "contains a NUL character"
+    if _SURROGATE.search(text):
+        return "contains a lone surrogate (not valid Unicode text)"
+    return None
+
+
+def require_storable(value: str | None, field: str) -> None:
+    """Raise :class:`~engram.errors.ValidationError` naming ``field`` when ``value`` cannot be
+    stored (see :func:`unstorable_reason`)."""
+    if value is None:
+        return
+    if reason := unstorable_reason(value):
+        from engram.errors import ValidationError
+
+        raise ValidationError(f"{field} {reason}", field=field)
 
 
 def strip_private(text: str) -> str:

@@ -2,6 +2,11 @@
 log: ``/admin/users``, ``/admin/users/{id}/tokens|grants``, ``/admin/tokens/{id}/revoke``,
 ``/admin/projects``, ``/admin/audit-log``.
 
+Project names may contain ``/`` (``org/repo``), so the two routes that carry one in the path
+take the rest of it: ``POST /admin/projects/{project…}/sync`` and
+``POST /admin/users/{id}/grants/{project…}/revoke`` (literal or percent-encoded slashes both
+work).
+
 Handlers are ``async`` and run their transaction on a worker thread (litestar 2.25 mis-wraps
 two ``sync_to_thread`` handlers that share a path and return a ``Response``). Every route needs
 an admin: a managed principal with role ``admin``, the legacy
@@ -18,20 +23,34 @@ from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, RawBody
 
+from engram.record import find_unstorable
 from engram_cloud import controls, principals
-from engram_cloud.api.sync import read_json
 from engram_cloud.auth import Principal, normalize_project_name
-from engram_cloud.errors import invalid_request, json_response
+from engram_cloud.bodies import read_small_json
+from engram_cloud.errors import ApiError, invalid_request, json_response
+from engram_cloud.guards import bigint
 from engram_cloud.principals import Actor
 
 
 def _body(request: Request, body: bytes) -> dict[str, Any]:
     if not body.strip():
         return {}
-    doc = read_json(request, body, request.app.state.settings)
+    doc = read_small_json(request, body)
     if not isinstance(doc, dict):
         raise invalid_request("payload_invalid", "the body must be a JSON object")
+    problem = find_unstorable(doc, "body")
+    if problem:
+        raise invalid_request("payload_invalid", problem)
     return doc
+
+
+def _name_before(rest: str, action: str) -> str:
+    """The project name of a ``{rest:path}`` tail ``<name>/<action>`` (404 otherwise)."""
+    tail = rest.strip("/")
+    name = tail.removesuffix("/" + action) if tail.endswith("/" + action) else ""
+    if not name:
+        raise ApiError(404, "invalid_request", "not_found", "404 page not found")
+    return name
 
 
 def _string(doc: dict[str, Any], name: str, default: str | None = None) -> str | None:
@@ -160,10 +179,12 @@ async def grant(
     return json_response(found, 201)
 
 
-@post("/admin/users/{user:str}/grants/{project:str}/revoke", status_code=200)
+@post("/admin/users/{user:str}/grants/{rest:path}", status_code=200)
 async def revoke_grant(
-    request: Request, user: FromPath[str], project: FromPath[str], admin: NamedDependency[Principal]
+    request: Request, user: FromPath[str], rest: FromPath[str], admin: NamedDependency[Principal]
 ) -> Response[bytes]:
+    """``…/grants/{project}/revoke``; the project may contain slashes."""
+    project = _name_before(rest, "revoke")
     found = await _run(
         request, lambda conn: principals.revoke_grant(conn, Actor.of(admin), user, project)
     )
@@ -175,11 +196,13 @@ async def projects(request: Request, admin: NamedDependency[Principal]) -> Respo
     return json_response({"projects": await _run(request, controls.list_controls)})
 
 
-@post("/admin/projects/{project:str}/sync", status_code=200)
+@post("/admin/projects/{rest:path}", status_code=200)
 async def project_sync(
-    request: Request, project: FromPath[str], body: RawBody, admin: NamedDependency[Principal]
+    request: Request, rest: FromPath[str], body: RawBody, admin: NamedDependency[Principal]
 ) -> Response[bytes]:
-    """Pause (``{"enabled": false, "reason": …}``) or resume a project's pushes."""
+    """``/admin/projects/{project}/sync``: pause (``{"enabled": false, "reason": …}``) or
+    resume a project's pushes; the project may contain slashes."""
+    project = _name_before(rest, "sync")
     doc = _body(request, body)
     enabled = doc.get("enabled")
     if not isinstance(enabled, bool):
@@ -200,8 +223,8 @@ async def project_sync(
 @get("/admin/audit-log")
 async def audit_log(request: Request, admin: NamedDependency[Principal]) -> Response[bytes]:
     params = request.query_params
-    raw_limit = params.get("limit") or "100"
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+    limit = bigint(params.get("limit") or "100", "limit", minimum=1)
+    if limit > 1000:
         raise invalid_request("invalid_parameter", "limit must be between 1 and 1000")
     project = normalize_project_name(params.get("project")) or None
     rows = await _run(
@@ -211,7 +234,7 @@ async def audit_log(request: Request, admin: NamedDependency[Principal]) -> Resp
             project=project,
             contributor=params.get("contributor") or None,
             outcome=params.get("outcome") or None,
-            limit=int(raw_limit),
+            limit=limit,
         ),
     )
     return json_response({"audit": rows})

@@ -3,9 +3,11 @@
 decomposed into the mutation log.
 
 ``POST /sync/mutations/push`` checks, in order: body size (413), compression and JSON (400),
-batch shape and size (400), each record on its own (rejected ones are listed, the rest go on),
-that the caller may write every project in the batch (403), that none is paused (409 + audit),
-then stores the batch exactly once (:mod:`engram_cloud.sync_log`).
+batch shape and size (400), each record on its own (rejected ones are listed, the rest go on:
+malformed, NUL or lone surrogates anywhere in it, a clock more than the allowed drift ahead of
+the server's), that the caller may write every project in the batch (403 + one audit row), that
+none is paused (409 + one audit row), then stores the batch exactly once
+(:mod:`engram_cloud.sync_log`).
 
 ``GET /sync/mutations/pull`` serves the log in commit order for the projects the caller may
 read, long-polling up to ``wait`` seconds when there is nothing new.
@@ -33,24 +35,26 @@ from engram_cloud.auth import (
     readable_projects,
     require_projects,
 )
-from engram_cloud.compression import decode_body
+from engram_cloud.bodies import json_body
 from engram_cloud.errors import ApiError, forbidden, invalid_request, json_response
+from engram_cloud.guards import bigint, text_field
 from engram_cloud.legacy import CHUNK_SECTIONS, canonical_chunk, chunk_candidates, entry_candidate
 from engram_cloud.settings import Settings
+from engram_cloud.sync_log import ClockBound
 
 MAX_CREATED_BY = 200
+#: JSON values a pushed record may hold (its envelope and payload need about 30; the rest is
+#: room for fields a newer Engram adds). Bounds what a large push body may cost to parse.
+VALUES_PER_RECORD = 256
+#: A chunk document's rows hold a value per 12 bytes or more; a body much denser than one per
+#: 8 bytes is not a chunk (``{},{},…`` is one per 3).
+BYTES_PER_CHUNK_VALUE = 8
 ACTION_MUTATION_PUSH = "mutation_push"
 
 
-def read_json(request: Request, body: bytes, settings: Settings) -> Any:
-    """The request body decompressed and parsed (400/413 envelopes otherwise)."""
-    raw = decode_body(body, request.headers, settings.max_push_bytes)
-    if not raw.strip():
-        raise invalid_request("payload_invalid", "invalid request body: the body is empty")
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise invalid_request("payload_invalid", f"invalid request body: {exc}") from None
+def clock_of(settings: Settings) -> ClockBound:
+    """The server's clock now, with its configured drift (``ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S``)."""
+    return ClockBound.now(settings.max_clock_drift_s * 1000)
 
 
 def contributor_of(principal: Principal, created_by: str | None) -> str:
@@ -70,25 +74,31 @@ def read_created_by(doc: dict[str, Any]) -> str | None:
         raise invalid_request(
             "payload_invalid", f"created_by is longer than {MAX_CREATED_BY} characters"
         )
-    return value
+    return text_field(value, "created_by")
 
 
 def audit_paused(
-    conn: Any, principal: Principal, contributor: str, counts: Counter[str], action: str
+    conn: Any,
+    settings: Settings,
+    principal: Principal,
+    contributor: str,
+    counts: Counter[str],
+    action: str,
 ) -> dict[str, str | None]:
-    """The paused projects among ``counts``, each with an audit row (written in ``conn``'s
-    transaction, which the caller commits even though it refuses the push)."""
+    """The paused projects among ``counts``; a push naming any leaves one audit row (written in
+    ``conn``'s transaction, which the caller commits even though it refuses the push)."""
     paused = controls.paused_projects(conn, counts)
-    for project in sorted(paused):
-        controls.audit(
+    if paused:
+        controls.audit_refusal(
             conn,
             contributor=contributor,
-            project=project,
             action=action,
             outcome=controls.OUTCOME_PAUSED,
-            entry_count=counts[project],
             reason_code="sync-paused",
+            refused={p: counts[p] for p in paused},
+            submitted=sum(counts.values()),
             principal_id=principal.id,
+            limits=controls.AuditLimits.of(settings),
         )
     return paused
 
@@ -105,7 +115,7 @@ def paused_error(paused: dict[str, str | None]) -> ApiError:
             "project": project,
             "project_source": "request_body",
             "project_path": "",
-            "paused_projects": sorted(paused),
+            "paused_projects": sorted(paused)[: controls.MAX_NAMED],
             "reason": paused[project],
         },
     )
@@ -119,23 +129,23 @@ def refuse_forbidden(
     counts: Counter[str],
     action: str,
 ) -> None:
-    """403 unless the caller may write every project; refusals are audited."""
+    """403 unless the caller may write every project; a refusal leaves one audit row."""
     try:
         require_projects(settings, principal, set(counts))
     except ApiError:
-        denied = sorted(p for p in counts if not can_access(settings, principal, p))
+        denied = {p: n for p, n in counts.items() if not can_access(settings, principal, p)}
         with engine.begin() as conn:
-            for project in denied:
-                controls.audit(
-                    conn,
-                    contributor=contributor,
-                    project=project,
-                    action=action,
-                    outcome=controls.OUTCOME_FORBIDDEN,
-                    entry_count=counts[project],
-                    reason_code="policy_forbidden",
-                    principal_id=principal.id,
-                )
+            controls.audit_refusal(
+                conn,
+                contributor=contributor,
+                action=action,
+                outcome=controls.OUTCOME_FORBIDDEN,
+                reason_code="policy_forbidden",
+                refused=denied or counts,
+                submitted=sum(counts.values()),
+                principal_id=principal.id,
+                limits=controls.AuditLimits.of(settings),
+            )
         raise
 
 
@@ -145,8 +155,15 @@ def push_mutations(
 ) -> Response[bytes]:
     """Append a batch of mutation records; answer which were accepted and which rejected."""
     settings: Settings = request.app.state.settings
+    budget = settings.max_batch * VALUES_PER_RECORD + 1_000
+    with json_body(request, body, settings.max_push_bytes, max_values=lambda _size: budget) as doc:
+        return _push_mutations(request, settings, doc, principal)
+
+
+def _push_mutations(
+    request: Request, settings: Settings, doc: Any, principal: Principal
+) -> Response[bytes]:
     engine = request.app.state.engine
-    doc = read_json(request, body, settings)
     if not isinstance(doc, dict):
         raise invalid_request("payload_invalid", "request body must be a JSON object")
     legacy = "mutations" not in doc and "entries" in doc
@@ -166,17 +183,18 @@ def push_mutations(
         )
     created_by = read_created_by(doc)
     contributor = contributor_of(principal, created_by)
+    clock = clock_of(settings)
     if legacy:
         candidates, rejected = [], []
         for index, entry in enumerate(items):
-            outcome = entry_candidate(entry, index)
+            outcome = entry_candidate(entry, index, clock)
             (rejected if isinstance(outcome, sync_log.Rejection) else candidates).append(outcome)
     else:
-        candidates, rejected = sync_log.prepare(items)
+        candidates, rejected = sync_log.prepare(items, clock)
     counts = Counter(c.project for c in candidates)
     refuse_forbidden(settings, engine, principal, contributor, counts, ACTION_MUTATION_PUSH)
     with engine.begin() as conn:
-        paused = audit_paused(conn, principal, contributor, counts, ACTION_MUTATION_PUSH)
+        paused = audit_paused(conn, settings, principal, contributor, counts, ACTION_MUTATION_PUSH)
         if not paused:
             result = sync_log.push(
                 conn,
@@ -186,20 +204,25 @@ def push_mutations(
                 source="entries_push" if legacy else "mutation_push",
             )
             accepted = Counter(c.project for c in result.accepted)
-            for project in sorted(counts):
-                controls.audit(
-                    conn,
-                    contributor=contributor,
-                    project=project,
-                    action=ACTION_MUTATION_PUSH,
-                    outcome=controls.OUTCOME_ACCEPTED,
-                    entry_count=accepted[project],
-                    principal_id=principal.id,
-                    metadata={
-                        "submitted": counts[project],
-                        "rejected": counts[project] - accepted[project],
-                    },
-                )
+            controls.write_audit(
+                conn,
+                [
+                    {
+                        "contributor": contributor,
+                        "project": project,
+                        "action": ACTION_MUTATION_PUSH,
+                        "outcome": controls.OUTCOME_ACCEPTED,
+                        "entry_count": accepted[project],
+                        "principal_id": principal.id,
+                        "metadata": {
+                            "submitted": counts[project],
+                            "rejected": counts[project] - accepted[project],
+                        },
+                    }
+                    for project in sorted(counts)
+                ],
+                controls.AuditLimits.of(settings),
+            )
     if paused:
         raise paused_error(paused)
     rejected = sorted([*rejected, *result.rejected], key=lambda r: r.index)
@@ -213,30 +236,22 @@ def push_mutations(
     return json_response(answer)
 
 
-def _int_param(request: Request, names: tuple[str, ...], default: int) -> int:
+def _int_param(request: Request, names: tuple[str, ...], default: int, *, minimum: int = 0) -> int:
     for name in names:
         raw = request.query_params.get(name)
         if raw is None or raw == "":
             continue
-        try:
-            return int(raw)
-        except ValueError:
-            raise invalid_request(
-                "invalid_parameter", f"{name} must be an integer, got {raw[:50]!r}"
-            ) from None
+        return bigint(raw, name, minimum=minimum)
     return default
 
 
 def pull_parameters(
     request: Request, settings: Settings, principal: Principal
 ) -> tuple[int, frozenset[str] | None, int, float]:
-    """``(since, projects, limit, wait)`` from the query string, checked."""
+    """``(since, projects, limit, wait)`` from the query string, checked (a seq beyond what
+    PostgreSQL's bigint holds is a 400, not an overflow in the database)."""
     since = _int_param(request, ("since", "since_seq"), 0)
-    if since < 0:
-        raise invalid_request("invalid_parameter", "since must be 0 or more")
-    limit = _int_param(request, ("limit",), settings.default_pull_limit)
-    if limit < 1:
-        raise invalid_request("invalid_parameter", "limit must be at least 1")
+    limit = _int_param(request, ("limit",), settings.default_pull_limit, minimum=1)
     limit = min(limit, settings.max_pull_limit)
     raw_wait = request.query_params.get("wait") or "0"
     try:
@@ -308,7 +323,7 @@ def _chunk_project(request: Request, raw: Any) -> str:
     )
     if not project:
         raise ApiError(400, "blocked", "upgrade_blocked_project_required", "project is required")
-    return project
+    return text_field(project, "project")
 
 
 def _client_time(raw: Any) -> datetime | None:
@@ -327,13 +342,20 @@ def push_chunk(
 ) -> Response[bytes]:
     """Store one chunk of the older format and decompose it into the mutation log."""
     settings: Settings = request.app.state.settings
+    with json_body(
+        request,
+        body,
+        settings.max_push_bytes,
+        _payload_invalid,
+        max_values=lambda size: size // BYTES_PER_CHUNK_VALUE + 10_000,
+    ) as doc:
+        return _push_chunk(request, settings, doc, principal)
+
+
+def _push_chunk(
+    request: Request, settings: Settings, doc: Any, principal: Principal
+) -> Response[bytes]:
     engine = request.app.state.engine
-    try:
-        doc = read_json(request, body, settings)
-    except ApiError as exc:
-        if exc.status_code != 400:
-            raise
-        raise _payload_invalid(exc.message.removeprefix("invalid request body: ")) from None
     if not isinstance(doc, dict):
         raise _payload_invalid("the body must be a JSON object")
     project = _chunk_project(request, doc.get("project"))
@@ -341,6 +363,8 @@ def push_chunk(
     if data is None:
         raise _payload_invalid("data is required")
     created_by = read_created_by(doc)
+    if isinstance(doc.get("client_created_at"), str):
+        text_field(doc["client_created_at"], "client_created_at")
     contributor = contributor_of(principal, created_by)
     rows = 0
     if isinstance(data, dict):
@@ -348,13 +372,13 @@ def push_chunk(
     counts = Counter({project: rows})
     refuse_forbidden(settings, engine, principal, contributor, counts, ACTION_CHUNK_PUSH)
     with engine.begin() as conn:
-        paused = audit_paused(conn, principal, contributor, counts, ACTION_CHUNK_PUSH)
+        paused = audit_paused(conn, settings, principal, contributor, counts, ACTION_CHUNK_PUSH)
     if paused:
         raise paused_error(paused)
     client_created_at = _client_time(doc.get("client_created_at"))
     try:
         chunk_id, raw, document = canonical_chunk(data, project)
-        candidates, skipped = chunk_candidates(chunk_id, document)
+        candidates, rejected, skipped = chunk_candidates(chunk_id, document, clock_of(settings))
     except ValueError as exc:
         raise _payload_invalid(str(exc)) from None
     with engine.begin() as conn:
@@ -390,15 +414,22 @@ def push_chunk(
             outcome=controls.OUTCOME_ACCEPTED,
             entry_count=len(result.accepted),
             principal_id=principal.id,
-            metadata={"chunk_id": chunk_id, "new": result.inserted, "repeat": outcome},
+            metadata={
+                "chunk_id": chunk_id,
+                "new": result.inserted,
+                "repeat": outcome,
+                "rejected": len(rejected) + len(result.rejected),
+            },
+            limits=controls.AuditLimits.of(settings),
         )
+    refused = sorted([*rejected, *result.rejected], key=lambda r: r.index)
     return json_response(
         {
             "status": "ok",
             "chunk_id": chunk_id,
             "mutations": {
                 "accepted": len(result.accepted),
-                "rejected": [r.to_dict() for r in result.rejected],
+                "rejected": [r.to_dict() for r in refused],
                 "skipped": skipped,
             },
             "latest_seq": result.latest_seq,

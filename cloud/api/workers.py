@@ -2,7 +2,14 @@
 
 ``POST /api/v1/workers/heartbeat`` (any authenticated client) records, per ``origin`` (the
 replica's id; the hostname is only a display name: two replicas may share a host), its version,
-projects, pending and quarantined counts and last push/pull times. ``GET /api/v1/workers``,
+projects, pending and quarantined counts and last push/pull times.
+
+A machine record belongs to the principal whose heartbeat created it (its ``owner``: a managed
+principal's id, or the legacy token / admin token / insecure mode): a heartbeat from anyone else
+naming the same origin is refused (409 ``worker_owned_elsewhere``) and changes nothing, so a
+member cannot overwrite another machine's record by reusing its origin. Members' heartbeats are
+rate-bounded per principal (``ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE``, 429 beyond it; admins are
+not limited), so nobody floods the fleet list with invented machines. ``GET /api/v1/workers``,
 ``GET /api/v1/workers/{origin or hostname}`` and ``POST /api/v1/workers/cleanup?minutes=N``
 (mark machines silent for N minutes offline) are for admins.
 """
@@ -19,9 +26,10 @@ from litestar.params import FromPath, RawBody
 from sqlalchemy import Connection, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from engram_cloud import models
-from engram_cloud.api.sync import read_json
+from engram.record import find_unstorable
+from engram_cloud import models, ratelimit
 from engram_cloud.auth import Principal, normalize_project_name
+from engram_cloud.bodies import read_small_json
 from engram_cloud.errors import ApiError, invalid_request, json_response
 from engram_cloud.principals import iso
 
@@ -67,6 +75,9 @@ def parse_heartbeat(body: Any) -> dict[str, Any]:
     """The row a heartbeat writes, or 400 naming the bad field."""
     if not isinstance(body, dict):
         raise invalid_request("payload_invalid", "a heartbeat must be a JSON object")
+    problem = find_unstorable(body, "heartbeat")
+    if problem:
+        raise invalid_request("payload_invalid", problem)
     origin = body.get("origin")
     if not isinstance(origin, str) or not _ORIGIN.match(origin):
         raise invalid_request("payload_invalid", "origin must be 16 lowercase hex digits")
@@ -88,22 +99,47 @@ def parse_heartbeat(body: Any) -> dict[str, Any]:
     }
 
 
-def record_heartbeat(conn: Connection, row: dict[str, Any], principal: Principal) -> None:
+def owner_of(principal: Principal) -> str:
+    """Who a machine record belongs to: a managed principal by id (renaming it changes
+    nothing), else the kind of credential (the legacy shared token is one principal)."""
+    return f"principal:{principal.id}" if principal.is_managed else principal.source
+
+
+def record_heartbeat(conn: Connection, row: dict[str, Any], principal: Principal) -> bool:
+    """Create or refresh the machine record; ``False`` (nothing written) when another
+    principal owns that origin. A record without an owner (written before owners existed) is
+    claimed by its next heartbeat."""
     w = models.workers
+    owner = owner_of(principal)
     values = {
         **row,
         "last_seen_at": func.now(),
         "status": "online",
         "principal_id": principal.id,
         "principal_name": principal.label,
+        "owner": owner,
     }
     stmt = pg_insert(w).values(**values)
-    conn.execute(
+    written = conn.execute(
         stmt.on_conflict_do_update(
             index_elements=["origin"],
             set_={k: stmt.excluded[k] for k in values if k != "origin"},
-        )
-    )
+            where=or_(w.c.owner == owner, w.c.owner == ""),
+        ).returning(w.c.origin)
+    ).first()
+    return written is not None
+
+
+def heartbeat_allowed(conn: Connection, principal: Principal, per_minute: int) -> int | None:
+    """Count a member's heartbeat; ``None`` when within the bound, else seconds to wait."""
+    if principal.is_admin:
+        return None
+    key = f"heartbeat:{owner_of(principal)}"
+    window = ratelimit.recent(conn, key, ratelimit.HEARTBEAT_WINDOW, limit=per_minute)
+    if window.over(per_minute):
+        return window.retry_after
+    ratelimit.record(conn, key)
+    return None
 
 
 def worker_dict(row: Any, now: datetime) -> dict[str, Any]:
@@ -157,10 +193,27 @@ def mark_stale_offline(conn: Connection, minutes: int) -> int:
 def heartbeat(
     request: Request, body: RawBody, principal: NamedDependency[Principal]
 ) -> Response[bytes]:
-    row = parse_heartbeat(read_json(request, body, request.app.state.settings))
+    settings = request.app.state.settings
+    row = parse_heartbeat(read_small_json(request, body))
     with request.app.state.engine.begin() as conn:
-        record_heartbeat(conn, row, principal)
+        wait = heartbeat_allowed(conn, principal, settings.heartbeats_per_minute)
+        written = wait is None and record_heartbeat(conn, row, principal)
         now = conn.execute(select(func.now())).scalar_one()
+    if wait is not None:
+        raise ApiError(
+            429,
+            "policy",
+            "rate_limited",
+            f"too many heartbeats: at most {settings.heartbeats_per_minute} a minute per user",
+            headers={"Retry-After": str(wait)},
+        )
+    if not written:
+        raise ApiError(
+            409,
+            "policy",
+            "worker_owned_elsewhere",
+            f"machine {row['origin']} is registered by another user: its record was not changed",
+        )
     return json_response({"status": "ok", "origin": row["origin"], "server_time": iso(now)})
 
 

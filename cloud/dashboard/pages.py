@@ -49,7 +49,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from sqlalchemy import Connection
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 
 from engram.errors import EngramError
 from engram_cloud.api import workers
@@ -223,6 +223,12 @@ def _database_error(request: Request, exc: Exception) -> Template:
     )
 
 
+def _data_error(request: Request, exc: DataError) -> Template:
+    """The database refused a value of this request (see ``engram_cloud.errors._bad_data``)."""
+    log.warning("dashboard: database refused a value on %s: %s", request.url.path, exc.orig)
+    return error_page(request, 400, "Bad request", "A value in this address cannot be used.")
+
+
 def _internal_error(request: Request, exc: Exception) -> Template:
     log.exception("dashboard: unhandled error on %s", request.url.path, exc_info=exc)
     return error_page(
@@ -240,6 +246,7 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     EngramError: _engram_error,
     ApiError: _api_error,
     HTTPException: _http_error,
+    DataError: _data_error,
     OperationalError: _database_error,
     InterfaceError: _database_error,
     Exception: _internal_error,

@@ -83,6 +83,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         if args.server or args.token:
             raise ValidationError("--clear cannot be combined with --server or --token")
         removed = clear_cloud_config(data_dir)
+        _config_changed()
         human = "Cloud configuration removed" if removed else "No cloud configuration to remove"
         emit(args, human, {"cleared": removed})
         return 0
@@ -90,6 +91,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         raise ValidationError("give --server with --token (the token belongs to a server)")
     if args.server:
         save_cloud_config(data_dir, args.server, _read_token(args.token))
+        _config_changed()
     cloud = _cloud(required=False)
     data = cloud.describe()
     if not cloud.configured:
@@ -109,7 +111,20 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config_changed() -> None:
+    """A new server or token: every project the server refused may be allowed now, so
+    autosync asks again at once instead of waiting out its backoff."""
+    from engram import config as config_module
+    from engram.sync.cloud import refusals
+
+    if not (config_module.load().data_dir / "engram.db").exists():
+        return  # no store yet: nothing was ever refused
+    with open_store() as store:
+        refusals.clear_everywhere(store)
+
+
 def cmd_enroll(args: argparse.Namespace) -> int:
+    from engram.sync.cloud import refusals
     from engram.sync.cloud import state as cloud_state
 
     project = _project(args.project_name)
@@ -118,6 +133,7 @@ def cmd_enroll(args: argparse.Namespace) -> int:
         pending = 0
         cloud = _cloud(required=False)
         if cloud.configured:
+            refusals.clear(store, cloud.target, project)  # enrolling again: ask again now
             pending = store.journal.count_pending(cloud.target, projects=[project])
     human = (
         f'✓ Project "{project}" enrolled for cloud sync'
@@ -287,8 +303,11 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
                 f"{sync['last_pull_at'] or 'never'}, cursor {sync['cursor']})"
             ),
             f"Pending: {sync['pending_count']} to push, {sync['quarantined_count']} quarantined, "
-            f"{sync['dead_count']} pulled but not applicable",
+            f"{sync['dead_count']} pulled but not applicable, "
+            f"{sync.get('inbound_quarantined_count', 0)} received and waiting here",
         ]
+        if sync.get("refusal"):
+            lines.append(f"Server refusal: {sync['refusal']['message']}")
         if sync["upgrade"]["stage"]:
             lines.append(f"Upgrade stage: {sync['upgrade']['stage']}")
     if data.get("reason_code"):
@@ -544,6 +563,9 @@ def cloud_import(args: argparse.Namespace) -> int:
     ]
     if report.dead:
         lines.append(f"  Not applicable: {report.dead} malformed record(s) (kept on the server)")
+    if applied.quarantined:
+        held = ", ".join(f"{n} {reason}" for reason, n in sorted(applied.quarantined.items()))
+        lines.append(f"  Quarantined:  {held} (engram sync --quarantine lists them)")
     emit(args, "\n".join(lines), data)
     return 0
 
@@ -562,12 +584,16 @@ def cloud_status(args: argparse.Namespace) -> int:
         f"Cloud sync status ({data['server']}, project {project}):",
         f"  Enrolled:        {'yes' if data['enabled'] else 'no'}",
         f"  Pending push:    {data['pending_count']} mutation(s)",
-        f"  Quarantined:     {data['quarantined_count']}",
+        f"  Quarantined:     {data['quarantined_count']} rejected by the server, "
+        f"{data['inbound_quarantined_count']} received and waiting here"
+        + (" (engram sync --quarantine)" if data["inbound_quarantined_count"] else ""),
         f"  Pull cursor:     {data['cursor']}",
         f"  Last push:       {data['last_push_at'] or 'never'}",
         f"  Last pull:       {data['last_pull_at'] or 'never'}",
         f"  Phase:           {data['phase']}",
     ]
+    if data.get("refusal"):
+        lines.append(f"  Refused:         {data['refusal']['message']}")
     if data["reason_code"]:
         lines.append(f"  Diagnostic:      {data['reason_code']}: {data['reason_message']}")
     emit(args, "\n".join(lines), {"project": project, **data})

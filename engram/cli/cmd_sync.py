@@ -58,6 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="accept the project named by the repository's .engram/config.json on this machine "
         "(for saves, imports and exports)",
     )
+    action.add_argument(
+        "--quarantine",
+        action="store_true",
+        help="list the records kept aside: received ones that cannot be applied (yet), and "
+        "ones a server rejected (with --retry or --discard: act on them)",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--project", help="project to export (default: detected from the directory)")
     where.add_argument("--all", action="store_true", help="export every project")
@@ -76,6 +82,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="push to (or with --import pull from) the cloud server instead of git "
         "(also ENGRAM_CLOUD_SYNC=1)",
+    )
+    handle = p.add_mutually_exclusive_group()
+    handle.add_argument(
+        "--retry",
+        action="store_true",
+        help="with --quarantine: check the received records again now and put the rejected "
+        "ones back in the push queue",
+    )
+    handle.add_argument(
+        "--discard",
+        action="store_true",
+        help="with --quarantine: drop the quarantined records (of --project, else all)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     add_json_flag(p)
@@ -218,6 +236,9 @@ def git_import(args: argparse.Namespace) -> int:
         lines += [f"  {held}" for held in report.held]
     if report.scope.get("suggested_project"):
         lines += _scope_lines(report.scope, shown)[1:]
+    if report.applied.quarantined:
+        held = ", ".join(f"{n} {why}" for why, n in sorted(report.applied.quarantined.items()))
+        lines.append(f"Quarantined: {held} (engram sync --quarantine lists them)")
     if report.failures:
         lines.append(
             f"Failed: {len(report.failures)} chunk(s) not applied (nothing of them was "
@@ -240,6 +261,10 @@ def git_status(args: argparse.Namespace) -> int:
             raise NotFoundError(f"no sync directory at {sync.dir.path}")
         report = sync.status(projects=projects, include_personal=args.include_personal)
         shown = sync.dir.display()
+        from engram.cli.sync_quarantine import summary
+
+        held = summary(store, projects)
+        counts = store.quarantine_counts(projects)
     lines = [
         f"Sync status ({shown}):",
         f"  Local chunks:    {report.applied}",
@@ -260,7 +285,9 @@ def git_status(args: argparse.Namespace) -> int:
     else:
         lines.append("No chunks synced yet.")
     lines += [f"  problem: {p}" for p in report.problems]
-    emit(args, "\n".join(lines), report.to_dict())
+    if held:
+        lines.append(held)
+    emit(args, "\n".join(lines), {**report.to_dict(), "quarantine": counts})
     return 0
 
 
@@ -349,6 +376,13 @@ def _action(args: argparse.Namespace) -> str:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
+    if args.retry or args.discard or args.quarantine:
+        from engram.cli.sync_quarantine import cmd_quarantine
+        from engram.errors import ValidationError
+
+        if not args.quarantine:
+            raise ValidationError("--retry and --discard act on the quarantine: add --quarantine")
+        return cmd_quarantine(args)  # both transports' records, one list
     action = _action(args)
     if action in ("bind", "unbind", "accept-config"):
         if args.cloud:

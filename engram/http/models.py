@@ -380,3 +380,6 @@ class SyncStatus(Struct):
     upgrade: UpgradeStatus
     pending_count: int = 0  # journal rows of the project the server does not hold yet
     quarantined_count: int = 0  # rows the server rejected (engram cloud repair retries them)
+    #: records pulled or imported for the project that wait in the local quarantine
+    #: (clock_skew, invalid …; engram sync --quarantine lists them)
+    inbound_quarantined_count: int = 0

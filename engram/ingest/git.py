@@ -283,7 +283,7 @@ def _present(store: Store, project: str, topic: str) -> bool:
     """Whether this change set's memory is here already (live or archived: a memory someone
     archived is not brought back by the next ingest)."""
     try:
-        store.get_observation_by_sync_id(topic_sync_id(project, "project", topic))
+        store.get_observation_by_sync_id(topic_sync_id(project, "project", topic), project=project)
     except NotFoundError:
         return False
     return True

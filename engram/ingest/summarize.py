@@ -257,7 +257,9 @@ def summarize(
             continue
         report.learnings.append(entry)
         try:
-            store.get_observation_by_sync_id(topic_sync_id(project, "project", learning.topic_key))
+            store.get_observation_by_sync_id(
+                topic_sync_id(project, "project", learning.topic_key), project=project
+            )
             report.already_present += 1
             entry["status"] = "already saved"
             continue

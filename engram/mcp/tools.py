@@ -187,8 +187,23 @@ class Workspace:
         explicit project, else the session's project, else the default. A named session must
         exist; without one, the single open session this server started is used."""
         if session_id is not None and session_id.strip():
+            # Sessions are per project: this directory's (or the named project's) row of that
+            # id first, so a same-id session someone created in another project never
+            # captures the write; then the store's rule for an id alone.
+            here = explicit if explicit is not None and explicit.strip() else None
+            if here is None and self.default().source != "ambiguous":
+                here = self.default().project
             try:
-                session = self.store.get_session(session_id.strip())
+                try:
+                    session = (
+                        self.store.get_session(
+                            session_id.strip(), project=normalize_project(here)[0]
+                        )
+                        if here is not None
+                        else self.store.get_session(session_id.strip())
+                    )
+                except NotFoundError:
+                    session = self.store.get_session(session_id.strip())
             except NotFoundError:
                 raise NotFoundError(
                     f'Session "{session_id.strip()}" not found. Start it with '
@@ -387,7 +402,7 @@ class MemoryTools:
         session_id attach to it (when it is the only one open). Starting it again is harmless."""
         resolved = self.workspace.resolve(project, write=True)
         try:
-            existing = self.store.get_session(id.strip())
+            existing = self.store.get_session(id.strip(), project=resolved.project)
         except NotFoundError:
             existing = None
         if existing is not None and not existing.active:

@@ -7,16 +7,44 @@ import sqlite3
 from typing import Any
 
 from engram.config import Config
-from engram.record import FIELDS, KEY_FIELD
+from engram.record import FIELDS, KEY_FIELD, moved_key
+from engram.store import fts
 from engram.store.db import Database
 from engram.store.journal import Journal
 
 TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
 _STATE_SQL = {
     entity: f"SELECT {', '.join(FIELDS[entity])} FROM {TABLES[entity]} "
-    f"WHERE {KEY_FIELD[entity]} = ?"
+    f"WHERE project = ? AND {KEY_FIELD[entity]} = ?"
     for entity in FIELDS
 }
+
+
+def put_tombstone(
+    conn: sqlite3.Connection,
+    entity: str,
+    project: str,
+    key: str,
+    hlc: str,
+    scope: str,
+    deleted_at: str | None,
+) -> None:
+    """Remember that ``(project, key)`` was hard-deleted at ``hlc`` (older upserts lose)."""
+    conn.execute(
+        """INSERT INTO sync_tombstones(entity, project, key, hlc, scope, deleted_at)
+           VALUES (?, ?, ?, ?, ?, ?)
+           ON CONFLICT(entity, project, key) DO UPDATE SET hlc = excluded.hlc,
+               scope = excluded.scope, deleted_at = excluded.deleted_at""",
+        (entity, project, key, hlc, scope, deleted_at),
+    )
+
+
+def drop_tombstone(conn: sqlite3.Connection, entity: str, project: str, key: str) -> None:
+    """A newer write revives ``(project, key)``."""
+    conn.execute(
+        "DELETE FROM sync_tombstones WHERE entity = ? AND project = ? AND key = ?",
+        (entity, project, key),
+    )
 
 
 def default_session_id(project: str) -> str:
@@ -32,33 +60,29 @@ class StoreBase:
     # --- replicated state -------------------------------------------------------------------
 
     @staticmethod
-    def _state(conn: sqlite3.Connection, entity: str, key: str) -> dict[str, Any] | None:
-        """The entity's replicated fields, in payload order (``None`` if there is no row)."""
-        row = conn.execute(_STATE_SQL[entity], (key,)).fetchone()
+    def _state(
+        conn: sqlite3.Connection, entity: str, project: str, key: str
+    ) -> dict[str, Any] | None:
+        """The replicated fields of ``(project, key)``, in payload order (``None`` if there is
+        no row)."""
+        row = conn.execute(_STATE_SQL[entity], (project, key)).fetchone()
         return None if row is None else dict(zip(FIELDS[entity], tuple(row), strict=True))
-
-    @staticmethod
-    def _current_hlc(conn: sqlite3.Connection, entity: str, key: str) -> str:
-        """The clock of the entity's winning mutation ('' when unknown, e.g. a stub session)."""
-        row = conn.execute(
-            f"SELECT hlc FROM {TABLES[entity]} WHERE {KEY_FIELD[entity]} = ?", (key,)
-        ).fetchone()
-        if row is not None:
-            return str(row[0])
-        row = conn.execute(
-            "SELECT hlc FROM sync_tombstones WHERE entity = ? AND key = ?", (entity, key)
-        ).fetchone()
-        return "" if row is None else str(row[0])
 
     # --- journaling local writes ------------------------------------------------------------
 
     def _journal_state(
-        self, conn: sqlite3.Connection, entity: str, key: str, hlc: str, origin: str
+        self,
+        conn: sqlite3.Connection,
+        entity: str,
+        project: str,
+        key: str,
+        hlc: str,
+        origin: str,
     ) -> int:
         """Journal the entity's state after a local write: an upsert, or for a soft-deleted
         observation a delete that still carries the full state."""
-        state = self._state(conn, entity, key)
-        assert state is not None, f"{entity} {key} vanished inside its own write"
+        state = self._state(conn, entity, project, key)
+        assert state is not None, f"{entity} {project}/{key} vanished inside its own write"
         op = "upsert"
         if entity == "observation" and state["deleted_at"] is not None:
             op = "delete"
@@ -94,20 +118,14 @@ class StoreBase:
             payload["session_id"] = old["session_id"]
         payload.update(project=old["project"], deleted_at=deleted_at, hard=True)
         if tombstone:
-            conn.execute(
-                """INSERT INTO sync_tombstones(entity, key, hlc, project, scope, deleted_at)
-                   VALUES (?, ?, ?, ?, ?, ?)
-                   ON CONFLICT(entity, key) DO UPDATE SET hlc = excluded.hlc,
-                       project = excluded.project, scope = excluded.scope,
-                       deleted_at = excluded.deleted_at""",
-                (
-                    entity,
-                    old[key_field],
-                    hlc,
-                    old["project"],
-                    old.get("scope", "project"),
-                    deleted_at,
-                ),
+            put_tombstone(
+                conn,
+                entity,
+                old["project"],
+                old[key_field],
+                hlc,
+                old.get("scope", "project"),
+                deleted_at,
             )
         seq = self.journal.append(
             conn,
@@ -124,24 +142,60 @@ class StoreBase:
             self.journal.blank_deleted_payloads(conn, [seq])
         return seq
 
-    def _journal_exit(
-        self, conn: sqlite3.Connection, entity: str, old: dict[str, Any], now: str
-    ) -> None:
-        """A row leaves the selection it was shared in (scope → personal, project changed):
-        targets of the old selection get a delete, ordered before the move's upsert."""
+    def _journal_exit(self, conn: sqlite3.Connection, old: dict[str, Any], now: str) -> None:
+        """A memory leaves the scope it was shared in (project → personal): targets of the old
+        selection get a soft delete, ordered before the upsert of its new state (same key)."""
         hlc, origin = self.journal.tick(conn)
-        if entity == "observation":
-            state = {**old, "deleted_at": now, "updated_at": now, "hard": False}
-            self.journal.append(
-                conn,
-                hlc=hlc,
-                origin=origin,
-                entity=entity,
-                key=old["sync_id"],
-                op="delete",
-                project=old["project"],
-                scope=old["scope"],
-                payload=state,
-            )
-        else:
-            self._journal_hard_delete(conn, entity, old, now, hlc, origin, tombstone=False)
+        state = {**old, "deleted_at": now, "updated_at": now, "hard": False}
+        self.journal.append(
+            conn,
+            hlc=hlc,
+            origin=origin,
+            entity="observation",
+            key=old["sync_id"],
+            op="delete",
+            project=old["project"],
+            scope=old["scope"],
+            payload=state,
+        )
+
+    def _move(
+        self,
+        conn: sqlite3.Connection,
+        entity: str,
+        rowid: int,
+        old: dict[str, Any],
+        new_project: str,
+        now: str,
+    ) -> str:
+        """Move a memory or prompt to ``new_project`` (DESIGN §3): a hard delete of its key in
+        the old project (journaled, tombstoned) and the local row re-keyed to the derived key
+        in the new one, so every replica makes the same move. The caller has taken the row out
+        of the full-text index, then sets its other fields, re-indexes it and journals its new
+        state under the returned key. The local integer id stays."""
+        table = TABLES[entity]
+        new_key = moved_key(entity, old["sync_id"], new_project)
+        hlc, origin = self.journal.tick(conn)
+        self._journal_hard_delete(conn, entity, old, now, hlc, origin)
+        # The same memory moved there before (and was revived here since): this move's
+        # version replaces that row, as its upsert replaces it on every replica.
+        other = conn.execute(
+            f"SELECT id FROM {table} WHERE project = ? AND sync_id = ?", (new_project, new_key)
+        ).fetchone()
+        if other is not None and other[0] != rowid:
+            fts.remove(conn, table, "id", other[0])
+            conn.execute(f"DELETE FROM {table} WHERE id = ?", (other[0],))
+        drop_tombstone(conn, entity, new_project, new_key)
+        conn.execute(
+            f"UPDATE {table} SET project = ?, sync_id = ? WHERE id = ?",
+            (new_project, new_key, rowid),
+        )
+        # Its session must exist in the new project too (with the old one's directory).
+        directory = conn.execute(
+            "SELECT directory FROM sessions WHERE project = ? AND id = ?",
+            (old["project"], old["session_id"]),
+        ).fetchone()
+        self._ensure_session(  # type: ignore[attr-defined]
+            conn, old["session_id"], new_project, directory[0] if directory else ""
+        )
+        return new_key

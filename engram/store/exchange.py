@@ -15,9 +15,11 @@ from engram.project import project_name
 from engram.record import EPOCH_TEXT, FIELDS, legacy_record
 from engram.store import fts
 from engram.store.base import StoreBase
+from engram.store.identity import copy_session_into, insert_stub_session
+from engram.store.journal import now_ms
 from engram.store.models import ImportResult
 from engram.store.observations import session_context
-from engram.text import normalize_scope, normalize_topic_key, normalized_hash
+from engram.text import normalize_scope, normalize_topic_key, normalized_hash, unstorable_reason
 from engram.times import now_text
 
 EXPORT_VERSION = "0.1.0"
@@ -61,6 +63,7 @@ def validate_export(data: Any) -> dict[str, list[dict[str, Any]]]:
             raise ValidationError(f"{section} must be a list", field=section)
         for i, item in enumerate(items):
             validate_export_item(section, i, item)
+            _refuse_unstorable(section, i, item)
         out[section] = items
     return out
 
@@ -83,6 +86,16 @@ def validate_export_item(section: str, i: int, item: Any) -> None:
             raise ValidationError(f"{section}[{i}].{name} must be a string", field=section)
 
 
+def _refuse_unstorable(section: str, i: int, item: dict[str, Any]) -> None:
+    """An export imported as a whole is refused whole for text no store can keep (nothing is
+    written). Chunk readers, which apply record by record, leave such a row to the record
+    validation, which quarantines (locally) or rejects (the server) that row alone."""
+    for name in _TEXT_FIELDS[section]:
+        value = item.get(name)
+        if isinstance(value, str) and (reason := unstorable_reason(value)):
+            raise ValidationError(f"{section}[{i}].{name} {reason}", field=section)
+
+
 class ExchangeMixin(StoreBase):
     # --- export -----------------------------------------------------------------------------
 
@@ -98,14 +111,11 @@ class ExchangeMixin(StoreBase):
                 prompts = _rows(
                     conn, "SELECT * FROM user_prompts WHERE project = ? ORDER BY id", [name]
                 )
-                session_ids = {o["session_id"] for o in observations} | {
-                    p["session_id"] for p in prompts
-                }
-                sessions = [
-                    s
-                    for s in _rows(conn, "SELECT * FROM sessions ORDER BY started_at, id", [])
-                    if s["project"] == name or s["id"] in session_ids
-                ]
+                sessions = _rows(
+                    conn,
+                    "SELECT * FROM sessions WHERE project = ? ORDER BY started_at, id",
+                    [name],
+                )
             else:
                 sessions = _rows(conn, "SELECT * FROM sessions ORDER BY started_at, id", [])
                 observations = _rows(conn, "SELECT * FROM observations ORDER BY id", [])
@@ -138,7 +148,7 @@ class ExchangeMixin(StoreBase):
         result = ImportResult()
         total = sum(len(v) for v in sections.values())
         with self.db.write() as conn:
-            run = _ImportRun(conn)
+            run = _ImportRun(conn, now_ms())
             # Prompts before observations: a memory's session context includes its prompt.
             for section, importer in (("sessions", run.session), ("prompts", run.prompt),
                                       ("observations", run.observation)):  # fmt: skip
@@ -176,11 +186,12 @@ class ExchangeMixin(StoreBase):
                 ("prompt", "user_prompts", "sync_id"),
             ):
                 cols = ", ".join((*FIELDS[entity], "hlc"))
-                rows = _rows(conn, f"SELECT {cols} FROM {table} ORDER BY {key}", [])
+                rows = _rows(conn, f"SELECT {cols} FROM {table} ORDER BY {key}, project", [])
                 document[f"{entity}s"] = [r for r in rows if keep(r)]
             tombstones = _rows(
                 conn,
-                "SELECT entity, key, hlc, project, scope, deleted_at FROM sync_tombstones ORDER BY entity, key",
+                "SELECT entity, key, hlc, project, scope, deleted_at FROM sync_tombstones"
+                " ORDER BY entity, key, project",
                 [],
             )
             document["tombstones"] = [t for t in tombstones if keep(t)]
@@ -191,30 +202,46 @@ class _ImportRun:
     """One import transaction: keys already present are loaded once, journal rows are written
     in one batch at the end, and each row costs one insert plus its session-context lookups."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, now_ms: int) -> None:
         self.conn = conn
+        self.now_ms = now_ms
         self.done = 0
         self.newest = ""
         self.records: list[tuple] = []
-        self.sessions = {r[0] for r in conn.execute("SELECT id FROM sessions")}
-        self.observations = {r[0] for r in conn.execute("SELECT sync_id FROM observations")}
-        self.prompts = {r[0] for r in conn.execute("SELECT sync_id FROM user_prompts")}
+        self.sessions = {(r[0], r[1]) for r in conn.execute("SELECT project, id FROM sessions")}
+        self.observations = {
+            (r[0], r[1]) for r in conn.execute("SELECT project, sync_id FROM observations")
+        }
+        self.prompts = {
+            (r[0], r[1]) for r in conn.execute("SELECT project, sync_id FROM user_prompts")
+        }
         self.tombstones = {
-            (r[0], r[1]) for r in conn.execute("SELECT entity, key FROM sync_tombstones")
+            (r[0], r[1], r[2])
+            for r in conn.execute("SELECT entity, project, key FROM sync_tombstones")
         }
         self.now = now_text()
 
-    def _skip(self, entity: str, key: str, present: set[str], result: ImportResult) -> bool:
-        if key in present or (entity, key) in self.tombstones:
+    def _skip(
+        self,
+        entity: str,
+        project: str,
+        key: str,
+        present: set[tuple[str, str]],
+        result: ImportResult,
+    ) -> bool:
+        """Rows already at their address (or deleted there) are left alone."""
+        if (project, key) in present or (entity, project, key) in self.tombstones:
             result.skipped += 1
             return True
-        present.add(key)
+        present.add((project, key))
         return False
 
     def _journal(self, entity: str, op: str, state: dict[str, Any], updated_at: str) -> str:
+        # A row dated in the future is stamped no later than now (DESIGN §3 "Clock bound").
         record = legacy_record(
             entity=entity, op=op, payload=state if op == "upsert" else {**state, "hard": False},
             updated_at=updated_at, project=state["project"], scope=state.get("scope", "project"),
+            not_after_ms=self.now_ms,
         )  # fmt: skip
         self.records.append(
             (record["mid"], record["hlc"], record["origin"], entity, record["key"], op,
@@ -233,19 +260,22 @@ class _ImportRun:
         self.records.clear()
 
     def _stub_session(self, session_id: str, project: str) -> None:
-        if session_id not in self.sessions and ("session", session_id) not in self.tombstones:
-            self.conn.execute(
-                "INSERT INTO sessions(id, project, directory, started_at, hlc) VALUES (?, ?, '', ?, '')",
-                (session_id, project, EPOCH_TEXT),
-            )
-            self.sessions.add(session_id)
+        """A row's session lives in the row's project: a copy of a same-id session of another
+        project (older documents), else a stub."""
+        address = (project, session_id)
+        if address in self.sessions or ("session", *address) in self.tombstones:
+            return
+        if not copy_session_into(self.conn, project, session_id):
+            insert_stub_session(self.conn, project, session_id, EPOCH_TEXT)
+        self.sessions.add(address)
 
     def session(self, item: dict[str, Any], result: ImportResult) -> None:
         sid = item["id"].strip()
-        if self._skip("session", sid, self.sessions, result):
+        project = project_name(item.get("project"))
+        if self._skip("session", project, sid, self.sessions, result):
             return
         state = {
-            "id": sid, "project": project_name(item.get("project")),
+            "id": sid, "project": project,
             "directory": item.get("directory") or "",
             "started_at": item.get("started_at") or EPOCH_TEXT,
             "ended_at": item.get("ended_at"), "summary": item.get("summary"),
@@ -260,14 +290,15 @@ class _ImportRun:
 
     def observation(self, item: dict[str, Any], result: ImportResult) -> None:
         sync_id = (item.get("sync_id") or "").strip() or "obs-" + secrets.token_hex(8)
-        if self._skip("observation", sync_id, self.observations, result):
+        project = project_name(item.get("project"))
+        if self._skip("observation", project, sync_id, self.observations, result):
             return
         created = item.get("created_at") or EPOCH_TEXT
         state = {
             "sync_id": sync_id, "session_id": item["session_id"].strip(),
             "type": (item.get("type") or "").strip() or "manual",
             "title": item["title"], "content": item["content"],
-            "tool_name": item.get("tool_name"), "project": project_name(item.get("project")),
+            "tool_name": item.get("tool_name"), "project": project,
             "scope": normalize_scope(item.get("scope")),
             "topic_key": normalize_topic_key(item.get("topic_key")),
             "revision_count": max(1, item.get("revision_count") or 1),
@@ -295,11 +326,12 @@ class _ImportRun:
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
         sync_id = (item.get("sync_id") or "").strip() or "prompt-" + secrets.token_hex(8)
-        if self._skip("prompt", sync_id, self.prompts, result):
+        project = project_name(item.get("project"))
+        if self._skip("prompt", project, sync_id, self.prompts, result):
             return
         state = {
             "sync_id": sync_id, "session_id": item["session_id"].strip(),
-            "content": item["content"], "project": project_name(item.get("project")),
+            "content": item["content"], "project": project,
             "created_at": item.get("created_at") or EPOCH_TEXT,
         }  # fmt: skip
         self._stub_session(state["session_id"], state["project"])

@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from engram.store import vectors
+from engram.store import vector_queue
 
 OBSERVATION_COLUMNS = ("title", "content", "tool_name", "type", "project", "topic_key",
                        "search_context")  # fmt: skip
@@ -48,7 +48,7 @@ def add(conn: sqlite3.Connection, table: str, rowid: int, values: Mapping[str, A
     _, cols = _INDEXES[table]
     conn.execute(_ADD[table], (rowid, *(values.get(c) for c in cols)))
     if table == "observations" and values.get("deleted_at") is None:
-        vectors.queue(conn, [rowid])
+        vector_queue.queue(conn, [rowid])
 
 
 def restore(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
@@ -63,14 +63,14 @@ def remove(conn: sqlite3.Connection, table: str, column: str, value: object) -> 
     for row in rows:
         conn.execute(_REMOVE[table], tuple(row))
     if table == "observations":
-        vectors.forget(conn, [row[0] for row in rows])
+        vector_queue.forget(conn, [row[0] for row in rows])
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
     """Re-index every row (after a bulk copy that bypassed the functions above)."""
     for fts, _ in _INDEXES.values():
         conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
-    vectors.forget_all(conn)
+    vector_queue.forget_all(conn)
 
 
 class DeferredIndex:
@@ -94,7 +94,7 @@ class DeferredIndex:
         for row in rows:
             old.setdefault(row[0], tuple(row))
         if table == "observations":
-            vectors.forget(self.conn, [row[0] for row in rows])
+            vector_queue.forget(self.conn, [row[0] for row in rows])
 
     def flush(self) -> None:
         for table, old in self._old.items():

@@ -20,7 +20,16 @@ from typing import Any
 
 import orjson
 
-from engram.record import build_record, format_hlc, new_mid, new_origin, parse_hlc
+from engram.record import (
+    DEFAULT_MAX_CLOCK_DRIFT_MS,
+    MAX_WALL_MS,
+    build_record,
+    check_clock,
+    format_hlc,
+    new_mid,
+    new_origin,
+    parse_hlc,
+)
 from engram.store.db import Database
 from engram.times import now_text
 
@@ -82,11 +91,57 @@ class JournalEntry:
         )
 
 
+def insert_record(
+    conn: sqlite3.Connection,
+    record: dict[str, Any],
+    *,
+    source: str,
+    text: str | None = None,
+    record_delivery: bool = True,
+    recorded_at: str | None = None,
+) -> int:
+    """Insert one journal row (the one statement every journaling path uses, migrations
+    included); a record that arrived through a target is marked as held by it."""
+    cursor = conn.execute(
+        """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
+                                    record, source, recorded_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (
+            record["mid"],
+            record["hlc"],
+            record["origin"],
+            record["entity"],
+            record["key"],
+            record["op"],
+            record["project"],
+            record["scope"],
+            text if text is not None else orjson.dumps(record).decode(),
+            source,
+            recorded_at or now_text(),
+        ),
+    )
+    seq = int(cursor.lastrowid or 0)
+    if source != "local" and record_delivery:
+        # Arrived through a target: that target already holds it, never send it back.
+        conn.execute(
+            "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
+            (source, seq, now_text()),
+        )
+    return seq
+
+
+def now_ms() -> int:
+    """This machine's wall clock in milliseconds (the one place the store reads it)."""
+    return time.time_ns() // 1_000_000
+
+
 class Journal:
     """Clock and journal of one store (one database file)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, max_drift_ms: int = DEFAULT_MAX_CLOCK_DRIFT_MS) -> None:
         self.db = db
+        #: How far ahead of real time a clock value may be (DESIGN §3 "Clock bound").
+        self.max_drift_ms = max_drift_ms
 
     # --- identity and clock -----------------------------------------------------------------
 
@@ -119,22 +174,36 @@ class Journal:
         return str(self.db.scalar("SELECT origin FROM sync_clock WHERE id = 1"))
 
     def tick(self, conn: sqlite3.Connection) -> tuple[str, str]:
-        """The next hlc of this replica (inside the caller's write transaction) and its origin."""
+        """The next hlc of this replica (inside the caller's write transaction) and its origin.
+
+        Always a valid hlc: a persisted clock beyond now + drift (poisoned by a version without
+        the clock bound; the store repairs its rows on the next open) restarts from now, so the
+        13 digits never roll over."""
         wall, counter, origin = conn.execute(
             "SELECT wall_ms, counter, origin FROM sync_clock WHERE id = 1"
         ).fetchone()
-        now = time.time_ns() // 1_000_000
+        now = now_ms()
+        if wall > now + self.max_drift_ms or wall > MAX_WALL_MS:
+            wall, counter = now, -1
         if now > wall:
             wall, counter = now, 0
         else:
             counter += 1
             if counter > MAX_COUNTER:
                 wall, counter = wall + 1, 0
+        if wall > MAX_WALL_MS:  # only reachable with the drift bound switched off
+            wall, counter = now, 0
         conn.execute("UPDATE sync_clock SET wall_ms = ?, counter = ? WHERE id = 1", (wall, counter))
         return format_hlc(wall, counter, origin), origin
 
+    def clock_wall_ms(self) -> int:
+        """The persisted clock's wall time (for the poisoned-clock check on open)."""
+        return int(self.db.scalar("SELECT wall_ms FROM sync_clock WHERE id = 1") or 0)
+
     def observe(self, conn: sqlite3.Connection, hlc: str) -> None:
-        """Advance the clock past an hlc applied from elsewhere."""
+        """Advance the clock past an hlc applied from elsewhere, never beyond now + drift."""
+        if check_clock(hlc, now_ms(), self.max_drift_ms) is not None:
+            return
         remote_wall, remote_counter, _ = parse_hlc(hlc)
         conn.execute(
             """UPDATE sync_clock SET
@@ -188,32 +257,14 @@ class Journal:
 
         ``recorded_at`` lets a batch stamp all its rows with one time (formatting the clock
         per row is measurable in bulk applies)."""
-        cursor = conn.execute(
-            """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
-                                        record, source, recorded_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (
-                record["mid"],
-                record["hlc"],
-                record["origin"],
-                record["entity"],
-                record["key"],
-                record["op"],
-                record["project"],
-                record["scope"],
-                text if text is not None else orjson.dumps(record).decode(),
-                source,
-                recorded_at or now_text(),
-            ),
+        return insert_record(
+            conn,
+            record,
+            source=source,
+            text=text,
+            record_delivery=record_delivery,
+            recorded_at=recorded_at,
         )
-        seq = int(cursor.lastrowid or 0)
-        if source != "local" and record_delivery:
-            # Arrived through a target: that target already holds it, never send it back.
-            conn.execute(
-                "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
-                (source, seq, now_text()),
-            )
-        return seq
 
     def has_mid(self, conn: sqlite3.Connection, mid: str) -> bool:
         return (
@@ -328,33 +379,15 @@ class Journal:
         projects: Iterable[str],
         include_personal: bool = False,
     ) -> list[JournalEntry]:
-        """Session rows outside ``projects`` that a project-scoped export must carry anyway.
+        """Session rows outside ``projects`` that a project-scoped export must carry: none.
 
-        A memory or prompt of project P may live in a session recorded under another project;
-        without its session row a receiver keeps a stub. So a session row ``target`` lacks
-        travels when a pending observation/prompt of the selection names it, or when ``target``
-        already holds an earlier row of that session (so its later end and summary follow).
-        """
-        names = sorted(set(projects))
-        where, params = self._selection(names, include_personal)
-        outside = f"s.project NOT IN ({', '.join('?' for _ in names)})" if names else "1"
-        sql = f"""SELECT s.* FROM sync_journal s
-                  WHERE s.entity = 'session' AND {outside}
-                    AND NOT EXISTS (SELECT 1 FROM sync_delivery d
-                                    WHERE d.target = ? AND d.seq = s.seq)
-                    AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
-                                    WHERE q.target = ? AND q.seq = s.seq)
-                    AND (s.key IN (SELECT json_extract(j.record, '$.payload.session_id')
-                                   FROM sync_journal j
-                                   WHERE j.entity IN ('observation', 'prompt') AND {where}
-                                     AND NOT EXISTS (SELECT 1 FROM sync_delivery d
-                                                     WHERE d.target = ? AND d.seq = j.seq))
-                         OR EXISTS (SELECT 1 FROM sync_journal h
-                                    JOIN sync_delivery d ON d.seq = h.seq AND d.target = ?
-                                    WHERE h.entity = 'session' AND h.key = s.key))
-                  ORDER BY s.seq"""
-        args = [*names, target, target, *params, target, target]
-        return [JournalEntry.from_row(r) for r in self.db.rows(sql, args)]
+        Before identity was per project, a memory of project P could name a session recorded
+        under another project, whose row then had to travel with P. Now a memory's session is
+        always ``(its project, session_id)``, inside the selection (schema migration 7 copied
+        the sessions older memories named into their projects). Kept so transports can still
+        ask."""
+        del target, projects, include_personal
+        return []
 
     # --- chunks a target holds --------------------------------------------------------------
 
@@ -430,11 +463,6 @@ class Journal:
                 (target, seq, mid, error_code, error, now_text()),
             )
 
-    def release_quarantine(self, target: str) -> int:
-        """Put every quarantined row of ``target`` back in its push queue (for a retry)."""
-        with self.db.write() as conn:
-            return conn.execute("DELETE FROM sync_quarantine WHERE target = ?", (target,)).rowcount
-
     def quarantined(self, target: str) -> list[sqlite3.Row]:
         return self.db.rows(
             "SELECT * FROM sync_quarantine WHERE target = ? ORDER BY seq", (target,)
@@ -454,13 +482,13 @@ class Journal:
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
             deletes = conn.execute(
-                f"""SELECT j.seq, j.entity, j.key, j.hlc FROM sync_journal j
-                    JOIN sync_tombstones t ON t.entity = j.entity AND t.key = j.key
-                                          AND t.hlc = j.hlc
+                f"""SELECT j.seq, j.entity, j.project, j.key, j.hlc FROM sync_journal j
+                    JOIN sync_tombstones t ON t.entity = j.entity AND t.project = j.project
+                                          AND t.key = j.key AND t.hlc = j.hlc
                     WHERE j.seq IN ({", ".join("?" for _ in part)}) AND j.op = 'delete'""",
                 part,
             ).fetchall()
-            for seq, entity, key, hlc in deletes:
+            for seq, entity, project, key, hlc in deletes:
                 held = conn.execute(
                     "SELECT COUNT(*) FROM sync_delivery WHERE seq = ?", (seq,)
                 ).fetchone()[0]
@@ -468,8 +496,9 @@ class Journal:
                     continue
                 older = conn.execute(
                     """SELECT seq, record FROM sync_journal
-                       WHERE entity = ? AND key = ? AND hlc < ? AND op = 'upsert'""",
-                    (entity, key, hlc),
+                       WHERE entity = ? AND project = ? AND key = ? AND hlc < ?
+                         AND op = 'upsert'""",
+                    (entity, project, key, hlc),
                 ).fetchall()
                 for older_seq, text in older:
                     record = orjson.loads(text)

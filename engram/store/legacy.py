@@ -18,6 +18,8 @@ from engram.platform import private_file
 from engram.project import project_name
 from engram.record import EPOCH_TEXT, legacy_record
 from engram.store import fts
+from engram.store.identity import copy_session_into, insert_stub_session
+from engram.store.journal import now_ms
 from engram.store.observations import session_context
 from engram.store.schema import apply_migrations, table_exists
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash
@@ -124,11 +126,13 @@ def _journal(
         updated_at=updated_at,
         project=state["project"],
         scope=state.get("scope", "project"),
+        not_after_ms=now_ms(),  # a row dated in the future must not outrank real edits
     )
     if not store.journal.has_mid(conn, record["mid"]):
         store.journal.append_record(conn, record, source="local")
     conn.execute(
-        f"UPDATE {table} SET hlc = ? WHERE {key_column} = ?", (record["hlc"], record["key"])
+        f"UPDATE {table} SET hlc = ? WHERE project = ? AND {key_column} = ?",
+        (record["hlc"], record["project"], record["key"]),
     )
     return record["hlc"]
 
@@ -195,14 +199,16 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
         },
         "id",
     )
-    newest_by_sync: dict[str, dict] = {}
+    # Identity is per project: duplicates (the Go tool's re-import bug) are one address each.
+    newest_by_sync: dict[tuple[str, str], dict] = {}
     for row in rows:
         sync_id = (row["sync_id"] or "").strip() or "obs-" + secrets.token_hex(16)
         row["sync_id"] = sync_id
         row["updated_at"] = row["updated_at"] or row["created_at"]
-        kept = newest_by_sync.get(sync_id)
+        address = (project_name(row["project"]), sync_id)
+        kept = newest_by_sync.get(address)
         if kept is None or (row["updated_at"], row["id"]) > (kept["updated_at"], kept["id"]):
-            newest_by_sync[sync_id] = row
+            newest_by_sync[address] = row
     for row in sorted(newest_by_sync.values(), key=lambda r: r["id"]):
         state = {
             "sync_id": row["sync_id"],
@@ -221,13 +227,10 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             "updated_at": row["updated_at"],
             "deleted_at": row["deleted_at"],
         }
-        if not conn.execute(
-            "SELECT 1 FROM sessions WHERE id = ?", (state["session_id"],)
-        ).fetchone():
-            conn.execute(
-                "INSERT INTO sessions(id, project, directory, started_at) VALUES (?, ?, '', ?)",
-                (state["session_id"], state["project"], EPOCH_TEXT),
-            )
+        # Its session in its own project: a copy of the same-id session the Go tool recorded
+        # under another project, else a stub.
+        if not copy_session_into(conn, state["project"], state["session_id"]):
+            insert_stub_session(conn, state["project"], state["session_id"], EPOCH_TEXT)
         conn.execute(
             """INSERT INTO observations(id, sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
@@ -249,7 +252,7 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             ),
         )
     if "user_prompts" in present:
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()
         for row in _select(
             conn,
             "go_user_prompts",
@@ -264,9 +267,9 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             "id",
         ):
             sync_id = (row["sync_id"] or "").strip() or "prompt-" + secrets.token_hex(16)
-            if sync_id in seen:
+            if (project_name(row["project"]), sync_id) in seen:
                 continue
-            seen.add(sync_id)
+            seen.add((project_name(row["project"]), sync_id))
             state = {
                 "sync_id": sync_id,
                 "session_id": row["session_id"] or "manual-save",
@@ -274,6 +277,7 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
                 "project": project_name(row["project"]),
                 "created_at": row["created_at"] or EPOCH_TEXT,
             }
+            copy_session_into(conn, state["project"], state["session_id"])
             conn.execute(
                 """INSERT INTO user_prompts(id, sync_id, session_id, content, project, created_at)
                    VALUES (:id, :sync_id, :session_id, :content, :project, :created_at)""",

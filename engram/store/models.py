@@ -264,14 +264,35 @@ class ApplyResult:
     sessions: int = 0
     observations: int = 0
     prompts: int = 0
+    #: Records kept aside instead of applied, by reason (``clock_skew``, ``invalid`` …).
+    quarantined: dict[str, int] = field(default_factory=dict)
+    #: Records that waited in the quarantine and were applied (or found stale) by this call.
+    released: int = 0
 
     def add(self, other: ApplyResult) -> None:
-        for name in ("applied", "stale", "duplicates", "sessions", "observations", "prompts"):
+        for name in (
+            "applied",
+            "stale",
+            "duplicates",
+            "sessions",
+            "observations",
+            "prompts",
+            "released",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for reason, count in other.quarantined.items():
+            self.quarantined[reason] = self.quarantined.get(reason, 0) + count
+
+    def hold(self, reason: str) -> None:
+        self.quarantined[reason] = self.quarantined.get(reason, 0) + 1
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
 
     @property
     def received(self) -> int:
-        return self.applied + self.stale + self.duplicates
+        return self.applied + self.stale + self.duplicates + self.quarantined_total - self.released
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

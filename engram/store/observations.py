@@ -9,10 +9,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engram.errors import NotFoundError, ValidationError
-from engram.project import normalize_project
+from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts, vectors
-from engram.store.base import StoreBase, default_session_id
+from engram.store import fts, vector_queue
+from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.db import MAX_INTEGER
 from engram.store.models import (
     Observation,
@@ -28,6 +28,7 @@ from engram.text import (
     normalize_scope,
     normalize_topic_key,
     normalized_hash,
+    require_storable,
     strip_private,
     suggest_topic_key,
     topic_sync_id,
@@ -154,8 +155,13 @@ class ObservationsMixin(StoreBase):
         allow_secrets: bool = False,
     ) -> SaveResult:
         """Save a memory. Same topic key ⇒ update that memory; same content within the dedupe
-        window ⇒ count a duplicate; otherwise insert. One transaction, journaled. Detected
-        secrets become ``[REDACTED:kind]`` (with a warning) unless ``allow_secrets``."""
+        window ⇒ count a duplicate; otherwise insert (or revive the topic's derived key). One
+        transaction, journaled. Detected secrets become ``[REDACTED:kind]`` (with a warning)
+        unless ``allow_secrets``."""
+        for value, name in ((title, "title"), (content, "content"), (type, "type"),
+                            (topic_key, "topic_key"), (tool_name, "tool_name"),
+                            (project, "project")):  # fmt: skip
+            require_storable(value, name)
         redactions: list[str] = []
         title, truncation = self._clean_text(
             title, content, allow_secrets=allow_secrets, warnings=redactions
@@ -163,6 +169,7 @@ class ObservationsMixin(StoreBase):
         content = truncation.text
         kind = (type or "").strip() or "manual"
         project, project_warning = normalize_project(project)
+        project = self._write_project(project, session_id)  # type: ignore[attr-defined]
         scope = normalize_scope(scope)
         topic = normalize_topic_key(topic_key)
         session_id = check_session_id(session_id) if session_id else default_session_id(project)
@@ -174,89 +181,76 @@ class ObservationsMixin(StoreBase):
 
         with self.db.write() as conn:
             now = now_text()
-            self._ensure_session(conn, session_id, project)
-            action, sync_id = "created", None
-            if topic:
-                sync_id = self._find_topic_target(conn, project, scope, topic)
-                if sync_id:
-                    action = "topic_updated"
-                    hlc, origin = self.journal.tick(conn)
-                    fts.remove(conn, "observations", "sync_id", sync_id)
-                    conn.execute(
-                        """UPDATE observations SET type = ?, title = ?, content = ?,
-                               tool_name = ?, topic_key = ?, normalized_hash = ?,
-                               session_id = ?, revision_count = revision_count + 1,
-                               last_seen_at = ?, updated_at = ?, hlc = ?
-                           WHERE sync_id = ?""",
-                        (
-                            kind,
-                            title,
-                            content,
-                            tool,
-                            topic,
-                            digest,
-                            session_id,
-                            now,
-                            now,
-                            hlc,
-                            sync_id,
-                        ),
-                    )
-                    fts.restore(conn, "observations", "sync_id", sync_id)
-            if sync_id is None:
-                sync_id = self._find_duplicate(conn, digest, project, scope, kind, title, now)
-                if sync_id:
-                    action = "deduplicated"
-                    hlc, origin = self.journal.tick(conn)
-                    conn.execute(
-                        """UPDATE observations SET duplicate_count = duplicate_count + 1,
-                               last_seen_at = ?, updated_at = ?, hlc = ?
-                           WHERE sync_id = ?""",
-                        (now, now, hlc, sync_id),
-                    )
-            if sync_id is None:
-                sync_id = self._new_sync_id(conn, project, scope, topic)
+            self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
+            action, rowid, sync_id = "created", None, ""
+            if topic and (found := self._find_topic_target(conn, project, scope, topic)):
+                action, (rowid, sync_id) = "topic_updated", found
                 hlc, origin = self.journal.tick(conn)
-                context = session_context(conn, session_id, now)
-                cursor = conn.execute(
-                    """INSERT INTO observations(sync_id, session_id, type, title, content,
-                           tool_name, project, scope, topic_key, normalized_hash, revision_count,
-                           duplicate_count, last_seen_at, created_at, updated_at, search_context,
-                           hlc)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?)""",
-                    (
-                        sync_id,
-                        session_id,
-                        kind,
-                        title,
-                        content,
-                        tool,
-                        project,
-                        scope,
-                        topic,
-                        digest,
-                        now,
-                        now,
-                        now,
-                        context,
-                        hlc,
-                    ),
-                )
-                fts.add(
-                    conn,
-                    "observations",
-                    int(cursor.lastrowid or 0),
-                    {"title": title, "content": content, "tool_name": tool, "type": kind,
-                     "project": project, "topic_key": topic, "search_context": context},
-                )  # fmt: skip
+                fts.remove(conn, "observations", "id", rowid)
                 conn.execute(
-                    "DELETE FROM sync_tombstones WHERE entity = 'observation' AND key = ?",
-                    (sync_id,),
+                    """UPDATE observations SET type = ?, title = ?, content = ?,
+                           tool_name = ?, topic_key = ?, normalized_hash = ?,
+                           session_id = ?, revision_count = revision_count + 1,
+                           last_seen_at = ?, updated_at = ?, hlc = ?
+                       WHERE id = ?""",
+                    (kind, title, content, tool, topic, digest, session_id, now, now, hlc, rowid),
                 )
-            self._journal_state(conn, "observation", sync_id, hlc, origin)
-            row = conn.execute(
-                "SELECT * FROM observations WHERE sync_id = ?", (sync_id,)
-            ).fetchone()
+                fts.restore(conn, "observations", "id", rowid)
+            if rowid is None and (
+                found := self._find_duplicate(conn, digest, project, scope, kind, title, now)
+            ):
+                action, (rowid, sync_id) = "deduplicated", found
+                hlc, origin = self.journal.tick(conn)
+                conn.execute(
+                    """UPDATE observations SET duplicate_count = duplicate_count + 1,
+                           last_seen_at = ?, updated_at = ?, hlc = ?
+                       WHERE id = ?""",
+                    (now, now, hlc, rowid),
+                )
+            if rowid is None:
+                sync_id, deleted_row = self._new_sync_id(conn, project, scope, topic)
+                hlc, origin = self.journal.tick(conn)
+                values = {
+                    "sync_id": sync_id, "session_id": session_id, "type": kind, "title": title,
+                    "content": content, "tool_name": tool, "project": project, "scope": scope,
+                    "topic_key": topic, "normalized_hash": digest, "now": now, "hlc": hlc,
+                    "search_context": session_context(conn, session_id, now),
+                }  # fmt: skip
+                if deleted_row is not None:
+                    # Topic revival (DESIGN §3): the derived key's memory was deleted here; this
+                    # newer save brings that key back, so every replica ends with one memory.
+                    rowid = deleted_row
+                    fts.remove(conn, "observations", "id", rowid)
+                    conn.execute(
+                        """UPDATE observations SET session_id = :session_id, type = :type,
+                               title = :title, content = :content, tool_name = :tool_name,
+                               scope = :scope, topic_key = :topic_key,
+                               normalized_hash = :normalized_hash,
+                               revision_count = revision_count + 1, duplicate_count = 1,
+                               last_seen_at = :now, created_at = :now, updated_at = :now,
+                               deleted_at = NULL, search_context = :search_context, hlc = :hlc
+                           WHERE id = :id""",
+                        {**values, "id": rowid},
+                    )
+                    fts.restore(conn, "observations", "id", rowid)
+                else:
+                    cursor = conn.execute(
+                        """INSERT INTO observations(sync_id, session_id, type, title, content,
+                               tool_name, project, scope, topic_key, normalized_hash,
+                               revision_count, duplicate_count, last_seen_at, created_at,
+                               updated_at, search_context, hlc)
+                           VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name,
+                               :project, :scope, :topic_key, :normalized_hash, 1, 1, :now, :now,
+                               :now, :search_context, :hlc)""",
+                        values,
+                    )
+                    rowid = int(cursor.lastrowid or 0)
+                    fts.add(conn, "observations", rowid, values)
+                    # A hard-deleted key saved again (a topic's derived key): this newer write
+                    # beats the tombstone, here and on every replica.
+                    drop_tombstone(conn, "observation", project, sync_id)
+            self._journal_state(conn, "observation", project, sync_id, hlc, origin)
+            row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
 
         suggestion = None if topic else suggest_topic_key(kind, title, content)
         return SaveResult(
@@ -272,21 +266,23 @@ class ObservationsMixin(StoreBase):
     @staticmethod
     def _find_topic_target(
         conn: sqlite3.Connection, project: str, scope: str, topic: str
-    ) -> str | None:
+    ) -> tuple[int, str] | None:
+        """The live memory a topic save updates: the derived key first, then (older rows) the
+        most recently updated live memory with that topic in the project and scope."""
         derived = topic_sync_id(project, scope, topic)
         row = conn.execute(
-            """SELECT sync_id FROM observations WHERE sync_id = ? AND deleted_at IS NULL
-                 AND topic_key = ? AND project = ? AND scope = ?""",
-            (derived, topic, project, scope),
+            """SELECT id, sync_id FROM observations WHERE project = ? AND sync_id = ?
+                 AND deleted_at IS NULL AND topic_key = ? AND scope = ?""",
+            (project, derived, topic, scope),
         ).fetchone()
         if row is None:
             row = conn.execute(
-                """SELECT sync_id FROM observations
+                """SELECT id, sync_id FROM observations
                    WHERE topic_key = ? AND project = ? AND scope = ? AND deleted_at IS NULL
                    ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT 1""",
                 (topic, project, scope),
             ).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None else (int(row[0]), str(row[1]))
 
     def _find_duplicate(
         self,
@@ -297,32 +293,42 @@ class ObservationsMixin(StoreBase):
         kind: str,
         title: str,
         now: str,
-    ) -> str | None:
+    ) -> tuple[int, str] | None:
         window = max(1, self.config.dedupe_window_minutes)
         start = (datetime.strptime(now, STORE_FORMAT) - timedelta(minutes=window)).strftime(
             STORE_FORMAT
         )
         row = conn.execute(
-            """SELECT sync_id FROM observations
+            """SELECT id, sync_id FROM observations
                WHERE normalized_hash = ? AND project = ? AND scope = ? AND type = ? AND title = ?
                  AND created_at >= ? AND deleted_at IS NULL
                ORDER BY created_at DESC, id DESC LIMIT 1""",
             (digest, project, scope, kind, title, start),
         ).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None else (int(row[0]), str(row[1]))
 
     @staticmethod
-    def _new_sync_id(conn: sqlite3.Connection, project: str, scope: str, topic: str | None) -> str:
-        """Topic memories get the deterministic id (so machines converge), unless a row that has
-        since moved away already holds it."""
+    def _new_sync_id(
+        conn: sqlite3.Connection, project: str, scope: str, topic: str | None
+    ) -> tuple[str, int | None]:
+        """The key of a new memory and, when that key's soft-deleted row is to be revived, its
+        local id.
+
+        A topic memory gets the topic's derived key (so machines converge) whether that key is
+        free, hard-deleted (tombstone) or soft-deleted here: a newer save revives it (DESIGN §3
+        "Topic revival"). Only a live memory that holds it under another topic or scope (edits
+        never re-key) makes the save mint a random key."""
         if topic:
             derived = topic_sync_id(project, scope, topic)
-            taken = conn.execute(
-                "SELECT 1 FROM observations WHERE sync_id = ?", (derived,)
+            row = conn.execute(
+                "SELECT id, deleted_at FROM observations WHERE project = ? AND sync_id = ?",
+                (project, derived),
             ).fetchone()
-            if taken is None:
-                return derived
-        return new_observation_sync_id()
+            if row is None:
+                return derived, None
+            if row["deleted_at"] is not None:
+                return derived, int(row["id"])
+        return new_observation_sync_id(), None
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -333,8 +339,22 @@ class ObservationsMixin(StoreBase):
             raise NotFoundError(f"Observation #{oid} not found")
         return Observation.from_row(row)
 
-    def get_observation_by_sync_id(self, sync_id: str) -> Observation:
-        row = self.db.one("SELECT * FROM observations WHERE sync_id = ?", (sync_id,))
+    def get_observation_by_sync_id(
+        self, sync_id: str, *, project: str | None = None
+    ) -> Observation:
+        """The memory ``(project, sync_id)``; without ``project`` the most recently updated
+        memory with that key (keys are unique per project only)."""
+        if project is not None:
+            row = self.db.one(
+                "SELECT * FROM observations WHERE project = ? AND sync_id = ?",
+                (project_name(project), sync_id),
+            )
+        else:
+            row = self.db.one(
+                """SELECT * FROM observations WHERE sync_id = ?
+                   ORDER BY updated_at DESC, id DESC LIMIT 1""",
+                (sync_id,),
+            )
         if row is None:
             raise NotFoundError(f"observation {sync_id!r} not found")
         return Observation.from_row(row)
@@ -410,24 +430,25 @@ class ObservationsMixin(StoreBase):
         before = int(before) if before and int(before) > 0 else 5
         after = int(after) if after and int(after) > 0 else 5
         with self.db.read() as conn:
+            where = "project = ? AND session_id = ? AND deleted_at IS NULL"
             earlier = conn.execute(
-                """SELECT id, type, title, content, created_at, sync_id FROM observations
-                   WHERE session_id = ? AND id < ? AND deleted_at IS NULL
-                   ORDER BY id DESC LIMIT ?""",
-                (focus.session_id, focus.id, before),
+                f"""SELECT id, type, title, content, created_at, sync_id FROM observations
+                    WHERE {where} AND id < ? ORDER BY id DESC LIMIT ?""",
+                (focus.project, focus.session_id, focus.id, before),
             ).fetchall()
             later = conn.execute(
-                """SELECT id, type, title, content, created_at, sync_id FROM observations
-                   WHERE session_id = ? AND id > ? AND deleted_at IS NULL
-                   ORDER BY id LIMIT ?""",
-                (focus.session_id, focus.id, after),
+                f"""SELECT id, type, title, content, created_at, sync_id FROM observations
+                    WHERE {where} AND id > ? ORDER BY id LIMIT ?""",
+                (focus.project, focus.session_id, focus.id, after),
             ).fetchall()
             total = conn.execute(
-                "SELECT COUNT(*) FROM observations WHERE session_id = ? AND deleted_at IS NULL",
-                (focus.session_id,),
+                f"SELECT COUNT(*) FROM observations WHERE {where}",
+                (focus.project, focus.session_id),
             ).fetchone()[0]
         try:
-            session = self.get_session(focus.session_id)  # type: ignore[attr-defined]
+            session = self.get_session(  # type: ignore[attr-defined]
+                focus.session_id, project=focus.project
+            )
         except NotFoundError:
             session = None
 
@@ -467,13 +488,18 @@ class ObservationsMixin(StoreBase):
         oid = _check_id(observation_id)
         if all(v is None for v in (title, content, type, project, scope, topic_key, tool_name)):
             raise ValidationError("provide at least one field to update")
+        for value, name in ((title, "title"), (content, "content"), (type, "type"),
+                            (project, "project"), (topic_key, "topic_key"),
+                            (tool_name, "tool_name")):  # fmt: skip
+            require_storable(value, name)
         with self.db.write() as conn:
             row = conn.execute(
-                "SELECT sync_id FROM observations WHERE id = ? AND deleted_at IS NULL", (oid,)
+                "SELECT project, sync_id FROM observations WHERE id = ? AND deleted_at IS NULL",
+                (oid,),
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"Observation #{oid} not found")
-            old = self._state(conn, "observation", row[0])
+            old = self._state(conn, "observation", row[0], row[1])
             assert old is not None
             new = dict(old)
             if title is not None:
@@ -501,12 +527,16 @@ class ObservationsMixin(StoreBase):
             if tool_name is not None:
                 new["tool_name"] = tool_name.strip() or None
             now = now_text()
-            if (new["project"], new["scope"]) != (old["project"], old["scope"]):
-                self._journal_exit(conn, "observation", old, now)
-            hlc, origin = self.journal.tick(conn)
             fts.remove(conn, "observations", "id", oid)
+            key = old["sync_id"]
+            if new["project"] != old["project"]:
+                # Another project is another address: a delete here, a create there (DESIGN §3).
+                key = self._move(conn, "observation", oid, old, new["project"], now)
+            elif new["scope"] != old["scope"]:
+                self._journal_exit(conn, old, now)
+            hlc, origin = self.journal.tick(conn)
             conn.execute(
-                """UPDATE observations SET title = ?, content = ?, type = ?, project = ?,
+                """UPDATE observations SET title = ?, content = ?, type = ?,
                        scope = ?, topic_key = ?, tool_name = ?, normalized_hash = ?,
                        revision_count = revision_count + 1, updated_at = ?, hlc = ?
                    WHERE id = ?""",
@@ -514,7 +544,6 @@ class ObservationsMixin(StoreBase):
                     new["title"],
                     new["content"],
                     new["type"],
-                    new["project"],
                     new["scope"],
                     new["topic_key"],
                     new["tool_name"],
@@ -525,7 +554,7 @@ class ObservationsMixin(StoreBase):
                 ),
             )
             fts.restore(conn, "observations", "id", oid)
-            self._journal_state(conn, "observation", old["sync_id"], hlc, origin)
+            self._journal_state(conn, "observation", new["project"], key, hlc, origin)
         return self.get_observation(oid)
 
     def delete_observation(self, observation_id: Any, *, hard: bool = False) -> Observation:
@@ -540,17 +569,19 @@ class ObservationsMixin(StoreBase):
             now = now_text()
             hlc, origin = self.journal.tick(conn)
             if hard:
-                old = self._state(conn, "observation", row["sync_id"])
+                old = self._state(conn, "observation", row["project"], row["sync_id"])
                 fts.remove(conn, "observations", "id", oid)
                 conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
                 self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
             else:
-                vectors.forget_deleted(conn, "id", oid)
+                vector_queue.forget_deleted(conn, "id", oid)
                 conn.execute(
                     "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
                     (now, now, hlc, oid),
                 )
-                self._journal_state(conn, "observation", row["sync_id"], hlc, origin)
+                self._journal_state(
+                    conn, "observation", row["project"], row["sync_id"], hlc, origin
+                )
         return before
 
     # --- passive capture --------------------------------------------------------------------

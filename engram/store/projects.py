@@ -5,8 +5,10 @@ from __future__ import annotations
 from engram.errors import ValidationError
 from engram.project import normalize_project, project_name
 from engram.store import fts
-from engram.store.base import StoreBase
+from engram.store.base import StoreBase, drop_tombstone
+from engram.store.identity import insert_stub_session
 from engram.store.models import MergeResult, ProjectInfo, PruneResult, Stats
+from engram.text import require_storable
 from engram.times import now_text
 
 
@@ -86,9 +88,14 @@ class ProjectsMixin(StoreBase):
     def merge_projects(self, sources: list[str], target: str) -> MergeResult:
         """Move every session, observation and prompt of ``sources`` into ``target``.
 
-        Each moved memory is journaled as a delete in its old project followed by an upsert in
-        the new one, so teammates who share only the old project do not keep stale copies.
+        Another project is another address (DESIGN §3): each memory and prompt is journaled as
+        a hard delete of its key in the old project and a create under its derived key in the
+        target, so every replica makes the same move and teammates who share only the old
+        project do not keep stale copies. Sessions keep their id: a session the target already
+        has keeps the target's row; the others are created there. Local ids stay.
         """
+        for name in (*sources, target):
+            require_storable(name, "project")
         canonical = normalize_project(target)[0]
         if not canonical:
             raise ValidationError("target project is required", field="to")
@@ -101,44 +108,58 @@ class ProjectsMixin(StoreBase):
         now = now_text()
         marks = ", ".join("?" for _ in names)
         with self.db.write() as conn:
-            for (sync_id,) in conn.execute(
-                f"SELECT sync_id FROM observations WHERE project IN ({marks}) ORDER BY id", names
+            # Sessions first, so the moved memories' upserts find theirs on every replica.
+            for session_id, project in conn.execute(
+                f"SELECT id, project FROM sessions WHERE project IN ({marks}) ORDER BY id, project",
+                names,
             ).fetchall():
-                old = self._state(conn, "observation", sync_id)
-                self._journal_exit(conn, "observation", old, now)
-                hlc, origin = self.journal.tick(conn)
-                fts.remove(conn, "observations", "sync_id", sync_id)
-                conn.execute(
-                    "UPDATE observations SET project = ?, hlc = ? WHERE sync_id = ?",
-                    (canonical, hlc, sync_id),
-                )
-                fts.restore(conn, "observations", "sync_id", sync_id)
-                self._journal_state(conn, "observation", sync_id, hlc, origin)
-                result.observations_updated += 1
-            for (sync_id,) in conn.execute(
-                f"SELECT sync_id FROM user_prompts WHERE project IN ({marks}) ORDER BY id", names
-            ).fetchall():
-                old = self._state(conn, "prompt", sync_id)
-                self._journal_exit(conn, "prompt", old, now)
-                hlc, origin = self.journal.tick(conn)
-                fts.remove(conn, "user_prompts", "sync_id", sync_id)
-                conn.execute(
-                    "UPDATE user_prompts SET project = ?, hlc = ? WHERE sync_id = ?",
-                    (canonical, hlc, sync_id),
-                )
-                fts.restore(conn, "user_prompts", "sync_id", sync_id)
-                self._journal_state(conn, "prompt", sync_id, hlc, origin)
-                result.prompts_updated += 1
-            for (session_id,) in conn.execute(
-                f"SELECT id FROM sessions WHERE project IN ({marks}) ORDER BY id", names
-            ).fetchall():
+                old = self._state(conn, "session", project, session_id)
+                assert old is not None
+                stub = conn.execute(
+                    "SELECT hlc = '' FROM sessions WHERE project = ? AND id = ?",
+                    (project, session_id),
+                ).fetchone()[0]
+                if stub:  # a placeholder, never journaled: it just moves along
+                    conn.execute(
+                        "DELETE FROM sessions WHERE project = ? AND id = ?", (project, session_id)
+                    )
+                    insert_stub_session(conn, canonical, session_id, old["started_at"])
+                    continue
                 hlc, origin = self.journal.tick(conn)
                 conn.execute(
-                    "UPDATE sessions SET project = ?, hlc = ? WHERE id = ?",
-                    (canonical, hlc, session_id),
+                    "DELETE FROM sessions WHERE project = ? AND id = ?", (project, session_id)
                 )
-                self._journal_state(conn, "session", session_id, hlc, origin)
+                self._journal_hard_delete(conn, "session", old, now, hlc, origin)
+                if self._state(conn, "session", canonical, session_id) is None:
+                    hlc, origin = self.journal.tick(conn)
+                    conn.execute(
+                        """INSERT INTO sessions(id, project, directory, started_at, ended_at,
+                                                summary, hlc)
+                           VALUES (:id, :project, :directory, :started_at, :ended_at, :summary,
+                                   :hlc)""",
+                        {**old, "project": canonical, "hlc": hlc},
+                    )
+                    drop_tombstone(conn, "session", canonical, session_id)
+                    self._journal_state(conn, "session", canonical, session_id, hlc, origin)
                 result.sessions_updated += 1
+            for entity, table in (("observation", "observations"), ("prompt", "user_prompts")):
+                for rowid, project, sync_id in conn.execute(
+                    f"SELECT id, project, sync_id FROM {table} WHERE project IN ({marks})"
+                    " ORDER BY id",
+                    names,
+                ).fetchall():
+                    old = self._state(conn, entity, project, sync_id)
+                    assert old is not None
+                    fts.remove(conn, table, "id", rowid)
+                    key = self._move(conn, entity, rowid, old, canonical, now)
+                    hlc, origin = self.journal.tick(conn)
+                    conn.execute(f"UPDATE {table} SET hlc = ? WHERE id = ?", (hlc, rowid))
+                    fts.restore(conn, table, "id", rowid)
+                    self._journal_state(conn, entity, canonical, key, hlc, origin)
+                    if entity == "observation":
+                        result.observations_updated += 1
+                    else:
+                        result.prompts_updated += 1
         result.sources_merged = names
         return result
 
@@ -163,7 +184,8 @@ class ProjectsMixin(StoreBase):
                         f"""SELECT t.{key} FROM {table} t
                             WHERE t.project = ? AND t.hlc != ''
                               AND NOT EXISTS (SELECT 1 FROM sync_journal j
-                                              WHERE j.entity = ? AND j.key = t.{key})
+                                              WHERE j.entity = ? AND j.project = t.project
+                                                AND j.key = t.{key})
                             ORDER BY t.{key}""",
                         (project, entity),
                     ).fetchall()
@@ -173,8 +195,11 @@ class ProjectsMixin(StoreBase):
                     continue
                 for value in keys:
                     hlc, origin = self.journal.tick(conn)
-                    conn.execute(f"UPDATE {table} SET hlc = ? WHERE {key} = ?", (hlc, value))
-                    self._journal_state(conn, entity, value, hlc, origin)
+                    conn.execute(
+                        f"UPDATE {table} SET hlc = ? WHERE project = ? AND {key} = ?",
+                        (hlc, project, value),
+                    )
+                    self._journal_state(conn, entity, project, value, hlc, origin)
         return counts
 
     def prune_projects(self, *, dry_run: bool = False) -> PruneResult:
@@ -205,19 +230,20 @@ class ProjectsMixin(StoreBase):
             return result
         now = now_text()
         with self.db.write() as conn:
-            for (sync_id,) in conn.execute(
-                f"SELECT sync_id FROM user_prompts WHERE project IN ({marks})", result.projects
+            for rowid, project, sync_id in conn.execute(
+                f"SELECT id, project, sync_id FROM user_prompts WHERE project IN ({marks})",
+                result.projects,
             ).fetchall():
-                old = self._state(conn, "prompt", sync_id)
+                old = self._state(conn, "prompt", project, sync_id)
                 hlc, origin = self.journal.tick(conn)
-                fts.remove(conn, "user_prompts", "sync_id", sync_id)
-                conn.execute("DELETE FROM user_prompts WHERE sync_id = ?", (sync_id,))
+                fts.remove(conn, "user_prompts", "id", rowid)
+                conn.execute("DELETE FROM user_prompts WHERE id = ?", (rowid,))
                 self._journal_hard_delete(conn, "prompt", old, now, hlc, origin)
                 result.prompts_deleted += 1
-            for (session_id,) in conn.execute(
-                f"SELECT id FROM sessions WHERE project IN ({marks})", result.projects
+            for session_id, project in conn.execute(
+                f"SELECT id, project FROM sessions WHERE project IN ({marks})", result.projects
             ).fetchall():
-                old = self._state(conn, "session", session_id)
+                old = self._state(conn, "session", project, session_id)
                 prompts, sessions = self._delete_session_rows(conn, old)  # type: ignore[attr-defined]
                 result.prompts_deleted += prompts
                 result.sessions_deleted += sessions

@@ -12,7 +12,7 @@ from engram.store import fts
 from engram.store.base import StoreBase, default_session_id
 from engram.store.models import Prompt
 from engram.store.sessions import check_session_id
-from engram.text import strip_private, truncate
+from engram.text import require_storable, strip_private, truncate
 from engram.times import now_text
 
 
@@ -27,13 +27,15 @@ class PromptsMixin(StoreBase):
     ) -> Prompt:
         """Save what the user asked. Detected secrets become ``[REDACTED:kind]`` (the stored
         text shows it) unless ``allow_secrets``."""
+        require_storable(content, "content")
+        require_storable(project, "project")
         text = strip_private(content or "")
         if not allow_secrets:
             text = redact_secrets(text).text
         if not text:
             raise ValidationError("content is required and cannot be empty", field="content")
         text = truncate(text, self.config.max_observation_length).text
-        project = project_name(project)
+        project = self._write_project(project_name(project), session_id)  # type: ignore[attr-defined]
         session_id = check_session_id(session_id) if session_id else default_session_id(project)
         sync_id = "prompt-" + secrets.token_hex(8)
         with self.db.write() as conn:
@@ -44,12 +46,10 @@ class PromptsMixin(StoreBase):
                    VALUES (?, ?, ?, ?, ?, ?)""",
                 (sync_id, session_id, text, project, now_text(), hlc),
             )
-            fts.add(conn, "user_prompts", int(cursor.lastrowid or 0),
-                    {"content": text, "project": project})  # fmt: skip
-            self._journal_state(conn, "prompt", sync_id, hlc, origin)
-            row = conn.execute(
-                "SELECT * FROM user_prompts WHERE sync_id = ?", (sync_id,)
-            ).fetchone()
+            rowid = int(cursor.lastrowid or 0)
+            fts.add(conn, "user_prompts", rowid, {"content": text, "project": project})
+            self._journal_state(conn, "prompt", project, sync_id, hlc, origin)
+            row = conn.execute("SELECT * FROM user_prompts WHERE id = ?", (rowid,)).fetchone()
         return Prompt.from_row(row)
 
     def get_prompt(self, prompt_id: Any) -> Prompt:
@@ -79,11 +79,11 @@ class PromptsMixin(StoreBase):
     def delete_prompt(self, prompt_id: Any) -> Prompt:
         prompt = self.get_prompt(prompt_id)
         with self.db.write() as conn:
-            old = self._state(conn, "prompt", prompt.sync_id)
+            old = self._state(conn, "prompt", prompt.project, prompt.sync_id)
             if old is None:
                 raise NotFoundError(f"prompt #{prompt.id} not found")
             hlc, origin = self.journal.tick(conn)
-            fts.remove(conn, "user_prompts", "sync_id", prompt.sync_id)
-            conn.execute("DELETE FROM user_prompts WHERE sync_id = ?", (prompt.sync_id,))
+            fts.remove(conn, "user_prompts", "id", prompt.id)
+            conn.execute("DELETE FROM user_prompts WHERE id = ?", (prompt.id,))
             self._journal_hard_delete(conn, "prompt", old, now_text(), hlc, origin)
         return prompt

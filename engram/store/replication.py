@@ -1,9 +1,17 @@
 """Applying mutations that arrive from other replicas (git chunks, the cloud).
 
-Last writer wins per entity by ``hlc`` (string order; ties broken by origin inside the hlc). A
-payload is written verbatim — no ``now()``, no counter bumps — so every replica ends with the same
-bytes. Hard deletes leave a tombstone so an older upsert cannot resurrect the row. Every received
-mutation is journaled (so it can be relayed), but never sent back where it came from.
+Every record is addressed by ``(project, key)`` (DESIGN §3 "Identity is per project"): a record
+of project P reads and writes only P's rows, so nobody can reach another project's memories by
+naming their ids. Last writer wins per address by ``hlc`` (string order; ties broken by origin
+inside the hlc). A payload is written verbatim — no ``now()``, no counter bumps — so every replica
+ends with the same bytes. Hard deletes leave a tombstone so an older upsert cannot resurrect the
+row. Every received mutation is journaled (so it can be relayed), but never sent back where it
+came from.
+
+A record that cannot be applied (malformed, unstorable text, a payload naming another project)
+or not yet (more than the allowed drift ahead of this clock) goes to the inbound quarantine
+(:mod:`engram.store.quarantine`) with its reason, and the rest of the batch applies. Waiting
+records are re-checked on every apply.
 """
 
 from __future__ import annotations
@@ -15,25 +23,33 @@ from typing import Any
 import orjson
 
 from engram.errors import InvalidMutationError
-from engram.record import EPOCH_TEXT, KEY_FIELD, full_state, hlc_text, validate_record
-from engram.store import fts, vectors
-from engram.store.base import TABLES, StoreBase
+from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
+from engram.store import fts, quarantine, vector_queue
+from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
+from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
+from engram.store.journal import now_ms
 from engram.store.models import ApplyResult
 from engram.store.observations import session_context
 from engram.text import normalized_hash
 from engram.times import now_text
 
 STUB_STARTED_AT = EPOCH_TEXT
+_ROWID = {
+    "session": "SELECT rowid, hlc FROM sessions WHERE project = ? AND id = ?",
+    "observation": "SELECT id, hlc FROM observations WHERE project = ? AND sync_id = ?",
+    "prompt": "SELECT id, hlc FROM user_prompts WHERE project = ? AND sync_id = ?",
+}
 
 
 def parse_record(item: dict[str, Any] | str | bytes, index: int | None = None):
-    """``(record, exact_text)`` from a dict or the JSON text of one mutation."""
+    """``(record, exact_text)`` from a dict or the JSON text of one mutation; raises
+    :class:`InvalidMutationError` naming the problem."""
     if isinstance(item, dict):
         return validate_record(item, index), None
-    text = item.decode("utf-8") if isinstance(item, bytes) else item
     try:
+        text = item.decode("utf-8") if isinstance(item, bytes) else item
         record = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+    except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
         where = f"mutation[{index}]: " if index is not None else ""
         raise InvalidMutationError(f"{where}invalid JSON ({exc})") from None
     return validate_record(record, index), text
@@ -43,26 +59,36 @@ class ReplicationMixin(StoreBase):
     def apply_mutations(
         self, records: Iterable[dict[str, Any] | str | bytes], *, source: str
     ) -> ApplyResult:
-        """Apply a batch of mutations in one transaction (all or nothing).
+        """Apply a batch of mutations in one transaction.
 
         ``source`` names the target they arrived through (``git:<dir>``, ``cloud:<server>``):
-        that target is recorded as already holding them. Raises
-        :class:`~engram.errors.InvalidMutationError` before writing anything if any record is
-        malformed.
+        that target is recorded as already holding them. A record that cannot be applied is
+        quarantined with its reason (counted in ``ApplyResult.quarantined``) and never fails
+        the batch; records waiting in the quarantine whose time has come are applied too.
         """
         if not source or source == "local":
             raise ValueError("source must name the target the mutations arrived through")
-        parsed = [parse_record(item, i) for i, item in enumerate(records)]
+        items = list(records)
         result = ApplyResult()
-        if not parsed:
+        now = now_ms()
+        if not items and not quarantine.has_due(self.db, hlc_bound(now, self.journal.max_drift_ms)):
             return result
-        newest = max(record["hlc"] for record, _ in parsed)
         with self.db.write() as conn:
-            batch = _ApplyBatch(self, conn, source)
-            for record, text in parsed:
-                batch.apply(record, text, result)
+            batch = _ApplyBatch(self, conn, now)
+            batch.release_due(result)
+            for item in items:
+                batch.take(item, source, result)
             batch.finish()
-            self.journal.observe(conn, newest)
+        return result
+
+    def recheck_quarantine(self, ids: Iterable[int] | None = None) -> ApplyResult:
+        """Check inbound-quarantined records again now (all, or those ``ids``): each one that
+        has become applicable is applied, the others stay with their (new) reason."""
+        result = ApplyResult()
+        with self.db.write() as conn:
+            batch = _ApplyBatch(self, conn, now_ms())
+            batch.release(quarantine.pick(conn, ids), result)
+            batch.finish()
         return result
 
 
@@ -70,133 +96,216 @@ class _ApplyBatch:
     """Applying one batch: every mutation costs a duplicate check, a clock lookup, its journal
     row and its state write; deliveries are recorded together at the end."""
 
-    def __init__(self, store: ReplicationMixin, conn: sqlite3.Connection, source: str) -> None:
+    def __init__(self, store: ReplicationMixin, conn: sqlite3.Connection, now: int) -> None:
         self.store = store
         self.conn = conn
-        self.source = source
-        self.delivered: list[int] = []
-        self.sessions: set[str] = set()  # session ids known to exist (or be tombstoned)
+        self.now_ms = now
+        self.max_drift_ms = store.journal.max_drift_ms
+        self.delivered: list[tuple[str, int]] = []
+        self.sessions: set[tuple[str, str]] = set()  # (project, id) known to exist or be gone
         self.index = fts.DeferredIndex(conn)
         self.now = now_text()
+        self.newest = ""
+
+    # --- the batch -----------------------------------------------------------------------------
+
+    def release_due(self, result: ApplyResult) -> None:
+        """Apply the waiting records whose clock is no longer ahead of this one."""
+        bound = hlc_bound(self.now_ms, self.max_drift_ms)
+        self.release(quarantine.due(self.conn, bound), result)
+
+    def release(self, rows: list[sqlite3.Row], result: ApplyResult) -> None:
+        """Check records taken out of the quarantine again: each is applied (or found stale
+        or already known) or goes back with its reason."""
+        for row in rows:
+            before = result.quarantined_total
+            self.take(row["record"], row["source"], result)
+            if result.quarantined_total == before:
+                quarantine.release(self.conn, row["id"])
+                result.released += 1
+
+    def take(self, item: dict[str, Any] | str | bytes, source: str, result: ApplyResult) -> None:
+        """Apply one received item, or quarantine it with its reason."""
+        try:
+            record, text = parse_record(item)
+        except InvalidMutationError as exc:
+            self._hold(quarantine.INVALID, str(exc), source, item, result)
+            return
+        known = self.conn.execute(
+            "SELECT seq FROM sync_journal WHERE mid = ?", (record["mid"],)
+        ).fetchone()
+        if known is not None:
+            self.delivered.append((source, int(known[0])))
+            result.duplicates += 1
+            return
+        if why := check_clock(record["hlc"], self.now_ms, self.max_drift_ms):
+            self._hold(quarantine.CLOCK_SKEW, why, source, text or item, result, record)
+            return
+        self.apply(record, text, source, result)
+
+    def _hold(
+        self,
+        reason: str,
+        error: str,
+        source: str,
+        item: Any,
+        result: ApplyResult,
+        record: dict[str, Any] | None = None,
+    ) -> None:
+        if record is None:
+            record = item if isinstance(item, dict) else _loads_or_none(item)
+        quarantine.hold(
+            self.conn,
+            reason=reason,
+            error=error,
+            source=source,
+            text=quarantine.record_text(item),
+            record=record,
+        )
+        result.hold(reason)
 
     def finish(self) -> None:
         self.index.flush()
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
-            [(self.source, seq, self.now) for seq in self.delivered],
+            [(source, seq, self.now) for source, seq in self.delivered],
         )
-        self.store.journal.blank_deleted_payloads(self.conn, self.delivered)
+        self.store.journal.blank_deleted_payloads(self.conn, (seq for _, seq in self.delivered))
+        if self.newest:
+            self.store.journal.observe(self.conn, self.newest)
 
-    def _journal(self, record: dict[str, Any], text: str | None) -> None:
+    def _journal(self, record: dict[str, Any], text: str | None, source: str) -> None:
         seq = self.store.journal.append_record(
             self.conn,
             record,
-            source=self.source,
+            source=source,
             text=text,
             record_delivery=False,
             recorded_at=self.now,
         )
-        self.delivered.append(seq)
+        self.delivered.append((source, seq))
+        self.newest = max(self.newest, record["hlc"])
 
-    def _version(self, entity: str, key: str) -> tuple[str, str | None]:
-        """The winning clock of an entity and where it lives: ``row``, ``tombstone`` or None."""
-        row = self.conn.execute(
-            f"SELECT hlc FROM {TABLES[entity]} WHERE {KEY_FIELD[entity]} = ?", (key,)
-        ).fetchone()
+    # --- one record ----------------------------------------------------------------------------
+
+    def version(self, entity: str, project: str, key: str) -> tuple[str, str | None, int | None]:
+        """The winning clock at an address, where it lives (``row``, ``tombstone`` or None)
+        and the row's local id."""
+        row = self.conn.execute(_ROWID[entity], (project, key)).fetchone()
         if row is not None:
-            return str(row[0]), "row"
+            return str(row[1]), "row", int(row[0])
         row = self.conn.execute(
-            "SELECT hlc FROM sync_tombstones WHERE entity = ? AND key = ?", (entity, key)
+            "SELECT hlc FROM sync_tombstones WHERE entity = ? AND project = ? AND key = ?",
+            (entity, project, key),
         ).fetchone()
-        return ("", None) if row is None else (str(row[0]), "tombstone")
+        return ("", None, None) if row is None else (str(row[0]), "tombstone", None)
 
-    def apply(self, record: dict[str, Any], text: str | None, result: ApplyResult) -> None:
-        known = self.conn.execute(
-            "SELECT seq FROM sync_journal WHERE mid = ?", (record["mid"],)
-        ).fetchone()
-        if known is not None:
-            self.delivered.append(int(known[0]))
-            result.duplicates += 1
-            return
-        entity, key, hlc = record["entity"], record["key"], record["hlc"]
-        current, where = self._version(entity, key)
-        self._journal(record, text)
+    def apply(
+        self, record: dict[str, Any], text: str | None, source: str, result: ApplyResult
+    ) -> None:
+        """Journal a valid record and apply it if it wins at its address."""
+        entity, project, key, hlc = (
+            record["entity"],
+            record["project"],
+            record["key"],
+            record["hlc"],
+        )
+        current, where, rowid = self.version(entity, project, key)
+        self._journal(record, text, source)
         if hlc <= current:
             result.stale += 1
             return
-        if where == "tombstone":
-            self.conn.execute(
-                "DELETE FROM sync_tombstones WHERE entity = ? AND key = ?", (entity, key)
-            )
-        state = full_state(record)
-        if record["op"] == "delete" and state is None:
-            self._delete(record, exists=where == "row")
-        else:
-            assert state is not None
-            self._write(entity, state, hlc, exists=where == "row")
+        self.rewrite(record, where, rowid)
         result.applied += 1
         attr = {"session": "sessions", "observation": "observations", "prompt": "prompts"}[entity]
         setattr(result, attr, getattr(result, attr) + 1)
 
-    def _stub_session(self, session_id: str, project: str) -> None:
-        """A mutation may arrive before its session: hold its place with a stub at the lowest
-        clock, which the real session then overwrites."""
-        if session_id in self.sessions:
-            return
-        self.sessions.add(session_id)
-        if self.conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
-            return
-        if self.conn.execute(
-            "SELECT 1 FROM sync_tombstones WHERE entity = 'session' AND key = ?", (session_id,)
-        ).fetchone():
-            return
-        self.conn.execute(
-            "INSERT INTO sessions(id, project, directory, started_at, hlc) VALUES (?, ?, '', ?, '')",
-            (session_id, project, STUB_STARTED_AT),
-        )
+    def rewrite(self, record: dict[str, Any], where: str | None, rowid: int | None) -> None:
+        """Make the record's address hold what the record says (it has won there)."""
+        entity, project, key = record["entity"], record["project"], record["key"]
+        if where == "tombstone":
+            drop_tombstone(self.conn, entity, project, key)
+        state = full_state(record)
+        if record["op"] == "delete" and state is None:
+            self._delete(record, rowid)
+        else:
+            assert state is not None
+            # The address is the record's: its project, whatever the payload claimed (a
+            # payload naming another project never validates).
+            self._write(entity, {**state, "project": project}, record["hlc"], rowid)
 
-    def _write(self, entity: str, state: dict[str, Any], hlc: str, *, exists: bool) -> None:
+    def clear(self, entity: str, project: str, key: str) -> None:
+        """Remove whatever an address holds (row or tombstone), for a re-derivation."""
+        _, where, rowid = self.version(entity, project, key)
+        if where == "tombstone":
+            drop_tombstone(self.conn, entity, project, key)
+        elif rowid is not None:
+            self._remove_row(entity, project, key, rowid)
+
+    def _remove_row(self, entity: str, project: str, key: str, rowid: int) -> None:
+        if entity == "session":
+            self.conn.execute("DELETE FROM sessions WHERE project = ? AND id = ?", (project, key))
+            return
+        self.index.before_change(TABLES[entity], "id", rowid)
+        self.conn.execute(f"DELETE FROM {TABLES[entity]} WHERE id = ?", (rowid,))
+
+    def stub_session(self, session_id: str, project: str) -> None:
+        """A mutation may arrive before its session: hold its place (in the record's own
+        project) with a stub at the lowest clock, which the real session then overwrites."""
+        address = (project, session_id)
+        if address in self.sessions:
+            return
+        self.sessions.add(address)
+        if session_exists(self.conn, project, session_id):
+            return
+        if session_tombstoned(self.conn, project, session_id):
+            return
+        insert_stub_session(self.conn, project, session_id, STUB_STARTED_AT)
+
+    def _write(self, entity: str, state: dict[str, Any], hlc: str, rowid: int | None) -> None:
         conn = self.conn
         if entity == "session":
-            self.sessions.add(state["id"])
+            self.sessions.add((state["project"], state["id"]))
             conn.execute(
                 """INSERT INTO sessions(id, project, directory, started_at, ended_at, summary, hlc)
                    VALUES (:id, :project, :directory, :started_at, :ended_at, :summary, :hlc)
-                   ON CONFLICT(id) DO UPDATE SET project = excluded.project,
-                       directory = excluded.directory, started_at = excluded.started_at,
-                       ended_at = excluded.ended_at, summary = excluded.summary,
-                       hlc = excluded.hlc""",
+                   ON CONFLICT(project, id) DO UPDATE SET directory = excluded.directory,
+                       started_at = excluded.started_at, ended_at = excluded.ended_at,
+                       summary = excluded.summary, hlc = excluded.hlc""",
                 {**state, "hlc": hlc},
             )
             return
-        self._stub_session(state["session_id"], state["project"])
+        self.stub_session(state["session_id"], state["project"])
         if entity == "prompt":
-            if exists:
-                self.index.before_change("user_prompts", "sync_id", state["sync_id"])
+            values = {**state, "hlc": hlc}
+            if rowid is not None:
+                self.index.before_change("user_prompts", "id", rowid)
+                conn.execute(
+                    """UPDATE user_prompts SET session_id = :session_id, content = :content,
+                           created_at = :created_at, hlc = :hlc WHERE id = :id""",
+                    {**values, "id": rowid},
+                )
+                return
             cursor = conn.execute(
                 """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)
-                   VALUES (:sync_id, :session_id, :content, :project, :created_at, :hlc)
-                   ON CONFLICT(sync_id) DO UPDATE SET session_id = excluded.session_id,
-                       content = excluded.content, project = excluded.project,
-                       created_at = excluded.created_at, hlc = excluded.hlc""",
-                {**state, "hlc": hlc},
+                   VALUES (:sync_id, :session_id, :content, :project, :created_at, :hlc)""",
+                values,
             )
-            if not exists:
-                fts.add(conn, "user_prompts", int(cursor.lastrowid or 0), state)
+            fts.add(conn, "user_prompts", int(cursor.lastrowid or 0), state)
             return
         values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
-        if exists:
-            self.index.before_change("observations", "sync_id", state["sync_id"])
+        if rowid is not None:
+            self.index.before_change("observations", "id", rowid)
             conn.execute(
                 """UPDATE observations SET session_id = :session_id, type = :type,
                        title = :title, content = :content, tool_name = :tool_name,
-                       project = :project, scope = :scope, topic_key = :topic_key,
+                       scope = :scope, topic_key = :topic_key,
                        normalized_hash = :normalized_hash, revision_count = :revision_count,
                        duplicate_count = :duplicate_count, last_seen_at = :last_seen_at,
                        created_at = :created_at, updated_at = :updated_at,
                        deleted_at = :deleted_at, hlc = :hlc
-                   WHERE sync_id = :sync_id""",
-                values,
+                   WHERE id = :id""",
+                {**values, "id": rowid},
             )
             return
         values["search_context"] = session_context(conn, state["session_id"], state["created_at"])
@@ -213,35 +322,34 @@ class _ApplyBatch:
         )
         fts.add(conn, "observations", int(cursor.lastrowid or 0), values)
 
-    def _delete(self, record: dict[str, Any], *, exists: bool) -> None:
+    def _delete(self, record: dict[str, Any], rowid: int | None) -> None:
         """A hard delete, or a soft delete that carries only key fields."""
-        entity, key, hlc = record["entity"], record["key"], record["hlc"]
+        entity, project, key, hlc = (
+            record["entity"],
+            record["project"],
+            record["key"],
+            record["hlc"],
+        )
         payload = record["payload"]
         deleted_at = payload.get("deleted_at") or hlc_text(hlc)
         hard = entity != "observation" or bool(payload.get("hard", False))
-        if not hard and exists:
-            vectors.forget_deleted(self.conn, "sync_id", key)
+        if not hard and rowid is not None:
+            vector_queue.forget_deleted(self.conn, "id", rowid)
             self.conn.execute(
-                "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE sync_id = ?",
-                (deleted_at, deleted_at, hlc, key),
+                "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
+                (deleted_at, deleted_at, hlc, rowid),
             )
             return
-        if exists:
-            if entity != "session":
-                self.index.before_change(TABLES[entity], "sync_id", key)
-            self.conn.execute(f"DELETE FROM {TABLES[entity]} WHERE {KEY_FIELD[entity]} = ?", (key,))
-        self.conn.execute(
-            """INSERT INTO sync_tombstones(entity, key, hlc, project, scope, deleted_at)
-               VALUES (?, ?, ?, ?, ?, ?)
-               ON CONFLICT(entity, key) DO UPDATE SET hlc = excluded.hlc,
-                   project = excluded.project, scope = excluded.scope,
-                   deleted_at = excluded.deleted_at""",
-            (
-                entity,
-                key,
-                hlc,
-                payload.get("project") or record["project"],
-                record["scope"],
-                deleted_at,
-            ),
-        )
+        if rowid is not None:
+            self._remove_row(entity, project, key, rowid)
+        put_tombstone(self.conn, entity, project, key, hlc, record["scope"], deleted_at)
+
+
+def _loads_or_none(item: Any) -> dict[str, Any] | None:
+    """The JSON object in a received item, if there is one (to describe a quarantined
+    record by its fields)."""
+    try:
+        value = orjson.loads(item) if isinstance(item, str | bytes) else item
+    except (orjson.JSONDecodeError, UnicodeDecodeError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None

@@ -284,6 +284,134 @@ def migration_5(conn: sqlite3.Connection) -> None:
     run_script(conn, GIT_LEDGER_TABLES)
 
 
+def migration_6(conn: sqlite3.Connection) -> None:
+    """Cloud sync: until when autosync leaves alone a project the server refused (403
+    forbidden: pushes and pulls; 409 paused: pushes), and how many refusals in a row set that
+    wait (it doubles each time)."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sync_cloud_projects)")}
+    if "refused_until" not in columns:
+        conn.execute("ALTER TABLE sync_cloud_projects ADD COLUMN refused_until TEXT")
+    if "refused_count" not in columns:
+        conn.execute(
+            "ALTER TABLE sync_cloud_projects ADD COLUMN refused_count INTEGER NOT NULL DEFAULT 0"
+        )
+
+
+# --- 7: identity per project -------------------------------------------------------------------
+
+#: How migration 7 turns each table's own definition (whatever columns other migrations added
+#: to it) into its per-project form: (pattern, replacement, constraint appended).
+_V7_REKEY = {
+    "sessions": (r"\bid\s+TEXT\s+PRIMARY\s+KEY\b", "id TEXT NOT NULL", "PRIMARY KEY (project, id)"),
+    "observations": (
+        r"\bsync_id\s+TEXT\s+NOT\s+NULL\s+UNIQUE\b",
+        "sync_id TEXT NOT NULL",
+        "UNIQUE (project, sync_id)",
+    ),
+    "user_prompts": (
+        r"\bsync_id\s+TEXT\s+NOT\s+NULL\s+UNIQUE\b",
+        "sync_id TEXT NOT NULL",
+        "UNIQUE (project, sync_id)",
+    ),
+    "sync_tombstones": (
+        r"PRIMARY\s+KEY\s*\(\s*entity\s*,\s*key\s*\)",
+        "PRIMARY KEY (entity, project, key)",
+        "",
+    ),
+}
+_V7_INDEXES = """
+CREATE INDEX IF NOT EXISTS sessions_id ON sessions(id);
+DROP INDEX IF EXISTS sync_journal_key;
+CREATE INDEX sync_journal_key ON sync_journal(entity, project, key, hlc);
+"""
+#: Records received from elsewhere that cannot be applied yet (``clock_skew``, later
+#: ``waiting_endpoint``) or at all (``invalid``): kept with their reason, re-checked on every
+#: apply, listed by `engram sync --quarantine`.
+INBOUND_QUARANTINE_TABLE = """
+CREATE TABLE IF NOT EXISTS sync_inbound_quarantine (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    fingerprint  TEXT NOT NULL UNIQUE,
+    reason       TEXT NOT NULL,
+    error        TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    mid          TEXT NOT NULL DEFAULT '',
+    hlc          TEXT NOT NULL DEFAULT '',
+    origin       TEXT NOT NULL DEFAULT '',
+    entity       TEXT NOT NULL DEFAULT '',
+    project      TEXT NOT NULL DEFAULT '',
+    key          TEXT NOT NULL DEFAULT '',
+    record       TEXT NOT NULL,
+    attempts     INTEGER NOT NULL DEFAULT 1,
+    received_at  TEXT NOT NULL,
+    checked_at   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sync_inbound_quarantine_due ON sync_inbound_quarantine(reason, hlc);
+"""
+
+
+def _rekeyed_definition(conn: sqlite3.Connection, table: str) -> str:
+    """The table's current ``CREATE TABLE`` text, renamed ``<table>_v7`` and keyed per
+    project (see ``_V7_REKEY``); raises if the definition is not the one expected."""
+    import re
+
+    sql = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()[0]
+    pattern, replacement, constraint = _V7_REKEY[table]
+    sql, found = re.subn(pattern, replacement, sql, count=1, flags=re.IGNORECASE)
+    head = re.compile(rf'^\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?"?{table}"?', re.I)
+    sql, named = head.subn(f"CREATE TABLE {table}_v7", sql, count=1)
+    if found != 1 or named != 1:
+        raise RuntimeError(f"migration 7: unexpected definition of table {table}: {sql}")
+    if constraint:
+        close = sql.rindex(")")
+        sql = f"{sql[:close].rstrip()},\n    {constraint}\n{sql[close:]}"
+    return sql
+
+
+def _rebuild_table(conn: sqlite3.Connection, table: str) -> None:
+    """Rebuild ``table`` keyed per project: same columns (including any a parallel migration
+    added) and local ids, so FTS rowids stay valid; its indexes are made again and its
+    AUTOINCREMENT high-water mark is kept."""
+    columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    indexes = [
+        r[0]
+        for r in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
+            " AND sql IS NOT NULL",
+            (table,),
+        )
+    ]
+    high = None
+    if table_exists(conn, "sqlite_sequence"):
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        high = None if row is None else int(row[0])
+    conn.execute(_rekeyed_definition(conn, table))
+    names = ", ".join(columns)
+    conn.execute(f"INSERT INTO {table}_v7 ({names}) SELECT {names} FROM {table}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"ALTER TABLE {table}_v7 RENAME TO {table}")
+    for index in indexes:
+        conn.execute(index)
+    if high is not None:
+        conn.execute("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ?", (high, table))
+
+
+def migration_7(conn: sqlite3.Connection) -> None:
+    """Identity per project (DESIGN §3): memories and prompts are unique per (project, sync_id),
+    sessions per (project, id), tombstones per (entity, project, key), so a record of one
+    project can never address another project's rows. Memories and prompts that referenced a
+    session recorded under another project get a copy of it in their own project. Adds the
+    inbound quarantine."""
+    for table in ("sessions", "observations", "user_prompts", "sync_tombstones"):
+        _rebuild_table(conn, table)
+    run_script(conn, _V7_INDEXES)
+    run_script(conn, INBOUND_QUARANTINE_TABLE)
+    from engram.store.identity import copy_foreign_sessions
+
+    copy_foreign_sessions(conn)
+
+
 VECTORS_TABLES = """
 -- Derived, never synced (like the FTS index): one embedding per live memory, made off the save
 -- path by engram/store/vectors.py. A memory whose indexed text changes loses its vector in the
@@ -303,7 +431,7 @@ CREATE TABLE IF NOT EXISTS vector_pending (
 """
 
 
-def migration_6(conn: sqlite3.Connection) -> None:
+def migration_8(conn: sqlite3.Connection) -> None:
     """The vector index of semantic search, with every existing memory queued for it (the
     queue is only worked through where the semantic extra is installed)."""
     run_script(conn, VECTORS_TABLES)
@@ -320,6 +448,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_4,
     migration_5,
     migration_6,
+    migration_7,
+    migration_8,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

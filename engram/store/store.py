@@ -12,6 +12,7 @@ from typing import Any
 from engram import config as config_module
 from engram.config import Config
 from engram.errors import StoreUnavailableError
+from engram.store.clock_repair import ClockRepair
 from engram.store.context import ContextMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
@@ -44,7 +45,7 @@ class Store(
     def __init__(self, db: Database, config: Config) -> None:
         self.db = db
         self.config = config
-        self.journal = Journal(db)
+        self.journal = Journal(db, config.max_clock_drift_ms)
         #: The vectors held in memory for semantic search (loaded on the first one).
         self.vector_index: Any = None
 
@@ -67,18 +68,37 @@ class Store(
         return store
 
     def _prepare(self) -> None:
+        from engram.store import clock_repair
+
         conn = self.db.conn
         needs_migration = current_version(conn) != SCHEMA_VERSION
         if not needs_migration and self.journal.identity_matches():
+            if clock_repair.clock_poisoned(self):
+                clock_repair.repair(self)
             return  # the fast path: nothing to write on open
         from engram.store import legacy
 
         if needs_migration and legacy.is_go_database(conn):
             legacy.upgrade(self)
-            return
-        with self.db.write() as conn:
-            apply_migrations(conn)
-            self.journal.ensure_identity(conn)
+        else:
+            with self.db.write() as conn:
+                apply_migrations(conn)
+                self.journal.ensure_identity(conn)
+        if clock_repair.clock_poisoned(self):
+            clock_repair.repair(self)
+
+    def repair_clock(self) -> ClockRepair:
+        """Check every record and row for a clock beyond now + the allowed drift and repair
+        what it finds (``engram doctor``; also done on open when the clock is poisoned)."""
+        from engram.store import clock_repair
+
+        return clock_repair.repair(self)
+
+    def quarantine_counts(self, projects: list[str] | None = None) -> dict[str, dict[str, int]]:
+        """Quarantined records by direction and reason (see :mod:`engram.store.quarantine`)."""
+        from engram.store import quarantine
+
+        return quarantine.counts(self.db, projects=projects)
 
     def add_write_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after every committed write (it must not block)."""

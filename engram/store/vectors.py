@@ -2,7 +2,7 @@
 
 * **Off the save path.** No write ever runs the model. Writes only *forget* vectors: every
   change to a memory's indexed text (edit, soft or hard delete, a move, a rebuilt index) deletes
-  its vector in the same transaction (:func:`forget`, called from :mod:`engram.store.fts`), so
+  its vector in the same transaction (:func:`engram.store.vector_queue.forget`, called from :mod:`engram.store.fts`), so
   no vector of replaced or deleted text outlives the change. :meth:`VectorsMixin.vectorize`
   fills in what is missing: ``engram vectorize`` in bulk, the background vectorizer of the
   long-running processes (``engram mcp``, ``engram serve``) after each write, and a semantic
@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 from engram.errors import StoreUnavailableError
 from engram.project import project_name
 from engram.store.base import StoreBase
+from engram.store.vector_queue import PENDING, TABLE, chunks
 
 if TYPE_CHECKING:
     from engram.semantic.model import Embedder
     from engram.sync.progress import ProgressFactory
 
-TABLE = "observation_vectors"
-PENDING = "vector_pending"
+
 #: Memories embedded per write transaction in bulk runs (a transaction per batch keeps other
 #: writers waiting at most one batch).
 WRITE_BATCH = 64
@@ -49,50 +49,6 @@ def embedding_text(title: str, content: str) -> str:
 
 def _digest(title: str, content: str) -> bytes:
     return hashlib.blake2b(embedding_text(title, content).encode(), digest_size=16).digest()
-
-
-def _chunks(ids: Iterable[int], size: int = 500) -> Iterator[list[int]]:
-    wanted = list(ids)
-    for start in range(0, len(wanted), size):
-        yield wanted[start : start + size]
-
-
-def queue(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
-    """Queue these observations for (re-)embedding (a new memory, or one about to change)."""
-    for part in _chunks(ids):
-        conn.executemany(
-            f"INSERT OR IGNORE INTO {PENDING}(obs_id) VALUES (?)", [(i,) for i in part]
-        )
-
-
-def forget(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
-    """Delete the vectors of these observations and queue them: their text is about to change
-    or go. (The queue drops a memory that turns out deleted.)"""
-    wanted = list(ids)
-    for part in _chunks(wanted):
-        conn.execute(f"DELETE FROM {TABLE} WHERE obs_id IN ({', '.join('?' * len(part))})", part)
-    queue(conn, wanted)
-
-
-def forget_deleted(conn: sqlite3.Connection, column: str, value: object) -> None:
-    """Delete the vector of the observation(s) where ``column = value``, being soft-deleted (a
-    soft delete leaves the row, and its full-text entry, in place)."""
-    if column not in ("id", "sync_id"):
-        raise ValueError(f"cannot look observations up by {column!r}")
-    conn.execute(
-        f"DELETE FROM {TABLE} WHERE obs_id IN (SELECT id FROM observations WHERE {column} = ?)",
-        (value,),
-    )
-
-
-def forget_all(conn: sqlite3.Connection) -> None:
-    """Delete every vector and queue every live memory (the indexed rows were rewritten behind
-    the store's back)."""
-    conn.execute(f"DELETE FROM {TABLE}")
-    conn.execute(
-        f"INSERT OR IGNORE INTO {PENDING}(obs_id) SELECT id FROM observations"
-        " WHERE deleted_at IS NULL"
-    )
 
 
 @dataclass(slots=True)
@@ -253,7 +209,7 @@ class VectorsMixin(StoreBase):
             gone = [r["id"] for r in rows if r["title"] is None or r["deleted_at"] is not None]
             if gone:
                 with self.db.write() as conn:
-                    for part in _chunks(gone):
+                    for part in chunks(gone):
                         conn.execute(
                             f"DELETE FROM {PENDING} WHERE obs_id IN ({', '.join('?' * len(part))})"
                             " AND obs_id NOT IN (SELECT id FROM observations"

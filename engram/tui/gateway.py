@@ -165,14 +165,15 @@ class Gateway:
 
     def _rows(self, store: Store, observations: list[Observation]) -> list[ObservationRow]:
         """Attach the "active" flag: whether each observation's session is still open."""
-        active: dict[str, bool] = {}
+        active: dict[tuple[str, str], bool] = {}
         for obs in observations:
-            if obs.session_id not in active:
+            session = (obs.project, obs.session_id)  # sessions are per project
+            if session not in active:
                 try:
-                    active[obs.session_id] = store.get_session(obs.session_id).active
+                    active[session] = store.get_session(obs.session_id, project=obs.project).active
                 except NotFoundError:  # a replicated row whose session never arrived
-                    active[obs.session_id] = False
-        return [ObservationRow(o, active[o.session_id]) for o in observations]
+                    active[session] = False
+        return [ObservationRow(o, active[(o.project, o.session_id)]) for o in observations]
 
     def dashboard(self, project: str | None) -> Dashboard:
         def read(store: Store) -> Dashboard:

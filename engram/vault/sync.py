@@ -647,7 +647,7 @@ class VaultSync:
         return render_note(memory, importance=memory.get("importance"), relations=names)
 
     def _reload(self, key: str) -> dict[str, Any]:
-        obs = self.store.get_observation_by_sync_id(key).to_dict()
+        obs = self.store.get_observation_by_sync_id(key, project=self.state.project).to_dict()
         relations = _relations(self.store, obs)
         if relations:
             obs["relations"] = relations

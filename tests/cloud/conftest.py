@@ -4,8 +4,12 @@ mint managed users and tokens."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pytest
 from litestar.testing import TestClient
@@ -15,6 +19,7 @@ from engram_cloud.app import create_app
 from engram_cloud.db import create_db_engine
 from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
 from engram_cloud.settings import Settings, parse_allowlist
+from tests.support import REPO, engram_env, free_port, wait_for_port
 from tests.support.postgres import (  # noqa: F401  (pytest finds fixtures by name)
     fixture_cloud_db_url,
     fixture_cloud_template,
@@ -89,3 +94,82 @@ def make_user(engine: Engine, settings: Settings) -> Callable[..., str]:
         return raw
 
     return make
+
+
+@dataclass
+class RunningServer:
+    """A real ``engram cloud serve`` process."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def peak_rss_kib(self) -> int:
+        """The process's peak resident memory so far (``VmHWM``), in KiB."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmHWM in /proc status")
+
+    def output(self) -> str:
+        return Path(self.log).read_text(errors="replace")
+
+
+@pytest.fixture
+def serve(data_dir: Path, cloud_db_url: str) -> Iterator[Callable[..., RunningServer]]:
+    """``serve(*args, **env)`` → a running ``engram cloud serve`` on a free port (legacy token
+    and JWT secret set, projects acme and widgets allowed unless ``env`` says otherwise)."""
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start(*extra: str, **env: str) -> RunningServer:
+        port = free_port()
+        log = data_dir / f"cloud-serve-{port}.log"
+        settings = {
+            "ENGRAM_DATABASE_URL": cloud_db_url,
+            "ENGRAM_JWT_SECRET": JWT_SECRET,
+            "ENGRAM_CLOUD_TOKEN": LEGACY_TOKEN,
+            "ENGRAM_CLOUD_ALLOWED_PROJECTS": "acme,widgets",
+            **env,
+        }
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "engram",
+                "cloud",
+                "serve",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                *extra,
+            ],
+            env=engram_env(data_dir, settings),
+            cwd=REPO,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        processes.append(process)
+        try:
+            wait_for_port(port, timeout=60)
+        except TimeoutError:
+            process.kill()
+            raise AssertionError(f"engram cloud serve did not start:\n{log.read_text()}") from None
+        return RunningServer(f"http://127.0.0.1:{port}", process, log)
+
+    yield start
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def start_server(serve: Callable[..., RunningServer]) -> Callable[..., str]:
+    """``start_server(*args)`` → the URL of a running ``engram cloud serve``."""
+    return lambda *extra: serve(*extra).url

@@ -128,3 +128,47 @@ def test_pause_and_audit_through_the_api(client: TestClient) -> None:
     ]
     resumed = client.post("/admin/projects/acme/sync", json={"enabled": True}, headers=admin).json()
     assert resumed["sync_enabled"] and resumed["paused_reason"] is None
+
+
+def test_projects_with_slashes_can_be_paused_and_ungranted(
+    client: TestClient, make_user: Callable[..., str]
+) -> None:
+    admin = bearer(ADMIN_TOKEN)
+    member = bearer(make_user("dana", ["org/repo", "org/other"]))
+    body = rec.push_body([rec.observation(project="org/repo")])
+    paused = client.post(
+        "/admin/projects/org/repo/sync", json={"enabled": False, "reason": "audit"}, headers=admin
+    )
+    assert paused.status_code == 200 and paused.json()["project"] == "org/repo"
+    assert client.post("/sync/mutations/push", json=body, headers=member).status_code == 409
+    resumed = client.post("/admin/projects/org%2Frepo/sync", json={"enabled": True}, headers=admin)
+    assert resumed.status_code == 200 and resumed.json()["sync_enabled"] is True
+    assert client.post("/sync/mutations/push", json=body, headers=member).status_code == 200
+
+    revoked = client.post("/admin/users/dana/grants/org/repo/revoke", headers=admin)
+    assert revoked.status_code == 200 and revoked.json()["project"] == "org/repo"
+    assert client.post("/sync/mutations/push", json=body, headers=member).status_code == 403
+    encoded = client.post("/admin/users/dana/grants/org%2Fother/revoke", headers=admin)
+    assert encoded.status_code == 200 and encoded.json()["project"] == "org/other"
+    for path in ("/admin/projects/org/repo", "/admin/users/dana/grants/org/repo/revoke/x"):
+        missing = client.post(path, json={"enabled": False}, headers=admin)
+        assert missing.status_code == 404 and missing.json()["error_code"] == "not_found"
+
+
+def test_odd_ids_and_names_are_4xx(client: TestClient) -> None:
+    admin = bearer(ADMIN_TOKEN)
+    for path in ("/admin/users/²", "/admin/users/99999999999999999999", "/admin/users/%00"):
+        answer = client.get(path, headers=admin)
+        assert answer.status_code in (400, 404), path
+        assert answer.json()["error_code"] in ("not_found", "invalid_parameter")
+    huge = client.post("/admin/tokens/99999999999999999999/revoke", headers=admin)
+    assert huge.status_code == 404
+    pulled = client.get(
+        "/sync/mutations/pull", params={"since": "99999999999999999999"}, headers=admin
+    )
+    assert pulled.status_code == 400
+    assert pulled.json()["error"] == "since must be at most 9223372036854775807"
+    named = client.post(
+        "/admin/users", json={"username": "eve", "display_name": "E\x00ve"}, headers=admin
+    )
+    assert named.status_code == 400 and "NUL" in named.json()["error"]

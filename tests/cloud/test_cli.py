@@ -93,6 +93,8 @@ def test_migrate_status_and_downgrade(
             {"ENGRAM_DATABASE_URL": "postgresql://nobody@127.0.0.1:{port}/none"},
             "database unreachable at",
         ),
+        ({"ENGRAM_CLOUD_TOKEN": "team-token-2026"}, "ENGRAM_CLOUD_TOKEN is too short (15"),
+        ({"ENGRAM_CLOUD_ADMIN": "admin"}, "ENGRAM_CLOUD_ADMIN is too short (5 characters)"),
     ],
 )
 def test_serve_refuses_bad_configs_with_one_line(

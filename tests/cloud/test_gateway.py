@@ -240,3 +240,26 @@ def test_the_dashboard_cookie_works_only_from_the_servers_own_pages(server: str)
     # Without any Origin (not a browser) a cookie alone is not enough either.
     bare = handshake(server, None, "/dashboard/ws", additional_headers=headers)
     assert receive(bare)["type"] == "error"
+
+
+def test_wrong_handshake_tokens_are_throttled_like_the_api(server: str, engine: Engine) -> None:
+    """The handshake is one more place to guess tokens: the same per-address count as the HTTP
+    API (in PostgreSQL), so 30 wrong ones refuse even the right one for a while. (Last in the
+    module: it cleans the count up for whoever runs after it.)"""
+    from engram_cloud.ratelimit import MAX_BAD_TOKENS
+
+    with engine.begin() as conn:  # earlier tests in the module sent a wrong token or two
+        conn.exec_driver_sql("DELETE FROM cloud_login_attempts")
+    try:
+        for i in range(MAX_BAD_TOKENS):
+            ws = handshake(server, f"egt_guess-{i:04d}")
+            assert receive(ws) == {"type": "error", "message": "Invalid authentication token"}
+            assert closed_with(ws) == 1008
+        ws = handshake(server, LEGACY_TOKEN)
+        assert receive(ws)["message"].startswith("Too many invalid authentication tokens")
+        assert closed_with(ws) == 1008
+        api = httpx.get(f"http://{server}/api/v1/whoami", headers=bearer(LEGACY_TOKEN))
+        assert api.status_code == 429  # one count for both doors
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM cloud_login_attempts")

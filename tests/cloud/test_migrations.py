@@ -25,11 +25,17 @@ def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) 
         assert {t.name for t in models.metadata.sorted_tables} <= tables
 
         status = downgrade(engine)  # one step: the latest revision only
-        assert status.current == "0002" and not status.up_to_date
+        assert status.current == "0003" and not status.up_to_date
+        columns = {c["name"] for c in inspect(engine).get_columns("cloud_mutations")}
+        assert "held" not in columns and "record" in columns
+        assert "owner" not in {c["name"] for c in inspect(engine).get_columns("cloud_workers")}
+        assert "needs" in status.describe()
+
+        status = downgrade(engine)
+        assert status.current == "0002"
         live = {i["name"] for i in inspect(engine).get_indexes("cloud_observations")}
         assert "ix_cloud_observations_live" not in live
         assert "cloud_principals" in inspect(engine).get_table_names()
-        assert "needs" in status.describe()
 
         assert upgrade(engine).up_to_date
         assert downgrade(engine, "base").current is None

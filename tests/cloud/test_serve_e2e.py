@@ -4,68 +4,14 @@ other (the state lives in PostgreSQL)."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import httpx
-import pytest
 
 from tests.cloud import records as rec
-from tests.cloud.conftest import JWT_SECRET, LEGACY_TOKEN, bearer
-from tests.support import REPO, engram_env, free_port, wait_for_port
-
-
-@pytest.fixture
-def start_server(data_dir: Path, cloud_db_url: str) -> Iterator[Callable[..., str]]:
-    processes: list[subprocess.Popen[bytes]] = []
-
-    def start(*extra: str) -> str:
-        port = free_port()
-        env = engram_env(
-            data_dir,
-            {
-                "ENGRAM_DATABASE_URL": cloud_db_url,
-                "ENGRAM_JWT_SECRET": JWT_SECRET,
-                "ENGRAM_CLOUD_TOKEN": LEGACY_TOKEN,
-                "ENGRAM_CLOUD_ALLOWED_PROJECTS": "acme,widgets",
-            },
-        )
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "engram",
-                "cloud",
-                "serve",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                *extra,
-            ],
-            env=env,
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        processes.append(process)
-        wait_for_port(port, timeout=60)
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for process in processes:
-        process.send_signal(signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+from tests.cloud.conftest import LEGACY_TOKEN, bearer
 
 
 def test_two_servers_one_database(

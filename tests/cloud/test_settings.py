@@ -40,6 +40,23 @@ def test_defaults_and_allowlist_normalization() -> None:
     assert len(settings.token_pepper) == 32 and settings.token_pepper != SECRET.encode()
 
 
+def test_hardening_defaults_and_overrides() -> None:
+    settings = load_settings(BASE)
+    assert settings.max_clock_drift_s == 600 and settings.trusted_proxies == ()
+    assert settings.audit_retention_days == 90 and settings.audit_max_rows == 100_000
+    assert settings.heartbeats_per_minute == 120
+    changed = load_settings(
+        {
+            **BASE,
+            "ENGRAM_CLOUD_TOKEN": "a-shared-token-of-32-characters-x",
+            "ENGRAM_CLOUD_TRUSTED_PROXIES": "10.0.0.7, 172.16.0.0/12, 10.0.0.7/32",
+            "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S": "60",
+        }
+    )
+    assert changed.trusted_proxies == ("10.0.0.7", "172.16.0.0/12")
+    assert changed.max_clock_drift_s == 60
+
+
 def test_port_variables_in_order() -> None:
     assert load_settings({**BASE, "ENGRAM_PORT": "9000"}).port == 9000
     assert load_settings({**BASE, "ENGRAM_PORT": "9000", "ENGRAM_CLOUD_PORT": "9100"}).port == 9100
@@ -75,10 +92,25 @@ def test_star_allows_every_project() -> None:
         ({"ENGRAM_CLOUD_INSECURE_NO_AUTH": "maybe"}, "must be 1 or 0"),
         (
             {
-                "ENGRAM_CLOUD_TOKEN": "same-token-0123456789",
-                "ENGRAM_CLOUD_ADMIN": "same-token-0123456789",
+                "ENGRAM_CLOUD_TOKEN": "same-token-0123456789abcdefghijklmno",
+                "ENGRAM_CLOUD_ADMIN": "same-token-0123456789abcdefghijklmno",
             },
             "must differ from ENGRAM_CLOUD_TOKEN",
+        ),
+        ({"ENGRAM_CLOUD_TOKEN": "t0k3n-0123456789"}, "ENGRAM_CLOUD_TOKEN is too short (16"),
+        (
+            {"ENGRAM_CLOUD_ADMIN": "adm1n-0123456789abcdefghijklmno"},
+            "ENGRAM_CLOUD_ADMIN is too short",
+        ),
+        ({"ENGRAM_CLOUD_TOKEN": "ab" * 20}, "ENGRAM_CLOUD_TOKEN is too weak"),
+        ({"ENGRAM_CLOUD_TRUSTED_PROXIES": "10.0.0.1, proxy.local"}, "'proxy.local' is not an IP"),
+        (
+            {"ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S": "0"},
+            "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S must be at least",
+        ),
+        (
+            {"ENGRAM_CLOUD_AUDIT_MAX_ROWS": "10"},
+            "ENGRAM_CLOUD_AUDIT_MAX_ROWS must be at least 1000",
         ),
         ({"ENGRAM_CLOUD_TOKEN_PEPPER": SECRET}, "must differ from ENGRAM_JWT_SECRET"),
         ({"ENGRAM_CLOUD_TOKEN_PEPPER": "short"}, "ENGRAM_CLOUD_TOKEN_PEPPER is too weak"),

@@ -380,3 +380,60 @@ def test_hostile_memory_content_is_shown_as_text(
     assert "{{ 7*7 }} {% if true %}jinja{% endif %} ${7*7}" in text
     assert page.inner_text("h1").endswith("<b>bold</b> <script>window.__pwned=3</script>")
     shot(page, "20-hostile-content")
+
+
+def test_forged_forwarded_headers_neither_dodge_nor_aim_the_login_limit(
+    server: str, engine: Engine, new_page: Callable[[], Any]
+) -> None:
+    """An attacker in a real browser rotates ``X-Forwarded-For`` on every wrong login (to dodge
+    the per-address limit) and names a victim's address (to lock the victim out). No proxy is
+    configured, so the header is nobody's word: the attacker's own address is limited, and a
+    victim connecting from another address logs in. (This runs last in the module: it leaves
+    127.0.0.1 locked out of logins on the module's server, and cleans up after itself.)"""
+    from engram_cloud.dashboard.auth import MAX_FAILURES_PER_ADDRESS
+
+    with engine.begin() as conn:  # an earlier test of the module logged in wrong once
+        conn.exec_driver_sql("DELETE FROM cloud_login_attempts")
+    page = new_page()
+    try:
+        page.goto(f"{server}/dashboard/login")
+        seen = []
+        # Every other guess names the victim: enough of them to lock the victim out if the
+        # header were believed; the others rotate through addresses to dodge the limit.
+        for attempt in range(2 * (MAX_FAILURES_PER_ADDRESS + 3)):
+            page.context.set_extra_http_headers(
+                {"X-Forwarded-For": "127.0.0.2" if attempt % 2 else f"192.0.2.{attempt}"}
+            )
+            page.fill("#token", f"egt_{attempt:04d}wrong-guess")  # a new prefix each time
+            with page.expect_response(re.compile(r"/dashboard/login$")) as answer:
+                page.click("button[type=submit]")
+            seen.append(answer.value.status)
+        assert seen[:MAX_FAILURES_PER_ADDRESS] == [401] * MAX_FAILURES_PER_ADDRESS
+        assert set(seen[MAX_FAILURES_PER_ADDRESS:]) == {429}
+        assert "Too many failed logins" in page.inner_text("[data-testid=login-error]")
+        shot(page, "30-login-rate-limited")
+        # Even the right token is refused from the attacker's address…
+        page.fill("#token", LEGACY_TOKEN)
+        with page.expect_response(re.compile(r"/dashboard/login$")) as answer:
+            page.click("button[type=submit]")
+        assert answer.value.status == 429
+        # …while the address the forged header named is not locked out.
+        victim = httpx.Client(
+            base_url=server,
+            transport=httpx.HTTPTransport(local_address="127.0.0.2"),
+            timeout=30,
+        )
+        with victim:
+            victim.get("/dashboard/login")
+            logged_in = victim.post(
+                "/dashboard/login",
+                data={
+                    "token": LEGACY_TOKEN,
+                    "_csrf_token": victim.cookies["engram_dashboard_csrf"],
+                },
+                follow_redirects=False,
+            )
+        assert logged_in.status_code == 303, logged_in.text
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM cloud_login_attempts")

@@ -44,7 +44,7 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.store.models", "engram.store.observations", "engram.store.projects",
     "engram.store.prompts", "engram.store.query", "engram.store.replication",
     "engram.store.schema", "engram.store.search", "engram.store.sessions",
-    "engram.store.store", "engram.store.vectors", "engram_cloud", "engram_cloud.cli",
+    "engram.store.store", "engram.store.vectors", "engram.store.vector_queue", "engram.store.identity", "engram.store.quarantine", "engram.store.clock_repair", "engram_cloud", "engram_cloud.cli",
     "engram.cli.cmd_serve", "engram.secrets", "engram.store.pattern", "engram.platform",
     "engram.terminal",
 }  # fmt: skip

@@ -70,7 +70,12 @@ def test_a_go_database_is_backed_up_and_migrated_in_place(tmp_path: Path) -> Non
         assert store.search("postgres")[0].title == "No sync id yet"
         assert store.search_prompts("login")[0].sync_id == "prompt-go"
         records = [e.as_record() for e in store.journal.pending("x", include_personal=True)]
-        assert len(records) == 4 and {r["origin"] for r in records} == {"0" * 16}
+        # Identity is per project: the memory and prompt of project "" that named acme's
+        # session get their own copy of it in "" (a fifth legacy record, also origin zero).
+        assert len(records) == 5 and {r["origin"] for r in records} == {"0" * 16}
+        copy = store.get_session("s-go", project="")
+        assert (copy.directory, copy.started_at) == ("/src/acme", "2026-01-01 09:00:00")
+        assert store.get_session("s-go", project="acme").project == "acme"
         assert store.db.scalar("SELECT COUNT(*) FROM sync_enrolled_projects") == 1
         store.add_observation(title="after upgrade", content="works", project="acme")
     with Store.open(db, config=Config(data_dir=db.parent)) as again:  # a second open does nothing

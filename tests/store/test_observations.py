@@ -78,9 +78,13 @@ def test_topic_key_upserts_one_memory_with_a_deterministic_sync_id(store: Store)
 
 def test_topic_key_still_works_after_the_first_memory_moved_away(store: Store) -> None:
     first = save(store, title="Auth", content="a", topic_key="arch/auth")
-    store.update_observation(first.observation.id, project="elsewhere")
+    moved = store.update_observation(first.observation.id, project="elsewhere")
     again = save(store, title="Auth", content="b", topic_key="arch/auth")
-    assert again.action == "created" and again.observation.sync_id != first.observation.sync_id
+    # The move left the topic's derived key free in the old project (a tombstone there, and
+    # the memory lives on under its moved key): the new save takes the derived key again.
+    assert again.action == "created" and again.observation.sync_id == first.observation.sync_id
+    assert moved.sync_id != first.observation.sync_id and moved.project == "elsewhere"
+    assert store.get_observation(moved.id).content == "a"
 
 
 def test_suggested_topic_key_and_similar_project_warning(store: Store) -> None:

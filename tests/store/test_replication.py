@@ -2,14 +2,14 @@
 
 import random
 import shutil
+import time
 
 import orjson
 import pytest
 
 from engram.config import Config
-from engram.errors import InvalidMutationError
 from engram.record import format_hlc
-from engram.store import Store
+from engram.store import Store, quarantine
 
 from .replicas import converge, exchange
 
@@ -56,17 +56,22 @@ def test_applying_twice_is_applying_once(make_store) -> None:
     assert b.canonical_export() == a.canonical_export()
 
 
-def test_an_invalid_record_rejects_the_whole_batch(make_store) -> None:
+def test_an_invalid_record_is_quarantined_and_the_rest_of_the_batch_applies(make_store) -> None:
+    """Before issue 12 one bad record failed the whole batch (and the git importer skipped the
+    whole chunk); now it waits in the quarantine with its reason and the others apply."""
     a, b = make_store("a"), make_store("b")
     a.add_observation(title="t", content="c", project="p")
     records = [e.record for e in a.journal.pending("x")]
     bad = orjson.loads(records[1])
     bad["entity"] = "relation"
-    with pytest.raises(InvalidMutationError, match=r"mutation\[2\].*unknown entity 'relation'"):
-        b.apply_mutations([*records, orjson.dumps(bad)], source="peer:a")
-    with pytest.raises(InvalidMutationError, match="invalid JSON"):
-        b.apply_mutations(["{not json"], source="peer:a")
-    assert b.stats().total_sessions == 0 and b.journal.count_pending("x") == 0
+    result = b.apply_mutations([*records, orjson.dumps(bad), "{not json"], source="peer:a")
+    assert (result.applied, result.quarantined) == (2, {"invalid": 2})
+    assert b.canonical_export() == a.canonical_export()
+    held = quarantine.listing(b.db)
+    assert [(q.reason, q.source) for q in held] == [("invalid", "peer:a")] * 2
+    assert "unknown entity 'relation'" in held[0].error and "invalid JSON" in held[1].error
+    again = b.apply_mutations([orjson.dumps(bad)], source="peer:a")  # the same record again
+    assert again.quarantined == {"invalid": 1} and len(quarantine.listing(b.db)) == 2
 
 
 def test_last_writer_wins_regardless_of_arrival_order(make_store) -> None:
@@ -130,7 +135,8 @@ def test_remote_clock_advances_the_local_one(make_store) -> None:
     a, b = make_store("a"), make_store("b")
     a.add_observation(title="t", content="c", project="p")
     record = orjson.loads(a.journal.pending("x")[-1].record)
-    future = format_hlc(9_999_999_999_000, 3, record["origin"])
+    # Ahead, but within the allowed drift (10 minutes by default): applied, clock follows.
+    future = format_hlc(time.time_ns() // 1_000_000 + 5 * 60_000, 3, record["origin"])
     b.apply_mutations([{**record, "hlc": future}], source="peer:a")
     b.add_observation(title="later", content="d", project="p")
     assert b.journal.pending("x")[-1].hlc > future

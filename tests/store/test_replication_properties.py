@@ -1,9 +1,15 @@
 """Property tests of DESIGN §3's invariants: random interleavings of writes on several replicas,
 mutations exchanged partially, in random orders and with duplicates, always converge to identical
-canonical exports."""
+canonical exports.
+
+Hostile records are drawn too (issue 12): another project's keys named inside project ``evil``,
+far-future clocks, NUL text, payloads naming another project, personal scope; every replica
+receives each of them. Whatever the order, replicas still converge, and no honest memory is
+touched: no row or tombstone of the honest projects ever carries the hostile origin's clock."""
 
 import random
 import tempfile
+import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +17,7 @@ from hypothesis import strategies as st
 
 from engram.config import Config
 from engram.errors import ConflictError, NotFoundError, ValidationError
+from engram.record import build_record, format_hlc, new_mid
 from engram.store import Store
 
 from .replicas import converge, exchange
@@ -59,11 +66,53 @@ sync = st.tuples(
     st.integers(0, 2**16),
     st.booleans(),
 )
+hostile = st.tuples(
+    st.just("hostile"),
+    st.integers(0, REPLICAS - 1),
+    st.sampled_from(["squat_upsert", "squat_delete", "far_future", "nul", "mismatch", "personal"]),
+    st.integers(0, 50),
+    st.integers(0, 2**16),
+)
 steps = st.lists(
-    st.one_of(save, save, update, delete, prompt, delete_prompt, session, merge, sync, sync),
+    st.one_of(
+        save, save, update, delete, prompt, delete_prompt, session, merge, sync, sync, hostile
+    ),
     min_size=1,
     max_size=40,
 )
+HONEST = ("p1", "p2")
+MALLORY = "0badc0de0badc0de"
+
+
+def hostile_record(kind: str, target, seed: int) -> dict:
+    """A record a hostile replica could write about an honest memory ``target``."""
+    project, scope, hlc = "evil", "project", format_hlc(time.time_ns() // 1_000_000, seed, MALLORY)
+    content = "EVIL"
+    if kind == "far_future":
+        project, hlc = target.project, format_hlc(9_999_999_999_999, 99_999, MALLORY)
+    elif kind == "nul":
+        project, content = target.project, "EVIL\x00"
+    elif kind == "mismatch":
+        project = "p2" if target.project == "p1" else "p1"
+    elif kind == "personal":
+        scope = "personal"
+    payload = {
+        "sync_id": target.sync_id,
+        "session_id": target.session_id,
+        "type": target.type,
+        "title": target.title,
+        "content": content,
+        "project": target.project if kind == "mismatch" else project,
+        "scope": scope,
+        "topic_key": target.topic_key,
+    }
+    op = "upsert"
+    if kind == "squat_delete":
+        op, payload = "delete", {"sync_id": target.sync_id, "project": project, "hard": True}
+    return build_record(
+        mid=new_mid(), hlc=hlc, origin=MALLORY, entity="observation", key=target.sync_id,
+        op=op, project=project, scope=scope, payload=payload,
+    )  # fmt: skip
 
 
 def pick(ids: list[int], index: int) -> int | None:
@@ -73,7 +122,15 @@ def pick(ids: list[int], index: int) -> int | None:
 def run_step(stores: list[Store], step: tuple) -> None:
     kind, who, *args = step
     s = stores[who]
-    live = [o.id for o in s.recent_observations(limit=200)]
+    honest = [o for o in s.recent_observations(limit=200) if o.project in HONEST]
+    live = [o.id for o in honest]
+    if kind == "hostile":
+        kind_, index, seed = args
+        if honest:
+            record = hostile_record(kind_, honest[index % len(honest)], seed)
+            for receiver in random.Random(seed).sample(stores, len(stores)):
+                receiver.apply_mutations([record], source="git:/mallory")
+        return
     try:
         if kind == "save":
             title, content, project, scope, topic, session_id = args
@@ -120,6 +177,22 @@ def run_step(stores: list[Store], step: tuple) -> None:
         pass  # refused writes are part of the game: they must leave no trace
 
 
+def check_no_honest_address_was_touched(store: Store) -> None:
+    """Hostile records changed only project ``evil``: every row and tombstone of the honest
+    projects carries an honest clock (none is the hostile origin's, none is beyond now)."""
+    bound = format_hlc(time.time_ns() // 1_000_000 + 60_000, 99_999, "f" * 16)
+    for table in ("sessions", "observations", "user_prompts", "sync_tombstones"):
+        rows = store.db.rows(f"SELECT project, hlc FROM {table}")
+        for project, hlc in rows:
+            assert hlc <= bound, (table, project, hlc)
+            if project in HONEST:
+                assert not hlc.endswith(MALLORY), (table, project, hlc)
+            else:
+                assert project == "evil" and (hlc.endswith(MALLORY) or hlc == ""), (table, hlc)
+    for (content,) in store.db.rows("SELECT content FROM observations WHERE project != 'evil'"):
+        assert "EVIL" not in content
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps, st.integers(0, 2**16))
 def test_any_interleaving_converges(plan: list[tuple], seed: int) -> None:
@@ -131,6 +204,7 @@ def test_any_interleaving_converges(plan: list[tuple], seed: int) -> None:
             converge(stores, rng=random.Random(seed))
             exports = [s.canonical_export() for s in stores]
             assert exports[0] == exports[1] == exports[2]
+            check_no_honest_address_was_touched(stores[0])
             for s in stores:  # every write path kept both full-text indexes exact
                 for fts in ("observations_fts", "prompts_fts"):
                     s.db.conn.execute(

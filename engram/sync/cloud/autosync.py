@@ -19,10 +19,17 @@ direction on its own, and are reported as a phase and a reason code (``auth_requ
 ``policy_forbidden``, ``paused``, ``transport_failed`` …) in ``sync_state`` — which
 ``GET /sync/status`` and ``engram cloud status`` read.
 
+A project the server refuses is not a failing loop: a 403 leaves its pushes and pulls alone, a
+pause its pushes, for a wait that grows from minutes to an hour
+(:mod:`engram.sync.cloud.refusals`), while other projects go on. The wait ends at once when
+``engram sync --cloud`` gets through, when the project is enrolled again, or when the cloud
+configuration changes — the loop re-reads ``cloud.json`` and picks up a new token.
+
 Timings have environment overrides so tests run in seconds: ``ENGRAM_AUTOSYNC_DEBOUNCE_MS``,
 ``ENGRAM_AUTOSYNC_POLL_S``, ``ENGRAM_AUTOSYNC_WATCH_MS``, ``ENGRAM_AUTOSYNC_LEASE_S``,
 ``ENGRAM_AUTOSYNC_BACKOFF_BASE_MS``, ``ENGRAM_AUTOSYNC_BACKOFF_MAX_MS``,
-``ENGRAM_AUTOSYNC_HEARTBEAT_S``, ``ENGRAM_AUTOSYNC_RESCAN_S``.
+``ENGRAM_AUTOSYNC_HEARTBEAT_S``, ``ENGRAM_AUTOSYNC_RESCAN_S``,
+``ENGRAM_AUTOSYNC_REFUSED_BASE_S``, ``ENGRAM_AUTOSYNC_REFUSED_MAX_S``.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram import __version__
 from engram.errors import EngramError
-from engram.sync.cloud import state
+from engram.sync.cloud import refusals, state
 from engram.sync.cloud.client import (
     POLICY_FORBIDDEN,
     CloudClient,
@@ -94,6 +101,8 @@ class Timings:
     heartbeat: float = 60.0
     rescan: float = 60.0  # full pending scan (else only rows newer than the last clean push)
     max_failures: int = 10
+    refused_base: float = refusals.DEFAULT_BASE_S  # first wait after a 403 / pause
+    refused_max: float = refusals.DEFAULT_MAX_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Timings:
@@ -108,7 +117,13 @@ class Timings:
             backoff_max=_env_number(env, "ENGRAM_AUTOSYNC_BACKOFF_MAX_MS", d.backoff_max, 0.001),
             heartbeat=_env_number(env, "ENGRAM_AUTOSYNC_HEARTBEAT_S", d.heartbeat),
             rescan=_env_number(env, "ENGRAM_AUTOSYNC_RESCAN_S", d.rescan),
+            refused_base=_env_number(env, "ENGRAM_AUTOSYNC_REFUSED_BASE_S", d.refused_base),
+            refused_max=_env_number(env, "ENGRAM_AUTOSYNC_REFUSED_MAX_S", d.refused_max),
         )
+
+    @property
+    def refusal_backoff(self) -> refusals.Backoff:
+        return refusals.Backoff(self.refused_base, max(self.refused_base, self.refused_max))
 
 
 def backoff_delay(
@@ -154,9 +169,11 @@ class Autosync:
         app_config: Config,
         cloud: CloudConfig,
         timings: Timings | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.db_path = db_path
         self.app_config = app_config
+        self.env = env  # where the configuration came from, to notice when it changes
         self.cloud = cloud.require()
         self.target = cloud.target
         self.timings = timings or Timings.from_env()
@@ -175,14 +192,15 @@ class Autosync:
         self._store: Store | None = None
         self._threads: list[threading.Thread] = []
         self._running = 0
-        self._project_retry_at: dict[str, float] = {}
-        self._excluded_pull: dict[str, float] = {}  # forbidden projects: skipped until then
         self._scan_from = 0
         self._scan_enrolled: tuple[str, ...] = ()
         self._next_rescan = 0.0
         self._next_heartbeat = 0.0
         self._journal_top = -1
         self._clients: dict[str, CloudClient] = {}  # one per thread
+        self._client_config: dict[str, CloudConfig] = {}  # the config each client was made for
+        self._config_stamp = self._stamp()
+        self._said_restart = False
         self._persisted: str | None = None  # the phase last written to sync_state
         self._persist_after = 0.0
         self.last_heartbeat_error: str | None = None
@@ -293,6 +311,7 @@ class Autosync:
                     if woke and self.timings.debounce and not self._sleep(self.timings.debounce):
                         return
                     self._dirty.clear()
+                self._check_config()
                 now = time.monotonic()
                 if pending and now >= self._push.retry_at and self._lease():
                     pending = not self._push_cycle()
@@ -318,18 +337,23 @@ class Autosync:
         complete = True
         self._set_phase(PUSHING)
         try:
-            with CloudSync(store, self.cloud, client=self._client("push")) as sync:
+            with CloudSync(
+                store,
+                self.cloud,
+                client=self._client("push"),
+                backoff=self.timings.refusal_backoff,
+            ) as sync:
                 for project in enrolled:
-                    if now < self._project_retry_at.get(project, 0.0):
-                        complete = False
+                    if refusals.waiting(store, self.target, project, "push") is not None:
+                        complete = False  # refused by the server: left alone for a while
                         continue
                     report = sync.push_project(project, after_seq=self._scan_from)
                     if report.error is not None:
                         complete = False
-                        self._project_retry_at[project] = now + self.timings.poll
-                        _say(f"push of {project} blocked: {report.error['error']}")
-                    else:
-                        self._project_retry_at.pop(project, None)
+                        _say(
+                            f"push of {project} blocked: {report.error['error']} (next try "
+                            f"at {report.error.get('retry_at')})"
+                        )
                     if report.unconfirmed:
                         complete = False
                     if report.sent:
@@ -343,10 +367,58 @@ class Autosync:
         return complete
 
     def _client(self, name: str) -> CloudClient:
-        """The thread's HTTP client (kept open: its connections are reused)."""
-        if name not in self._clients:
-            self._clients[name] = CloudClient(self.cloud)
-        return self._clients[name]
+        """The thread's HTTP client (kept open: its connections are reused), made anew when the
+        configuration changed (a new token)."""
+        current = self._clients.get(name)
+        if current is not None and self._client_config.get(name) is not self.cloud:
+            current.close()
+            current = None
+        if current is None:
+            current = self._clients[name] = CloudClient(self.cloud)
+            self._client_config[name] = self.cloud
+        return current
+
+    # --- configuration changes ----------------------------------------------------------------
+
+    def _stamp(self) -> tuple[object, ...]:
+        """What identifies the configuration on disk and in the environment right now."""
+        path = self.cloud.path
+        try:
+            info = path.stat() if path is not None else None
+        except OSError:
+            info = None
+        env = os.environ if self.env is None else self.env
+        stat = (info.st_mtime_ns, info.st_size, info.st_ino) if info is not None else None
+        return (stat, env.get("ENGRAM_CLOUD_SERVER"), env.get("ENGRAM_CLOUD_TOKEN"))
+
+    def _check_config(self) -> None:
+        """A changed ``cloud.json`` (``engram cloud config``): use the new token, and ask the
+        server again at once about every project it refused."""
+        stamp = self._stamp()
+        if stamp == self._config_stamp:
+            return
+        self._config_stamp = stamp
+        try:
+            fresh = load_cloud_config(self.app_config.data_dir, self.env)
+            fresh.require()
+        except (CloudConfigError, EngramError) as exc:
+            _say(f"the cloud configuration changed but cannot be used ({exc}); keeping the old")
+            return
+        if fresh.target != self.target:
+            if not self._said_restart:
+                _say(f"the cloud server is now {fresh.server_url}: restart to sync with it")
+                self._said_restart = True
+            return
+        store = self._store
+        assert store is not None
+        self.cloud = fresh
+        cleared = refusals.clear(store, self.target)
+        self._push.retry_at = self._pull.retry_at = 0.0
+        self._dirty.set()
+        _say(
+            "the cloud configuration changed: using it"
+            + (f"; asking again about {cleared} refused project(s)" if cleared else "")
+        )
 
     def _maybe_heartbeat(self) -> None:
         now = time.monotonic()
@@ -399,12 +471,12 @@ class Autosync:
                 self._internal_error(self._pull, PULL_FAILED, exc)
 
     def _pull_projects(self) -> list[str]:
-        assert self._store is not None
-        now = time.monotonic()
+        store = self._store
+        assert store is not None
         return [
             p
-            for p in state.enrolled_projects(self._store)
-            if now >= self._excluded_pull.get(p, 0.0)
+            for p in state.enrolled_projects(store)
+            if refusals.waiting(store, self.target, p, "pull") is None
         ]
 
     def _pull_cycle(self, projects: list[str]) -> None:
@@ -433,14 +505,13 @@ class Autosync:
         if self._stopping.is_set():
             return
         self.last_pull_at = state.iso(state.utc_now())
-        for project in projects:
-            self._excluded_pull.pop(project, None)
         if any(r.dead for r in reports.values()):
             _say(f"{sum(r.dead for r in reports.values())} pulled record(s) could not be applied")
         self._succeeded(self._pull)
 
     def _forbidden_pull(self, projects: list[str], exc: CloudError) -> None:
-        """A 403 names the forbidden projects: skip them for a while, pull the others."""
+        """A 403 names the forbidden projects: leave them alone for a growing while (pushes
+        too), pull the others."""
         store = self._store
         assert store is not None
         named = [p for p in exc.projects if p in projects] or (
@@ -449,17 +520,16 @@ class Autosync:
         if not named:
             self._failed(self._pull, PULL_FAILED, exc)
             return
-        retry = time.monotonic() + self.timings.poll
         for project in named:
-            self._excluded_pull[project] = retry
-            state.update_project(
+            refusal = refusals.note(
                 store,
                 self.target,
                 project,
-                reason_code=POLICY_FORBIDDEN,
-                reason_message=str(exc),
+                POLICY_FORBIDDEN,
+                str(exc),
+                self.timings.refusal_backoff,
             )
-        _say(f"pull refused for {', '.join(named)}: {exc}")
+        _say(f"pull refused for {', '.join(named)}: {exc} (next try at {state.iso(refusal.until)})")
 
     # --- status bookkeeping -------------------------------------------------------------------
 
@@ -594,7 +664,7 @@ def autosync_from_env(store: Store, env: Mapping[str, str] | None = None) -> Aut
         return None
     if not cloud.token:
         _say("no token configured (ENGRAM_CLOUD_TOKEN): fine for an insecure local server only")
-    manager = Autosync(store.path, store.config, cloud, timings)
+    manager = Autosync(store.path, store.config, cloud, timings, env)
     store.add_write_listener(manager.notify_dirty)
     return manager
 

@@ -34,6 +34,8 @@ PROJECT_FIELDS = (
     "upgrade_stage",
     "upgrade_reason_code",
     "upgrade_reason_message",
+    "refused_until",
+    "refused_count",
 )
 STATE_FIELDS = (
     "lifecycle",
@@ -176,17 +178,6 @@ def advance_cursor(store: Store, target: str, projects: Iterable[str], seq: int)
             )
 
 
-def add_dead(store: Store, target: str, project: str, count: int, error: str) -> None:
-    """Count pulled records this store could not apply (kept on the server, reported)."""
-    with store.db.write() as conn:
-        _ensure_project(conn, target, project)
-        conn.execute(
-            """UPDATE sync_cloud_projects SET dead_count = dead_count + ?, last_dead_error = ?,
-                   updated_at = ? WHERE target = ? AND project = ?""",
-            (count, error[:500], now_text(), target, project),
-        )
-
-
 def forget_project(store: Store, target: str, project: str) -> bool:
     """Drop the project's cursor and status for this server."""
     with store.db.write() as conn:
@@ -285,14 +276,11 @@ def quarantined_rows(store: Store, target: str, project: str | None = None) -> l
 
 def release_quarantined(store: Store, target: str, project: str | None = None) -> int:
     """Put rejected rows back in the push queue (all of the target's, or one project's)."""
-    if project is None:
-        return store.journal.release_quarantine(target)
-    with store.db.write() as conn:
-        return conn.execute(
-            """DELETE FROM sync_quarantine WHERE target = ? AND seq IN
-                   (SELECT seq FROM sync_journal WHERE project = ?)""",
-            (target, project),
-        ).rowcount
+    from engram.store import quarantine
+
+    return quarantine.release_outbound(
+        store.db, target=target, projects=None if project is None else [project]
+    )
 
 
 def local_mids(

@@ -50,6 +50,7 @@ def _defaults(project: str) -> dict[str, Any]:
         "dead_count": 0,
         "pending_count": 0,
         "quarantined_count": 0,
+        "inbound_quarantined_count": 0,
         "upgrade": {"stage": None, "reason_code": None, "reason_message": None},
     }
 
@@ -116,7 +117,7 @@ def project_status(
     env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Everything known locally about ``project``'s cloud sync (no network)."""
-    from engram.sync.cloud import state
+    from engram.sync.cloud import refusals, state
     from engram.sync.cloud.config import CloudConfigError, load_cloud_config
     from engram.sync.cloud.sync import BLOCKED_UNENROLLED
 
@@ -140,6 +141,7 @@ def project_status(
     quarantined = state.quarantined_rows(store, target, project)
     live = manager.snapshot() if manager is not None else None
     use_live = live is not None and live["running"] and live["holds_lease"]
+    refusal = refusals.active(store, target, project)
     status.update(
         enabled=enrolled,
         phase=(live["phase"] if use_live else persisted.get("lifecycle")) or "idle",
@@ -150,6 +152,7 @@ def project_status(
         dead_count=int(row.get("dead_count") or 0),
         pending_count=store.journal.count_pending(target, projects=[project]) if enrolled else 0,
         quarantined_count=len(quarantined),
+        inbound_quarantined_count=sum(store.quarantine_counts([project])["inbound"].values()),
         upgrade={
             "stage": row.get("upgrade_stage"),
             "reason_code": row.get("upgrade_reason_code"),
@@ -160,6 +163,15 @@ def project_status(
         last_push_at=row.get("last_push_at"),
         last_pull_at=row.get("last_pull_at"),
         autosync=_autosync_state(store, target, live),
+        refusal=None
+        if refusal is None
+        else {
+            "reason_code": refusal.reason_code,
+            "stops": list(refusal.directions),
+            "until": state.iso(refusal.until),
+            "count": refusal.count,
+            "message": refusals.describe(refusal, project),
+        },
     )
     if use_live:
         for name in ("consecutive_failures", "backoff_until", "last_sync_at"):

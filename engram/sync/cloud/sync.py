@@ -23,9 +23,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engram.errors import InvalidMutationError
 from engram.store.models import ApplyResult
-from engram.sync.cloud import state
+from engram.sync.cloud import refusals, state
 from engram.sync.cloud.client import (
     MAX_PUSH_BATCH,
     PAUSED,
@@ -53,6 +52,7 @@ PROJECT_REASONS = (PAUSED, POLICY_FORBIDDEN, BLOCKED_UNENROLLED)
 #: Test-only seam: ``after-response`` pauses an explicit push right after the server answered
 #: and before the accepted rows are acknowledged locally; the crash tests SIGKILL it there.
 TEST_PAUSE_ENV = "ENGRAM_TEST_PAUSE_CLOUD_PUSH"
+
 
 def _test_pause(point: str) -> None:
     if os.environ.get(TEST_PAUSE_ENV) != point:
@@ -116,6 +116,7 @@ class CloudSync:
         created_by: str | None = None,
         include_personal: bool = False,
         progress: ProgressFactory = no_progress,
+        backoff: refusals.Backoff = refusals.DEFAULT_BACKOFF,
     ) -> None:
 
         self.store = store
@@ -126,6 +127,7 @@ class CloudSync:
         self.created_by = created_by or default_author()
         self.include_personal = include_personal
         self.progress = progress
+        self.backoff = backoff  # how long a refused project is left alone (autosync)
 
     def close(self) -> None:
         if self._own_client:
@@ -176,7 +178,8 @@ class CloudSync:
 
         Raises :class:`CloudError` for failures that concern the whole server
         (``auth_required``, ``transport_failed``); ``paused`` and ``policy_forbidden`` are
-        recorded on the project and returned in the report.
+        recorded on the project, with a growing wait autosync honours
+        (:mod:`engram.sync.cloud.refusals`), and returned in the report.
         """
         report = ProjectPush(project)
         # Counting costs a scan: only when someone shows progress.
@@ -190,13 +193,10 @@ class CloudSync:
         except CloudError as exc:
             if exc.reason_code in (PAUSED, POLICY_FORBIDDEN):
                 report.error = exc.to_dict()
-                state.update_project(
-                    self.store,
-                    self.target,
-                    project,
-                    reason_code=exc.reason_code,
-                    reason_message=str(exc),
+                refusal = refusals.note(
+                    self.store, self.target, project, exc.reason_code, str(exc), self.backoff
                 )
+                report.error["retry_at"] = state.iso(refusal.until)
                 return report
             raise
         self._settle_project(project, pushed=report.sent > 0)
@@ -264,6 +264,8 @@ class CloudSync:
         row = state.project_row(self.store, self.target, project)
         if row is not None and row.get("reason_code") in PROJECT_REASONS:
             values.update(reason_code=None, reason_message=None)
+        if row is not None and row.get("refused_until"):
+            values.update(refused_until=None, refused_count=0)
         if values:
             state.update_project(self.store, self.target, project, **values)
 
@@ -328,7 +330,23 @@ class CloudSync:
                     # caught up (cursors that still differ are merged by the next call).
                     if single or caught_up >= set(projects):
                         break
+        for project in projects:
+            self._settle_pull(project)
         return reports
+
+    def _settle_pull(self, project: str) -> None:
+        """The server just let us read ``project``: a 403 it gave before no longer holds."""
+        row = state.project_row(self.store, self.target, project)
+        if row is not None and row.get("reason_code") == POLICY_FORBIDDEN:
+            state.update_project(
+                self.store,
+                self.target,
+                project,
+                reason_code=None,
+                reason_message=None,
+                refused_until=None,
+                refused_count=0,
+            )
 
     def _apply_page(
         self,
@@ -360,19 +378,9 @@ class CloudSync:
             reports[project].cursor = max(reports[project].cursor, next_seq)
 
     def _apply(self, project: str, records: list[dict[str, Any]], report: ProjectPull) -> None:
-        try:
-            report.applied.add(self.store.apply_mutations(records, source=self.target))
-            return
-        except InvalidMutationError:
-            pass  # nothing was written: find the bad records one by one
-        # One malformed record must not block the cursor: the others are applied, the bad ones
-        # counted (they stay on the server; status reports them).
-        for record in records:
-            try:
-                report.applied.add(self.store.apply_mutations([record], source=self.target))
-            except InvalidMutationError as exc:
-                report.dead += 1
-                state.add_dead(self.store, self.target, project, 1, str(exc))
+        # A record this store cannot apply (yet) waits in its quarantine with its reason and
+        # never blocks the others or the cursor (engram sync --quarantine lists it).
+        report.applied.add(self.store.apply_mutations(records, source=self.target))
 
 
 def _split_by_bytes(rows: list[JournalEntry]) -> Iterator[list[JournalEntry]]:

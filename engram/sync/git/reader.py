@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from engram.sync.git.chunk import BadChunkError, ChunkHeader
+from engram.sync.git.chunk import ChunkHeader
 from engram.sync.git.go_chunk import GoConverter
 from engram.sync.git.go_json import document_items, go_events
 from engram.sync.git.stream import (
@@ -85,9 +85,11 @@ class ChunkReader:
         for number, line in jsonl_lines(stream):
             try:
                 value = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise BadChunkError(self.chunk_id, f"line {number}: invalid JSON ({exc})") from None
-            batch.add(line.decode("utf-8"), value, number, len(line))
+            except orjson.JSONDecodeError:
+                # One broken line is one bad record: the store quarantines it ("invalid") and
+                # the rest of the chunk applies (the chunk's hash says its author wrote it so).
+                value = None
+            batch.add(line.decode("utf-8", "replace"), value, number, len(line))
             if batch.full():
                 yield batch
                 batch = RecordBatch()

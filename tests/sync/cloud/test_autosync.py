@@ -43,6 +43,8 @@ FAST = Timings(
     backoff_max=0.5,
     heartbeat=1,
     rescan=2,
+    refused_base=1,  # a refused project is asked again after 1 s, then 2 s…
+    refused_max=2,
 )
 
 

@@ -229,3 +229,35 @@ def test_upgrade_doctor_bootstrap_status_repair_rollback(
     after = a.json("cloud", "upgrade", "status", "--project", "acme")
     assert after["stage"] == "rolled_back" and after["enrolled"] is False and after["cursor"] == 0
     assert "existing knowledge number 3" in a.ok("search", "knowledge", "--project", "acme")
+
+
+def test_records_the_server_cannot_store_are_quarantined_and_the_rest_pushed(
+    server: CloudServer, machine: Callable[..., Machine]
+) -> None:
+    """A store that already holds records with a NUL or a lone surrogate (written before the
+    store refused them) pushes everything else: the server rejects those two one by one, the
+    client keeps them in its quarantine, and the next sync has nothing left to send."""
+    import sqlite3
+
+    a = machine("a", server)
+    a.ok("cloud", "enroll", "acme")
+    for title in ("first", "second", "third", "fourth"):
+        a.ok("save", title, f"the {title} memory", "--project", "acme")
+    with sqlite3.connect(a.home / "engram.db") as db:
+        for title, bad in (("second", "sec\\u0000ond"), ("third", "th\\ud800ird")):
+            changed = db.execute(
+                "UPDATE sync_journal SET record = replace(record, ?, ?) WHERE record LIKE ?",
+                (f'"title":"{title}"', f'"title":"{bad}"', f'%"title":"{title}"%'),
+            ).rowcount
+            assert changed == 1
+    result = a.run("sync", "--cloud", "--project", "acme")
+    assert result.returncode == 1, result.stderr
+    assert 'Pushed 3 mutation(s) of project "acme"' in result.stdout  # session, first, fourth
+    assert "2 rejected and quarantined" in result.stdout
+    assert "payload.title contains a NUL character" in result.stdout
+    assert "payload.title contains a lone surrogate" in result.stdout
+    assert len(server.mids("acme")) == 3
+    assert "Nothing new to push" in a.ok("sync", "--cloud", "--project", "acme")
+    status = a.json("cloud", "status", "--project", "acme", "--offline")
+    assert status["sync"]["quarantined_count"] == 2 and status["sync"]["pending_count"] == 0
+    assert status["reason_code"] == "quarantined"

@@ -111,12 +111,27 @@ def test_content_not_matching_its_id(
     assert renamed in [f.chunk for f in import_(make_store("carol"), sync_dir).failures]
 
 
+def quarantined_with_the_rest_applied(
+    bob: Store, sync_dir: SyncDir, bad_id: str, good_id: str, reason: str
+) -> None:
+    """Issue 12: a bad record no longer costs its whole chunk. It waits in the quarantine with
+    its reason; the chunk's other lines apply and the chunk counts as imported."""
+    from engram.store import quarantine
+
+    report = import_(bob, sync_dir)
+    assert report.failures == [] and {bad_id, good_id} <= set(report.chunks_imported)
+    assert report.applied.quarantined == {"invalid": 1}
+    held = quarantine.listing(bob.db)
+    assert [(q.reason, q.source) for q in held] == [("invalid", f"git:{sync_dir.path}")]
+    assert reason in held[0].error
+    assert import_(bob, sync_dir).chunks_imported == []  # nothing is retried chunk-wise
+
+
 def test_invalid_json_line(make_store, sync_dir: SyncDir, good: str) -> None:
-    bad = craft(sync_dir, [valid_line("applied only with its chunk"), b'{"mid": "broken'])
+    bad = craft(sync_dir, [valid_line("applied without the broken line"), b'{"mid": "broken'])
     bob = make_store("bob")
-    report = import_with_bad(bob, sync_dir, bad, good, "line 3: invalid JSON")
-    assert "line 3" in str(report.failures[0])
-    assert titles(bob) == {"Good memory"}  # the valid line 2 was not applied
+    quarantined_with_the_rest_applied(bob, sync_dir, bad, good, "invalid JSON")
+    assert titles(bob) == {"Good memory", "applied without the broken line"}
 
 
 def test_unknown_entity(make_store, sync_dir: SyncDir, good: str) -> None:
@@ -124,8 +139,8 @@ def test_unknown_entity(make_store, sync_dir: SyncDir, good: str) -> None:
     widget = orjson.dumps({**line, "mid": "f" * 32, "entity": "widget"})
     bad = craft(sync_dir, [valid_line("widget neighbour"), widget])
     bob = make_store("bob")
-    import_with_bad(bob, sync_dir, bad, good, "unknown entity 'widget'")
-    assert titles(bob) == {"Good memory"}
+    quarantined_with_the_rest_applied(bob, sync_dir, bad, good, "unknown entity 'widget'")
+    assert titles(bob) == {"Good memory", "widget neighbour"}
 
 
 def test_manifest_id_with_path_traversal(

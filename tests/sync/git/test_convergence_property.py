@@ -4,14 +4,17 @@ imported everything, their shared memories are byte-identical.
 
 A hostile committer joins in (issue 12): chunks planted in a clone carry records of a project
 the repository is not bound to, personal-scope records, and project-scope records aimed at a
-replica's personal memories. They must change nothing they have no right to — every honest
-memory of another project or of personal scope stays as its owner left it — and the replicas
-still converge."""
+replica's personal memories; others carry a far-future clock, NUL text, or an acme key named
+inside another project. They must change nothing they have no right to — every honest memory of
+another project or of personal scope stays as its owner left it, no acme memory carries a hostile
+clock or text — and the replicas still converge. Memories also legitimately move to another
+project."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import orjson
@@ -20,7 +23,9 @@ from hypothesis import strategies as st
 
 from engram.config import Config
 from engram.errors import NotFoundError
+from engram.record import build_record, format_hlc, new_mid
 from engram.store import Store
+from engram.sync.git.chunk import encode_chunk
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
 from tests.sync.git import hostile
@@ -40,7 +45,34 @@ step = st.one_of(
     st.tuples(st.just("import"), st.integers(0, REPLICAS - 1), st.just(0)),
     st.tuples(st.just("other"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
     st.tuples(st.just("plant"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
+    st.tuples(st.just("move"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
+    st.tuples(st.just("hostile"), st.integers(0, REPLICAS - 1), st.integers(0, 3 * 50)),
 )
+
+
+MALLORY = "0badc0de0badc0de"
+
+
+def hostile_chunk(directory: SyncDir, target, kind: int) -> None:
+    """Commit (copy into the clone) a chunk holding one hostile record about ``target``."""
+    project, hlc, content = "acme", format_hlc(9_999_999_999_999, 99_999, MALLORY), "EVIL"
+    if kind == 1:
+        hlc, content = format_hlc(time.time_ns() // 1_000_000, 0, MALLORY), "EVIL \x00"
+    elif kind == 2:  # acme's key named inside another project
+        project, hlc = "evil", format_hlc(time.time_ns() // 1_000_000, 0, MALLORY)
+    payload = {
+        "sync_id": target.sync_id, "session_id": target.session_id, "type": "note",
+        "title": "t", "content": content, "project": project, "scope": "project",
+    }  # fmt: skip
+    record = build_record(
+        mid=new_mid(), hlc=hlc, origin=MALLORY, entity="observation", key=target.sync_id,
+        op="upsert", project=project, scope="project", payload=payload,
+    )  # fmt: skip
+    chunk = encode_chunk(
+        [orjson.dumps(record) + b"\n"], {}, created_by="mallory", created_at="2030-01-01T00:00:00Z"
+    )
+    directory.chunks_dir.mkdir(parents=True, exist_ok=True)
+    (directory.chunks_dir / f"{chunk.id}.jsonl.gz").write_bytes(chunk.compressed())
 
 
 def pull(source: SyncDir, destination: SyncDir) -> None:
@@ -63,9 +95,9 @@ def shared_view(store: Store, personal: set[str]) -> dict:
     return document
 
 
-#: Honest memories that no chunk may touch: replica → sync_id → title, and those the owner
-#: itself hard-deleted since.
-HONEST: dict[int, dict[str, str]] = {}
+#: Honest memories that no chunk may touch: replica → sync_id → (project, title), and the keys
+#: their owner itself hard-deleted or moved away since.
+HONEST: dict[int, dict[str, tuple[str, str]]] = {}
 GONE: set[str] = set()
 
 
@@ -93,7 +125,7 @@ def plant(directory: SyncDir, arg: int, personal: set[str]) -> None:
 
 
 def live_ids(store: Store) -> list[int]:
-    return [o.id for o in store.recent_observations(limit=500)]
+    return [o.id for o in store.recent_observations("acme", limit=500)]
 
 
 def apply_step(stores, dirs, kind: str, who: int, arg: int, personal: set[str]) -> None:
@@ -113,10 +145,10 @@ def apply_step(stores, dirs, kind: str, who: int, arg: int, personal: set[str]) 
             title=f"mine {arg}", content="private", project="acme", scope="personal"
         )
         personal.add(saved.observation.sync_id)
-        HONEST.setdefault(who, {})[saved.observation.sync_id] = saved.observation.title
+        HONEST.setdefault(who, {})[saved.observation.sync_id] = ("acme", saved.observation.title)
     elif kind == "other":
         saved = store.add_observation(title=f"other {arg} by {who}", content="x", project="other")
-        HONEST.setdefault(who, {})[saved.observation.sync_id] = saved.observation.title
+        HONEST.setdefault(who, {})[saved.observation.sync_id] = ("other", saved.observation.title)
     elif kind == "plant":
         plant(directory, arg, personal)
     elif kind in ("edit", "soft", "hard"):
@@ -133,6 +165,16 @@ def apply_step(stores, dirs, kind: str, who: int, arg: int, personal: set[str]) 
                 store.delete_observation(target, hard=kind == "hard")
         except NotFoundError:
             pass
+    elif kind == "move":
+        ids = live_ids(store)
+        if ids:
+            target = ids[arg % len(ids)]
+            GONE.add(store.get_observation(target).sync_id)  # it lives on under a derived key
+            store.update_observation(target, project="elsewhere")
+    elif kind == "hostile":
+        live = store.recent_observations("acme", limit=500)
+        if live:
+            hostile_chunk(directory, live[arg % len(live)], arg % 3)
     elif kind == "export":
         sync.export(projects=["acme"])
     elif kind == "pull":
@@ -166,13 +208,17 @@ def test_replicas_converge_whatever_the_exchange_order(steps) -> None:
             views = [shared_view(s, personal) for s in stores]
             assert views[0] == views[1] == views[2]
             for who, owned in HONEST.items():  # no honest memory lost or changed
-                for key, title in owned.items():
+                for key, (project, title) in owned.items():
                     if key not in GONE:
-                        assert stores[who].get_observation_by_sync_id(key).title == title
+                        found = stores[who].get_observation_by_sync_id(key, project=project)
+                        assert found.title == title
             for store in stores:
                 everything = orjson.loads(store.canonical_export(include_personal=True))
                 planted = [o for o in everything["observations"] if "mallory" in o["title"]]
                 assert all(o["project"] == "acme" and o["scope"] == "project" for o in planted)
+            for section in ("observations", "sessions", "prompts", "tombstones"):
+                for row in views[0][section]:  # no hostile record changed an acme memory
+                    assert not row["hlc"].endswith(MALLORY) and "EVIL" not in str(row)
         finally:
             for store in stores:
                 store.close()

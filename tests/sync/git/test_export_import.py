@@ -161,7 +161,7 @@ def test_project_selection_and_all(make_store, sync_dir: SyncDir) -> None:
     assert canonical(bob) == canonical(alice)
 
 
-def test_sessions_of_another_project_travel_with_their_memories(
+def test_a_memory_saved_in_another_projects_session_travels_with_its_own_session(
     make_store, sync_dir: SyncDir
 ) -> None:
     alice, bob = make_store("alice"), make_store("bob")
@@ -170,15 +170,12 @@ def test_sessions_of_another_project_travel_with_their_memories(
         title="acme fix", content="made in a tooling session", project="acme", session_id="s-tools"
     )
     export(alice, sync_dir, ["acme"])
-    first = import_(bob, sync_dir)
-    # The session belongs to "tooling", which this directory may not write on bob's machine:
-    # the memory arrives (with a stub session), the session record waits for a binding.
-    assert [(h.project, h.records) for h in first.held] == [("tooling", 1)]
-    assert bob.get_session("s-tools").directory == ""
-    GitSync(bob, sync_dir).bind("tooling")
-    assert import_(bob, sync_dir).chunks_reread == first.chunks_imported
-    session = bob.get_session("s-tools")
-    assert (session.project, session.directory) == ("tooling", "/src/tools")  # not a stub
+    import_(bob, sync_dir)
+    # Identity is per project: the memory's session is acme's own row of s-tools (same place),
+    # and tooling's row stays with tooling.
+    session = bob.get_session("s-tools", project="acme")
+    assert (session.project, session.directory) == ("acme", "/src/tools")  # not a stub
+    assert [s.project for s in bob.recent_sessions(limit=10)] == ["acme"]
     # and later changes of that session follow it into the directory
     alice.end_session("s-tools", "tooling done")
     assert export(alice, sync_dir, ["acme"]).total("sessions") == 1

@@ -3,8 +3,6 @@ to reach outside the directory's projects or into personal scope, and what still
 
 from __future__ import annotations
 
-import importlib.util
-
 import orjson
 import pytest
 
@@ -34,10 +32,6 @@ def test_a_payload_naming_another_project_is_held(store: Store, sync_dir: SyncDi
         store.get_observation_by_sync_id("obs-liar000000001")
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("engram.store.identity") is None,
-    reason="needs the store's identity per (project, key) (issue 12, branch store-identity)",
-)
 def test_a_key_of_another_project_reaches_nothing_there(store: Store, sync_dir: SyncDir) -> None:
     """This directory may write acme; records of acme naming payroll's keys address
     (acme, key): payroll's memory, tombstone and session stay exactly as they were."""
