@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS store_purge (
 
 
 def create_purge_state(conn: sqlite3.Connection) -> None:
-    """The purge bookkeeping row (migration 8). A database already in use may hold bytes freed
+    """The purge bookkeeping row (migration 9). A database already in use may hold bytes freed
     before secure deletes: its first purge vacuums."""
     conn.execute(PURGE_TABLE)
     used = conn.execute("SELECT 1 FROM sync_journal LIMIT 1").fetchone() is not None

@@ -258,9 +258,9 @@ def rederive(
         if context == row[6]:
             continue
         if index is not None:
-            index.before_change("observations", "id", rowid)
+            index.before_change("observations", "id", rowid, own_text=False)
         else:
-            fts.remove(conn, "observations", "id", rowid)
+            fts.remove(conn, "observations", "id", rowid, own_text=False)
         conn.execute("UPDATE observations SET search_context = ? WHERE id = ?", (context, rowid))
         if index is None:
             fts.restore(conn, "observations", "id", rowid)

@@ -99,7 +99,7 @@ def test_purge_vacuums_once_a_database_written_without_secure_deletes(data_dir: 
         store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         store.db.conn.execute("PRAGMA secure_delete=OFF")  # as every Engram before this one
         store.delete_observation(oid.observation.id, hard=True)
-        store.db.conn.execute("UPDATE store_purge SET vacuum_needed = 1")  # what migration 8 sets
+        store.db.conn.execute("UPDATE store_purge SET vacuum_needed = 1")  # what migration 9 sets
         store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         assert files_holding(data_dir) == ["engram.db"]
         report = store.purge()
