@@ -10,13 +10,19 @@ from engram.config import Config
 from engram.record import FIELDS, KEY_FIELD, moved_key
 from engram.store import fts
 from engram.store.db import Database
-from engram.store.journal import Journal
+from engram.store.journal import ENTITY_TABLES, Journal
 
-TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
+TABLES = ENTITY_TABLES
 _STATE_SQL = {
     entity: f"SELECT {', '.join(FIELDS[entity])} FROM {TABLES[entity]} "
     f"WHERE project = ? AND {KEY_FIELD[entity]} = ?"
     for entity in FIELDS
+}
+#: What journaling a row's state needs to know of it: its clock, scope and deletion.
+_HEAD_SQL = {
+    "session": "SELECT hlc, 'project', NULL FROM sessions WHERE project = ? AND id = ?",
+    "observation": "SELECT hlc, scope, deleted_at FROM observations WHERE project = ? AND sync_id = ?",
+    "prompt": "SELECT hlc, 'project', NULL FROM user_prompts WHERE project = ? AND sync_id = ?",
 }
 
 
@@ -78,25 +84,29 @@ class StoreBase:
         key: str,
         hlc: str,
         origin: str,
+        *,
+        scope: str | None = None,
+        deleted: bool = False,
     ) -> int:
-        """Journal the entity's state after a local write: an upsert, or for a soft-deleted
-        observation a delete that still carries the full state."""
-        state = self._state(conn, entity, project, key)
-        assert state is not None, f"{entity} {project}/{key} vanished inside its own write"
-        op = "upsert"
-        if entity == "observation" and state["deleted_at"] is not None:
-            op = "delete"
-            state = {**state, "hard": False}
-        return self.journal.append(
+        """Journal the entity's state after a local write (its row, now stamped ``hlc``): an
+        upsert, or for a soft-deleted observation a delete that still carries the full state.
+        The record is stored elided (engram/store/journal.py): the row is its payload.
+
+        ``scope`` (with ``deleted``): what the caller just wrote, which saves reading it back."""
+        if scope is None:
+            row = conn.execute(_HEAD_SQL[entity], (project, key)).fetchone()
+            assert row is not None, f"{entity} {project}/{key} vanished inside its own write"
+            assert row[0] == hlc, f"{entity} {project}/{key} is not stamped with its record's hlc"
+            scope, deleted = row[1], row[2] is not None
+        return self.journal.append_current(
             conn,
             hlc=hlc,
             origin=origin,
             entity=entity,
             key=key,
-            op=op,
-            project=state["project"],
-            scope=state.get("scope", "project"),
-            payload=state,
+            op="delete" if entity == "observation" and deleted else "upsert",
+            project=project,
+            scope=scope,
         )
 
     def _journal_hard_delete(

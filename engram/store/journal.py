@@ -4,6 +4,14 @@ own transaction, and the per-target delivery bookkeeping that sync transports us
 Every local write appends its mutation here in the same transaction as the write (invariant 1).
 Transports ask for what a target does not hold yet (:meth:`Journal.pending`) and mark rows
 delivered only once the target durably has them (invariant 4).
+
+A local write's record is stored *elided* (:data:`ELIDED`): its payload is the entity's row at
+the record's ``hlc``, so the journal does not keep a second copy of every memory; the record's
+text is rebuilt from the row when a transport reads it (always the same bytes: a row's
+replicated fields only ever change together with its ``hlc``). Once a newer write of the same
+address moves the row on, an elided record is *superseded*: no target receives it any more, only
+the newer record that replaced it (DESIGN §3 "The journal may be compacted": a target receives
+the latest state per key). Records received from elsewhere keep their exact text.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ import orjson
 
 from engram.record import (
     DEFAULT_MAX_CLOCK_DRIFT_MS,
+    FIELDS,
+    KEY_FIELD,
     MAX_WALL_MS,
     build_record,
     check_clock,
@@ -36,6 +46,72 @@ from engram.times import now_text
 MAX_COUNTER = 99_999
 #: What a deleted memory's text becomes in older journal entries (still a valid record).
 BLANKED = "[deleted]"
+#: The ``record`` of a local mutation whose payload is its entity's row at the record's hlc.
+ELIDED = ""
+#: The table of each entity (the replicated rows elided records are rebuilt from).
+ENTITY_TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
+_STATE_AT = {
+    entity: f"SELECT {', '.join(FIELDS[entity])} FROM {table} "
+    f"WHERE project = ? AND {KEY_FIELD[entity]} = ? AND hlc = ?"
+    for entity, table in ENTITY_TABLES.items()
+}
+
+
+def sendable(alias: str = "j") -> str:
+    """SQL condition on journal rows ``alias``: the record can still be sent (it has its text,
+    or it is elided and its row is still at its hlc, i.e. not superseded)."""
+    current = " ".join(
+        f"WHEN '{entity}' THEN EXISTS (SELECT 1 FROM {table} e WHERE e.project = {alias}.project"
+        f" AND e.{KEY_FIELD[entity]} = {alias}.key AND e.hlc = {alias}.hlc)"
+        for entity, table in ENTITY_TABLES.items()
+    )
+    return f"({alias}.record != '' OR CASE {alias}.entity {current} ELSE 0 END)"
+
+
+def elided_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
+    """The record text of an elided journal row, rebuilt from its entity's row (``None`` when
+    the row has moved on since: the record is superseded)."""
+    entity = row["entity"]
+    found = conn.execute(_STATE_AT[entity], (row["project"], row["key"], row["hlc"])).fetchone()
+    if found is None:
+        return None
+    payload: dict[str, Any] = dict(zip(FIELDS[entity], tuple(found), strict=True))
+    op = "upsert"
+    if entity == "observation" and payload["deleted_at"] is not None:
+        op = "delete"
+        payload["hard"] = False
+    record = build_record(
+        mid=row["mid"],
+        hlc=row["hlc"],
+        origin=row["origin"],
+        entity=entity,
+        key=row["key"],
+        op=op,
+        project=payload["project"],
+        scope=payload.get("scope", "project"),
+        payload=payload,
+    )
+    return orjson.dumps(record).decode()
+
+
+def keep_text(conn: sqlite3.Connection, entity: str, project: str, key: str, hlc: str) -> None:
+    """Store the text of the elided record that wrote ``(project, key)`` at ``hlc``, because a
+    record from elsewhere is about to overwrite that row: this replica's write is then still
+    sent to targets that lack it, and still there for the clock repair to fall back on. (Only
+    this replica's own newer writes supersede its elided records.)"""
+    row = conn.execute(
+        """SELECT * FROM sync_journal WHERE entity = ? AND project = ? AND key = ? AND hlc = ?
+             AND record = ''""",
+        (entity, project, key, hlc),
+    ).fetchone()
+    if row is not None and (text := elided_text(conn, row)) is not None:
+        conn.execute("UPDATE sync_journal SET record = ? WHERE seq = ?", (text, row["seq"]))
+
+
+def record_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
+    """A journal row's record text (rebuilt when elided; ``None`` when superseded)."""
+    text = row["record"]
+    return text if text != ELIDED else elided_text(conn, row)
 
 
 def machine_fingerprint(db_path: Path) -> str:
@@ -76,7 +152,8 @@ class JournalEntry:
         return orjson.loads(self.record)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> JournalEntry:
+    def from_row(cls, row: sqlite3.Row, text: str | None = None) -> JournalEntry:
+        """The entry of a journal row (``text``: its record text, when the row is elided)."""
         return cls(
             row["seq"],
             row["mid"],
@@ -86,9 +163,20 @@ class JournalEntry:
             row["op"],
             row["project"],
             row["scope"],
-            row["record"],
+            row["record"] if text is None else text,
             row["source"],
         )
+
+
+def entries(conn: sqlite3.Connection, rows: Iterable[sqlite3.Row]) -> list[JournalEntry]:
+    """The entries of these journal rows, elided records rebuilt; superseded ones left out."""
+    found = []
+    for row in rows:
+        if row["record"] != ELIDED:
+            found.append(JournalEntry.from_row(row))
+        elif (text := elided_text(conn, row)) is not None:
+            found.append(JournalEntry.from_row(row, text))
+    return found
 
 
 def insert_record(
@@ -99,9 +187,11 @@ def insert_record(
     text: str | None = None,
     record_delivery: bool = True,
     recorded_at: str | None = None,
+    elide: bool = False,
 ) -> int:
     """Insert one journal row (the one statement every journaling path uses, migrations
-    included); a record that arrived through a target is marked as held by it."""
+    included); a record that arrived through a target is marked as held by it. ``elide``: a
+    local record whose payload is its entity's row at its hlc is stored without its text."""
     cursor = conn.execute(
         """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
                                     record, source, recorded_at)
@@ -115,7 +205,7 @@ def insert_record(
             record["op"],
             record["project"],
             record["scope"],
-            text if text is not None else orjson.dumps(record).decode(),
+            ELIDED if elide else text if text is not None else orjson.dumps(record).decode(),
             source,
             recorded_at or now_text(),
         ),
@@ -243,6 +333,25 @@ class Journal:
         )
         return self.append_record(conn, record, source="local")
 
+    def append_current(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        hlc: str,
+        origin: str,
+        entity: str,
+        key: str,
+        op: str,
+        project: str,
+        scope: str,
+    ) -> int:
+        """Journal a local write whose payload is the entity's row as it now is, at ``hlc``
+        (the row must carry that hlc): stored elided, rebuilt from the row when read (see the
+        module docstring). Returns the journal seq."""
+        header = {"mid": new_mid(), "hlc": hlc, "origin": origin, "entity": entity, "key": key,
+                  "op": op, "project": project, "scope": scope}  # fmt: skip
+        return insert_record(conn, header, source="local", elide=True)
+
     def append_record(
         self,
         conn: sqlite3.Connection,
@@ -300,7 +409,7 @@ class Journal:
         """
         where, params = self._selection(projects, include_personal)
         sql = f"""SELECT j.* FROM sync_journal j
-                  WHERE j.seq > ? AND {where}
+                  WHERE j.seq > ? AND {where} AND {sendable("j")}
                     AND NOT EXISTS (SELECT 1 FROM sync_delivery d
                                     WHERE d.target = ? AND d.seq = j.seq)
                     AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
@@ -310,7 +419,8 @@ class Journal:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        return [JournalEntry.from_row(r) for r in self.db.rows(sql, args)]
+        with self.db.read() as conn:
+            return entries(conn, conn.execute(sql, args).fetchall())
 
     def iter_pending(
         self,
@@ -346,7 +456,7 @@ class Journal:
         where, params = self._selection(projects, include_personal)
         return int(
             self.db.scalar(
-                f"""SELECT COUNT(*) FROM sync_journal j WHERE {where}
+                f"""SELECT COUNT(*) FROM sync_journal j WHERE {where} AND {sendable("j")}
                       AND NOT EXISTS (SELECT 1 FROM sync_delivery d
                                       WHERE d.target = ? AND d.seq = j.seq)
                       AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
@@ -448,8 +558,10 @@ class Journal:
         return found
 
     def entry(self, seq: int) -> JournalEntry | None:
-        row = self.db.one("SELECT * FROM sync_journal WHERE seq = ?", (seq,))
-        return None if row is None else JournalEntry.from_row(row)
+        """The journal row ``seq`` (``None`` if there is none, or it is elided and superseded)."""
+        with self.db.read() as conn:
+            found = entries(conn, conn.execute("SELECT * FROM sync_journal WHERE seq = ?", (seq,)))
+        return found[0] if found else None
 
     def quarantine(self, target: str, seq: int, mid: str, error_code: str, error: str) -> None:
         """Keep a row a target rejected out of its push queue, visible in status."""
@@ -497,9 +609,11 @@ class Journal:
                     continue
                 # Every earlier record of the key: upserts, and soft deletes or selection exits,
                 # which carry the full state too.
+                # (Elided records hold no text: their row is gone, so nothing to blank.)
                 older = conn.execute(
                     """SELECT seq, record FROM sync_journal
-                       WHERE entity = ? AND project = ? AND key = ? AND hlc < ?""",
+                       WHERE entity = ? AND project = ? AND key = ? AND hlc < ?
+                         AND record != ''""",
                     (entity, project, key, hlc),
                 ).fetchall()
                 for older_seq, text in older:

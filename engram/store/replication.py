@@ -27,7 +27,7 @@ from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_te
 from engram.store import fts, quarantine, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
-from engram.store.journal import now_ms
+from engram.store.journal import keep_text, now_ms
 from engram.store.models import ApplyResult
 from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalized_hash
@@ -216,6 +216,8 @@ class _ApplyBatch:
         if hlc <= current:
             result.stale += 1
             return
+        if where == "row":  # this replica's elided record of the row keeps its text
+            keep_text(self.conn, entity, project, key, current)
         self.rewrite(record, where, rowid)
         result.applied += 1
         attr = {"session": "sessions", "observation": "observations", "prompt": "prompts"}[entity]

@@ -92,9 +92,10 @@ def test_last_writer_wins_regardless_of_arrival_order(make_store) -> None:
 def test_hard_delete_tombstone_beats_an_older_upsert_arriving_late(make_store) -> None:
     a, b = make_store("a"), make_store("b")
     obs = a.add_observation(title="t", content="secret", project="p").observation
-    upserts = [e.record for e in a.journal.pending("x")]
+    pending = a.journal.pending("x")
+    upserts = [e.record for e in pending]
     a.delete_observation(obs.id, hard=True)
-    delete = [e.record for e in a.journal.pending("x")][len(upserts) :]
+    delete = [e.record for e in a.journal.pending("x", after_seq=pending[-1].seq)]
     b.apply_mutations(delete, source="peer:a")
     b.apply_mutations(upserts, source="peer:a")  # older: must not resurrect
     assert b.db.scalar("SELECT COUNT(*) FROM observations") == 0
@@ -113,8 +114,15 @@ def test_deleted_text_leaves_the_journal_once_every_target_has_the_delete(make_s
     soft = a.add_observation(title="kept", content="secret but only moved", project="p").observation
     a.update_observation(soft.id, project="q")  # leaving a selection is not a delete
     a.delete_observation(obs.id, hard=True)
-    assert any("secret two" in e.record for e in a.journal.pending("y"))  # b lacks the delete
+    # a's own upsert was stored elided (its row is its payload): with the row gone, no text of
+    # it is left in a's journal or sent anywhere, even before b holds the delete.
+    assert not any("secret two" in e.record for e in a.journal.pending("y"))
+    assert not any("secret two" in r[0] for r in a.db.rows("SELECT record FROM sync_journal"))
+    # b received that upsert verbatim (a relayed record keeps its text) ...
+    assert any("secret two" in r[0] for r in b.db.rows("SELECT record FROM sync_journal"))
     exchange(a, b)
+    # ... and blanks it once every target it knows (a) holds the delete.
+    assert not any("secret two" in r[0] for r in b.db.rows("SELECT record FROM sync_journal"))
     records = "".join(e.record for e in a.journal.pending("y"))
     assert "secret two" not in records and "secret but only moved" in records
 
