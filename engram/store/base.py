@@ -62,6 +62,7 @@ class StoreBase:
     db: Database
     journal: Journal
     config: Config
+    known_projects: set[str]
 
     # --- replicated state -------------------------------------------------------------------
 

@@ -93,13 +93,17 @@ class ObservationsMixin(StoreBase):
         )
 
     def similar_project_warning(self, project: str) -> str | None:
-        """Warn when saving into a project with no memories while a similar name has some."""
-        if not project:
+        """Warn when saving into a project with no memories while a similar name has some.
+
+        A project this store has seen holding memories is not looked up again: the warning is
+        a hint for a first save, and one statement less per save counts (issue 18)."""
+        if not project or project in self.known_projects:
             return None
         if self.db.one(
             "SELECT 1 FROM observations WHERE project = ? AND deleted_at IS NULL LIMIT 1",
             (project,),
         ):
+            self.known_projects.add(project)
             return None
         names = [
             r[0]
@@ -188,6 +192,7 @@ class ObservationsMixin(StoreBase):
                        WHERE id = ?""",
                     (now, now, hlc, rowid),
                 )
+            inserted = None
             if rowid is None:
                 sync_id, deleted_row = self._new_sync_id(conn, project, scope, topic)
                 hlc, origin = self.journal.tick(conn)
@@ -230,16 +235,27 @@ class ObservationsMixin(StoreBase):
                     rowid = int(cursor.lastrowid or 0)
                     fts.add(conn, "observations", rowid, values)
                     refresh.inserted(rowid, {**values, "created_at": now})
-                    # A hard-deleted key saved again (a topic's derived key): this newer write
-                    # beats the tombstone, here and on every replica.
-                    drop_tombstone(conn, "observation", project, sync_id)
+                    if topic:
+                        # A hard-deleted key saved again (a topic's derived key): this newer
+                        # write beats the tombstone, here and on every replica. (A new random
+                        # key has none.)
+                        drop_tombstone(conn, "observation", project, sync_id)
+                    inserted = Observation(
+                        rowid, sync_id, session_id, kind, title, content, tool, project, scope,
+                        topic, 1, 1, now, now, now,
+                    )  # fmt: skip
             refresh.settle()  # the rows whose session context this save changes
-            self._journal_state(conn, "observation", project, sync_id, hlc, origin)
-            row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
+            self._journal_state(
+                conn, "observation", project, sync_id, hlc, origin, scope=scope, deleted=False
+            )
+            if inserted is None:
+                row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
+                inserted = Observation.from_row(row)
+        self.known_projects.add(project)
 
         suggestion = None if topic else suggest_topic_key(kind, title, content)
         return SaveResult(
-            observation=Observation.from_row(row),
+            observation=inserted,
             action=action,
             warnings=warnings,
             truncated=truncation.truncated,
@@ -283,11 +299,13 @@ class ObservationsMixin(StoreBase):
         start = (datetime.strptime(now, STORE_FORMAT) - timedelta(minutes=window)).strftime(
             STORE_FORMAT
         )
+        # "+created_at": rows with this content hash are few; ordering by the project's time
+        # index instead would read every memory of the project saved within the window.
         row = conn.execute(
             """SELECT id, sync_id FROM observations
                WHERE normalized_hash = ? AND project = ? AND scope = ? AND type = ? AND title = ?
-                 AND created_at >= ? AND deleted_at IS NULL
-               ORDER BY created_at DESC, id DESC LIMIT 1""",
+                 AND +created_at >= ? AND deleted_at IS NULL
+               ORDER BY +created_at DESC, id DESC LIMIT 1""",
             (digest, project, scope, kind, title, start),
         ).fetchone()
         return None if row is None else (int(row[0]), str(row[1]))

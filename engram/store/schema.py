@@ -483,6 +483,28 @@ def migration_9(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
 
 
+#: Every index is written by every save: keep only those a read needs (issue 18). A memory's
+#: session (every query by session names its project too) serves the session context, the
+#: timeline and session listings alike; topic keys are indexed only where a memory has one.
+LEAN_INDEXES = """
+DROP INDEX IF EXISTS observations_created;
+DROP INDEX IF EXISTS observations_context;
+DROP INDEX IF EXISTS observations_session;
+CREATE INDEX observations_session ON observations(session_id, project, created_at, sync_id);
+DROP INDEX IF EXISTS observations_topic;
+CREATE INDEX observations_topic ON observations(topic_key, project, scope, updated_at DESC)
+    WHERE topic_key IS NOT NULL;
+DROP INDEX IF EXISTS user_prompts_session;
+"""
+
+
+def migration_10(conn: sqlite3.Connection) -> None:
+    """Faster saves and a smaller file (issue 18): indexes no read needs are dropped or merged,
+    and the topic index holds only memories with a topic. (Local journal records written from
+    now on are stored elided, see engram/store/journal.py; older ones keep their text.)"""
+    run_script(conn, LEAN_INDEXES)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
@@ -493,6 +515,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_7,
     migration_8,
     migration_9,
+    migration_10,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

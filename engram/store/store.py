@@ -52,6 +52,8 @@ class Store(
         self.term_counts = TermCounts()
         #: The vectors held in memory for semantic search (loaded on the first one).
         self.vector_index: Any = None
+        #: Projects seen holding memories (the similar-project hint skips them).
+        self.known_projects: set[str] = set()
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:
