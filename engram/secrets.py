@@ -110,7 +110,17 @@ def _overlaps(spans: list[tuple[int, int, str]], start: int, end: int) -> bool:
     return any(start < e and s < end for s, e, _ in spans)
 
 
+#: Every literal mark of every token rule, as one pattern: one scan of the text tells whether any
+#: rule can match at all (most memories hold none, and checking each mark in Python cost more
+#: than the rest of a save's text handling).
+_ANY_MARK = re.compile(
+    "|".join(sorted({re.escape(m) for r in _TOKEN_RULES for m in r.marks}, key=len, reverse=True))
+)
+
+
 def _token_spans(text: str) -> list[tuple[int, int, str]]:
+    if _ANY_MARK.search(text) is None:
+        return []
     long_words = " ".join(w for w in text.split() if len(w) >= _MIN_TOKEN)
     spans: list[tuple[int, int, str]] = []
     for rule in _TOKEN_RULES:

@@ -296,9 +296,8 @@ class ObservationsMixin(StoreBase):
         now: str,
     ) -> tuple[int, str] | None:
         window = max(1, self.config.dedupe_window_minutes)
-        start = (datetime.strptime(now, STORE_FORMAT) - timedelta(minutes=window)).strftime(
-            STORE_FORMAT
-        )
+        # (fromisoformat reads the store's format, far faster than strptime)
+        start = (datetime.fromisoformat(now) - timedelta(minutes=window)).strftime(STORE_FORMAT)
         # "+created_at": rows with this content hash are few; ordering by the project's time
         # index instead would read every memory of the project saved within the window.
         row = conn.execute(

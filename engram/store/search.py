@@ -233,7 +233,10 @@ class SearchMixin(StoreBase):
         every match to its row, so rank there first (a few more than needed), then keep the rows
         the filters accept; only when the filters reject too many, rank again with them inside.
         """
-        fetch = limit * 4 + 20
+        # Room for rows the filters reject: plenty when the caller filters (a project, a
+        # type...), a little when only deleted rows can be rejected (a soft delete leaves a
+        # memory in the index); too few kept means ranking again with the filters inside.
+        fetch = limit * 4 + 20 if params else limit + 10
         options = {"match_all": mode == "all", "k": limit, "fetch": fetch}
         ranking = rank(
             conn, spec, words, prune=self.config.search_pruning, counts=self.term_counts,
@@ -241,32 +244,35 @@ class SearchMixin(StoreBase):
         )  # fmt: skip
         hits = ranking.hits
         a = table.alias
+        rows: dict[int, sqlite3.Row] = {}
         if hits:
+            # The candidates' rows, those the filters keep (NOT INDEXED: by rowid, never a
+            # scan of a project index).
             marks = ", ".join("?" for _ in hits)
-            # NOT INDEXED: look the ids up by rowid, never scan a project index.
-            kept = {
-                r[0]
+            rows = {
+                r["id"]: r
                 for r in conn.execute(
-                    f"SELECT {a}.id FROM {table.name} {a} NOT INDEXED"
+                    f"SELECT {a}.* FROM {table.name} {a} NOT INDEXED"
                     f" WHERE {a}.id IN ({marks}) AND {where}",
                     [*(h.rowid for h in hits), *params],
                 )
             }
-            hits = [h for h in hits if h.rowid in kept]
+            hits = [h for h in hits if h.rowid in rows]
         if len(hits) < limit and not ranking.complete:
             filters = Filters(table.name, a, where, tuple(params))
             hits = rank(conn, spec, words, prune=False, filters=filters, **options).hits
+            missing = [h.rowid for h in hits[:limit] if h.rowid not in rows]
+            if missing:
+                marks = ", ".join("?" for _ in missing)
+                rows.update(
+                    (r["id"], r)
+                    for r in conn.execute(
+                        f"SELECT * FROM {table.name} NOT INDEXED WHERE id IN ({marks})", missing
+                    )
+                )
         best = hits[:limit]
         if not best:
             return []
-        marks = ", ".join("?" for _ in best)
-        rows = {
-            r["id"]: r
-            for r in conn.execute(
-                f"SELECT * FROM {table.name} NOT INDEXED WHERE id IN ({marks})",
-                [h.rowid for h in best],
-            )
-        }
         found = terms.find([table.texts(rows[h.rowid]) for h in best], [w.probe for w in words])
         return [
             _built(table, rows[h.rowid], h.tier, h.score, match)
