@@ -1,0 +1,172 @@
+"""Issue 18: what a save costs. A local write's journal record is stored elided (its row is its
+payload) and rebuilt byte for byte when a transport reads it; a newer local write supersedes
+an unsent one; a record from elsewhere never makes this replica lose its own write. Saves run
+a bounded number of statements, and the lookups on the save path read the index meant for
+them."""
+
+from __future__ import annotations
+
+import orjson
+
+from engram.record import FIELDS, build_record
+from engram.store import Store
+from engram.sync.cloud import state as cloud_state
+
+from .replicas import converge, exchange
+
+
+def raw_records(store: Store) -> list[str]:
+    return [r[0] for r in store.db.rows("SELECT record FROM sync_journal ORDER BY seq")]
+
+
+def state_record(store: Store, seq: int) -> str:
+    """The record text a journal row must read as: its row's state, in the normative shape."""
+    row = store.db.one("SELECT * FROM sync_journal WHERE seq = ?", (seq,))
+    table = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
+    key = "id" if row["entity"] == "session" else "sync_id"
+    fields = FIELDS[row["entity"]]
+    found = store.db.one(
+        f"SELECT {', '.join(fields)} FROM {table[row['entity']]} WHERE project = ? AND {key} = ?",
+        (row["project"], row["key"]),
+    )
+    payload = dict(zip(fields, tuple(found), strict=True))
+    op = "upsert"
+    if row["entity"] == "observation" and payload["deleted_at"] is not None:
+        op, payload["hard"] = "delete", False
+    record = build_record(mid=row["mid"], hlc=row["hlc"], origin=row["origin"],
+                          entity=row["entity"], key=row["key"], op=op, project=row["project"],
+                          scope=payload.get("scope", "project"), payload=payload)  # fmt: skip
+    return orjson.dumps(record).decode()
+
+
+def test_a_local_save_keeps_no_second_copy_of_its_text(store: Store) -> None:
+    saved = store.add_observation(
+        title="Auth tokens", content="JWT with refresh tokens", project="acme", session_id="s1"
+    ).observation
+    store.add_prompt("how do we keep people logged in?", session_id="s1", project="acme")
+    assert raw_records(store) == ["", "", ""]  # session, memory, prompt: no payload stored
+    entries = store.journal.pending("t")
+    assert [e.entity for e in entries] == ["session", "observation", "prompt"]
+    assert all(e.record == state_record(store, e.seq) for e in entries)
+    memory = entries[1].as_record()
+    assert memory["payload"]["content"] == "JWT with refresh tokens"
+    assert memory["payload"]["sync_id"] == saved.sync_id and memory["op"] == "upsert"
+    # The same bytes every time, whatever else is written meanwhile.
+    store.add_observation(title="Other", content="unrelated", project="acme")
+    assert store.journal.pending("t")[1].record == entries[1].record
+    assert store.journal.entry(entries[1].seq).record == entries[1].record
+
+
+def test_a_soft_delete_reads_as_a_delete_with_the_full_state(store: Store) -> None:
+    oid = store.add_observation(title="t", content="c", project="acme").observation.id
+    store.delete_observation(oid)
+    [delete] = [e for e in store.journal.pending("t") if e.entity == "observation"]
+    record = delete.as_record()
+    assert record["op"] == "delete" and record["payload"]["hard"] is False
+    assert record["payload"]["deleted_at"] is not None and record["payload"]["content"] == "c"
+
+
+def test_a_newer_local_write_supersedes_an_unsent_record(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    oid = a.add_observation(title="t", content="v1", project="acme").observation.id
+    first = max(e.seq for e in a.journal.pending("t"))
+    a.update_observation(oid, content="v2")
+    a.update_observation(oid, content="v3")
+    entries = [e for e in a.journal.pending("t") if e.entity == "observation"]
+    assert [e.as_record()["payload"]["content"] for e in entries] == ["v3"]
+    assert a.journal.count_pending("t") == 2  # the session and the latest memory state
+    assert a.journal.entry(first) is None  # superseded: nothing to send
+    mids = cloud_state.local_mids(a, "cloud:t", "acme")
+    assert set(mids.values()) == {e.seq for e in a.journal.pending("t")}
+    exchange(a, b)
+    converge([a, b])
+    assert b.get_observation_by_sync_id(entries[0].key, project="acme").content == "v3"
+    assert a.canonical_export() == b.canonical_export()
+
+
+def test_a_record_already_sent_stays_held_where_it_went(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    oid = a.add_observation(title="t", content="v1", project="acme").observation.id
+    exchange(a, b)  # b holds v1
+    a.update_observation(oid, content="v2")
+    assert [e.as_record()["payload"]["content"] for e in a.journal.pending("fresh")
+            if e.entity == "observation"] == ["v2"]  # fmt: skip
+    exchange(a, b)
+    assert a.canonical_export() == b.canonical_export()
+    assert b.get_observation_by_sync_id(a.get_observation(oid).sync_id, project="acme").content == (
+        "v2"
+    )
+
+
+def test_a_record_from_elsewhere_never_costs_this_replica_its_own_write(make_store) -> None:
+    """a's unsent write is overwritten by a newer one from b: a's record gets its text first,
+    so a target that has neither still receives a's write (and b's)."""
+    a, b = make_store("a"), make_store("b")
+    saved = a.add_observation(title="t", content="from a", project="acme").observation
+    exchange(a, b)
+    b.update_observation(
+        b.get_observation_by_sync_id(saved.sync_id, project="acme").id, content="from b"
+    )
+    mine = max(e.seq for e in a.journal.pending("third") if e.key == saved.sync_id)
+    assert a.db.scalar("SELECT record FROM sync_journal WHERE seq = ?", (mine,)) == ""
+    exchange(b, a)  # b's newer write replaces a's row
+    kept = a.db.scalar("SELECT record FROM sync_journal WHERE seq = ?", (mine,))
+    assert orjson.loads(kept)["payload"]["content"] == "from a"
+    contents = [
+        e.as_record()["payload"]["content"]
+        for e in a.journal.pending("third")
+        if e.key == saved.sync_id
+    ]
+    assert contents == ["from a", "from b"]
+    assert a.get_observation(saved.id).content == "from b"
+
+
+def test_records_written_with_their_text_still_read_as_written(store: Store) -> None:
+    """Journals written before records were elided keep their text, and read as it."""
+    store.add_observation(title="t", content="c", project="acme")
+    seq = max(e.seq for e in store.journal.pending("t"))
+    text = store.journal.entry(seq).record
+    with store.db.write() as conn:
+        conn.execute("UPDATE sync_journal SET record = ? WHERE seq = ?", (text, seq))
+    store.update_observation(1, content="changed")  # the old record keeps its own text
+    assert [e.record for e in store.journal.pending("t") if e.seq == seq] == [text]
+
+
+def test_a_save_runs_few_statements(store: Store) -> None:
+    store.add_observation(title="a", content="first", project="acme")  # the project exists
+    seen: list[str] = []
+    store.db.conn.set_trace_callback(seen.append)
+    try:
+        store.add_observation(title="b", content="second", project="acme")
+    finally:
+        store.db.conn.set_trace_callback(None)
+    ours = [s for s in seen if not s.startswith("--")]  # (FTS5's own statements start so)
+    # BEGIN, session, dedupe, clock read and write, row, FTS, vector queue, journal, COMMIT.
+    assert len(ours) <= 10, ours
+    assert not any("sync_tombstones" in s for s in ours)  # a fresh random key has none
+    assert not any(s.startswith("SELECT *") for s in ours)  # no read-back of what it wrote
+
+
+def plan(store: Store, sql: str, params: tuple) -> str:
+    return " ".join(r[3] for r in store.db.rows(f"EXPLAIN QUERY PLAN {sql}", params))
+
+
+def test_save_path_lookups_read_their_own_index(store: Store) -> None:
+    """Without statistics SQLite preferred the project's time index for the dedupe and session
+    lookups, reading every memory of the project saved in the window."""
+    dedupe = plan(
+        store,
+        """SELECT id, sync_id FROM observations
+           WHERE normalized_hash = ? AND project = ? AND scope = ? AND type = ? AND title = ?
+             AND +created_at >= ? AND deleted_at IS NULL
+           ORDER BY +created_at DESC, id DESC LIMIT 1""",
+        ("h", "acme", "project", "manual", "t", "2026-01-01 00:00:00"),
+    )
+    assert "observations_dedupe" in dedupe
+    led = plan(
+        store,
+        """SELECT id FROM observations WHERE session_id = ? AND project = ?
+             AND deleted_at IS NULL AND created_at >= ? AND created_at <= ?""",
+        ("s1", "acme", "2026-01-01 00:00:00", "2026-01-02 00:00:00"),
+    )
+    assert "observations_session" in led
