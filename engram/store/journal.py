@@ -8,10 +8,14 @@ delivered only once the target durably has them (invariant 4).
 A local write's record is stored *elided* (:data:`ELIDED`): its payload is the entity's row at
 the record's ``hlc``, so the journal does not keep a second copy of every memory; the record's
 text is rebuilt from the row when a transport reads it (always the same bytes: a row's
-replicated fields only ever change together with its ``hlc``). Once a newer write of the same
-address moves the row on, an elided record is *superseded*: no target receives it any more, only
-the newer record that replaced it (DESIGN §3 "The journal may be compacted": a target receives
-the latest state per key). Records received from elsewhere keep their exact text.
+replicated fields only ever change together with its ``hlc``). A record received from
+elsewhere is stored elided too when its exact text is what its row rebuilds to, else verbatim.
+
+Once a newer write of this replica moves the row on, an elided record is *superseded*: no target
+receives it any more, only the newer record that replaced it (DESIGN §3 "The journal may be
+compacted": a target receives the latest state per key). Before a record from elsewhere
+overwrites a row, the elided record that wrote it gets its text back (:func:`keep_text`), so this
+replica's writes and relays are never lost to another replica's.
 """
 
 from __future__ import annotations
@@ -75,17 +79,24 @@ def elided_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
     found = conn.execute(_STATE_AT[entity], (row["project"], row["key"], row["hlc"])).fetchone()
     if found is None:
         return None
-    payload: dict[str, Any] = dict(zip(FIELDS[entity], tuple(found), strict=True))
+    return state_text(row, dict(zip(FIELDS[entity], tuple(found), strict=True)))
+
+
+def state_text(header: Any, state: dict[str, Any]) -> str:
+    """The text of the record ``header`` (its mid, hlc, origin, entity and key) whose payload
+    is the entity state ``state``: an upsert, or for a soft-deleted observation a delete."""
+    entity = header["entity"]
+    payload: dict[str, Any] = {name: state[name] for name in FIELDS[entity]}
     op = "upsert"
     if entity == "observation" and payload["deleted_at"] is not None:
         op = "delete"
         payload["hard"] = False
     record = build_record(
-        mid=row["mid"],
-        hlc=row["hlc"],
-        origin=row["origin"],
+        mid=header["mid"],
+        hlc=header["hlc"],
+        origin=header["origin"],
         entity=entity,
-        key=row["key"],
+        key=header["key"],
         op=op,
         project=payload["project"],
         scope=payload.get("scope", "project"),

@@ -27,7 +27,7 @@ from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_te
 from engram.store import fts, quarantine, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
-from engram.store.journal import keep_text, now_ms
+from engram.store.journal import insert_record, keep_text, now_ms, state_text
 from engram.store.models import ApplyResult
 from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalized_hash
@@ -52,7 +52,7 @@ def parse_record(item: dict[str, Any] | str | bytes, index: int | None = None):
     except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
         where = f"mutation[{index}]: " if index is not None else ""
         raise InvalidMutationError(f"{where}invalid JSON ({exc})") from None
-    return validate_record(record, index), text
+    return validate_record(record, index, text_checked="\\u0000" not in text), text
 
 
 class ReplicationMixin(StoreBase):
@@ -76,8 +76,7 @@ class ReplicationMixin(StoreBase):
         with self.db.write() as conn:
             batch = _ApplyBatch(self, conn, now)
             batch.release_due(result)
-            for item in items:
-                batch.take(item, source, result)
+            batch.take_all(items, source, result)
             batch.finish()
         return result
 
@@ -107,6 +106,12 @@ class _ApplyBatch:
         self.context = ContextRefresh(conn, self.index)
         self.now = now_text()
         self.newest = ""
+        #: Journal seq of every mid looked up or journaled in this batch (None: not held).
+        self.mids: dict[str, int | None] = {}
+        #: Whether any address may hold a tombstone (most stores have none: no lookups then).
+        self.tombstones = (
+            conn.execute("SELECT EXISTS (SELECT 1 FROM sync_tombstones)").fetchone()[0] == 1
+        )
 
     # --- the batch -----------------------------------------------------------------------------
 
@@ -125,6 +130,38 @@ class _ApplyBatch:
                 quarantine.release(self.conn, row["id"])
                 result.released += 1
 
+    def take_all(
+        self, items: list[dict[str, Any] | str | bytes], source: str, result: ApplyResult
+    ) -> None:
+        """Apply received items in order; which mids are already held is looked up for all of
+        them at once."""
+        parsed: list[tuple[Any, dict[str, Any] | None, str | None, str]] = []
+        for item in items:
+            try:
+                record, text = parse_record(item)
+            except InvalidMutationError as exc:
+                parsed.append((item, None, None, str(exc)))
+                continue
+            parsed.append((item, record, text, ""))
+        self._look_up([r["mid"] for _, r, _, _ in parsed if r is not None])
+        for item, record, text, error in parsed:
+            if record is None:
+                self._hold(quarantine.INVALID, error, source, item, result)
+            else:
+                self._take(record, text, source, result)
+
+    def _look_up(self, mids: list[str]) -> None:
+        wanted = [m for m in dict.fromkeys(mids) if m not in self.mids]
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            self.mids.update(dict.fromkeys(part))
+            self.mids.update(
+                self.conn.execute(
+                    f"SELECT mid, seq FROM sync_journal WHERE mid IN ({', '.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+            )
+
     def take(self, item: dict[str, Any] | str | bytes, source: str, result: ApplyResult) -> None:
         """Apply one received item, or quarantine it with its reason."""
         try:
@@ -132,15 +169,20 @@ class _ApplyBatch:
         except InvalidMutationError as exc:
             self._hold(quarantine.INVALID, str(exc), source, item, result)
             return
-        known = self.conn.execute(
-            "SELECT seq FROM sync_journal WHERE mid = ?", (record["mid"],)
-        ).fetchone()
+        self._take(record, text, source, result)
+
+    def _take(
+        self, record: dict[str, Any], text: str | None, source: str, result: ApplyResult
+    ) -> None:
+        if record["mid"] not in self.mids:
+            self._look_up([record["mid"]])
+        known = self.mids[record["mid"]]
         if known is not None:
-            self.delivered.append((source, int(known[0])))
+            self.delivered.append((source, known))
             result.duplicates += 1
             return
         if why := check_clock(record["hlc"], self.now_ms, self.max_drift_ms):
-            self._hold(quarantine.CLOCK_SKEW, why, source, text or item, result, record)
+            self._hold(quarantine.CLOCK_SKEW, why, source, text or record, result, record)
             return
         self.apply(record, text, source, result)
 
@@ -175,15 +217,29 @@ class _ApplyBatch:
         if self.newest:
             self.store.journal.observe(self.conn, self.newest)
 
-    def _journal(self, record: dict[str, Any], text: str | None, source: str) -> None:
-        seq = self.store.journal.append_record(
+    def _journal(
+        self,
+        record: dict[str, Any],
+        text: str | None,
+        source: str,
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        """Journal a received record; ``state``: what applying it wrote to its row, when it
+        won. Then, if the record's exact text is what the row rebuilds to, it is stored elided
+        like a local write's (engram/store/journal.py): half the bytes an import writes."""
+        elide = state is not None and (text or orjson.dumps(record).decode()) == state_text(
+            record, state
+        )
+        seq = insert_record(
             self.conn,
             record,
             source=source,
             text=text,
             record_delivery=False,
             recorded_at=self.now,
+            elide=elide,
         )
+        self.mids[record["mid"]] = seq
         self.delivered.append((source, seq))
         self.newest = max(self.newest, record["hlc"])
 
@@ -195,6 +251,8 @@ class _ApplyBatch:
         row = self.conn.execute(_ROWID[entity], (project, key)).fetchone()
         if row is not None:
             return str(row[1]), "row", int(row[0])
+        if not self.tombstones:
+            return "", None, None
         row = self.conn.execute(
             "SELECT hlc FROM sync_tombstones WHERE entity = ? AND project = ? AND key = ?",
             (entity, project, key),
@@ -212,19 +270,23 @@ class _ApplyBatch:
             record["hlc"],
         )
         current, where, rowid = self.version(entity, project, key)
-        self._journal(record, text, source)
         if hlc <= current:
+            self._journal(record, text, source)
             result.stale += 1
             return
-        if where == "row":  # this replica's elided record of the row keeps its text
+        if where == "row":  # the elided record that wrote the row keeps its text
             keep_text(self.conn, entity, project, key, current)
-        self.rewrite(record, where, rowid)
+        state = self.rewrite(record, where, rowid)
+        self._journal(record, text, source, state)
         result.applied += 1
         attr = {"session": "sessions", "observation": "observations", "prompt": "prompts"}[entity]
         setattr(result, attr, getattr(result, attr) + 1)
 
-    def rewrite(self, record: dict[str, Any], where: str | None, rowid: int | None) -> None:
-        """Make the record's address hold what the record says (it has won there)."""
+    def rewrite(
+        self, record: dict[str, Any], where: str | None, rowid: int | None
+    ) -> dict[str, Any] | None:
+        """Make the record's address hold what the record says (it has won there); returns
+        the state written to the row (``None`` when the row was deleted or only marked)."""
         entity, project, key = record["entity"], record["project"], record["key"]
         if where == "tombstone":
             drop_tombstone(self.conn, entity, project, key)
@@ -235,8 +297,10 @@ class _ApplyBatch:
             assert state is not None
             # The address is the record's: its project, whatever the payload claimed (a
             # payload naming another project never validates).
-            self._write(entity, {**state, "project": project}, record["hlc"], rowid)
+            state = {**state, "project": project}
+            self._write(entity, state, record["hlc"], rowid)
         self.context.settle()  # what this record changed may be in other memories' context
+        return state
 
     def clear(self, entity: str, project: str, key: str) -> None:
         """Remove whatever an address holds (row or tombstone), for a re-derivation."""
@@ -362,6 +426,7 @@ class _ApplyBatch:
         if rowid is not None:
             self._remove_row(entity, project, key, rowid)
         put_tombstone(self.conn, entity, project, key, hlc, record["scope"], deleted_at)
+        self.tombstones = True
 
 
 def _loads_or_none(item: Any) -> dict[str, Any] | None:

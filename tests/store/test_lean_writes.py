@@ -170,3 +170,13 @@ def test_save_path_lookups_read_their_own_index(store: Store) -> None:
         ("s1", "acme", "2026-01-01 00:00:00", "2026-01-02 00:00:00"),
     )
     assert "observations_session" in led
+
+
+def test_a_received_record_is_stored_elided_when_its_row_rebuilds_it(make_store) -> None:
+    a, b = make_store("a"), make_store("b")
+    a.add_observation(title="t", content="from a", project="acme", session_id="s1")
+    sent = [e.record for e in a.journal.pending("b")]
+    b.apply_mutations(sent, source="peer:a")
+    assert raw_records(b) == ["", ""]  # b's rows are the payloads, byte for byte
+    assert [e.record for e in b.journal.pending("elsewhere")] == sent  # relayed as received
+    assert b.journal.pending("peer:a") == []  # never sent back where it came from

@@ -118,13 +118,29 @@ def test_deleted_text_leaves_the_journal_once_every_target_has_the_delete(make_s
     # it is left in a's journal or sent anywhere, even before b holds the delete.
     assert not any("secret two" in e.record for e in a.journal.pending("y"))
     assert not any("secret two" in r[0] for r in a.db.rows("SELECT record FROM sync_journal"))
-    # b received that upsert verbatim (a relayed record keeps its text) ...
-    assert any("secret two" in r[0] for r in b.db.rows("SELECT record FROM sync_journal"))
     exchange(a, b)
-    # ... and blanks it once every target it knows (a) holds the delete.
     assert not any("secret two" in r[0] for r in b.db.rows("SELECT record FROM sync_journal"))
     records = "".join(e.record for e in a.journal.pending("y"))
     assert "secret two" not in records and "secret but only moved" in records
+
+
+def test_a_received_text_kept_verbatim_is_blanked_once_every_target_has_the_delete(
+    make_store,
+) -> None:
+    """A received record whose text is not what its row rebuilds to (another writer's
+    formatting) is kept verbatim; once a hard delete of its key is held by every target this
+    replica knows, its text is blanked."""
+    a, b = make_store("a"), make_store("b")
+    obs = a.add_observation(title="t", content="secret three", project="p").observation
+    spaced = [orjson.dumps(orjson.loads(e.record), option=orjson.OPT_INDENT_2).decode()
+              for e in a.journal.pending("b")]  # fmt: skip
+    b.apply_mutations(spaced, source="peer:a")
+    kept = [r[0] for r in b.db.rows("SELECT record FROM sync_journal") if "secret three" in r[0]]
+    assert len(kept) == 1 and kept[0] in spaced  # the exact text, not what b would write
+    a.delete_observation(obs.id, hard=True)
+    delete = [e.record for e in a.journal.pending("b") if e.op == "delete"]
+    b.apply_mutations(delete, source="peer:a")  # peer:a, b's one target, holds the delete
+    assert not any("secret three" in r[0] for r in b.db.rows("SELECT record FROM sync_journal"))
 
 
 def test_stub_session_is_replaced_by_the_real_one(make_store) -> None:
