@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -125,6 +124,16 @@ def record_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
     return text if text != ELIDED else elided_text(conn, row)
 
 
+def _hostname() -> str:
+    """This machine's host name, as ``socket.gethostname()`` gives it (which is the kernel's
+    node name where ``os.uname`` exists: importing ``socket`` is kept off every start-up)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
 def machine_fingerprint(db_path: Path) -> str:
     """What identifies this copy of the database on this machine.
 
@@ -140,7 +149,7 @@ def machine_fingerprint(db_path: Path) -> str:
         inode = f"{stat.st_dev}:{stat.st_ino}"
     except OSError:
         inode = ""
-    raw = f"{socket.gethostname()}\0{machine}\0{db_path.resolve()}\0{inode}"
+    raw = f"{_hostname()}\0{machine}\0{db_path.resolve()}\0{inode}"
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 

@@ -7,12 +7,11 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram import config as config_module
 from engram.config import Config
 from engram.errors import StoreUnavailableError
-from engram.store.clock_repair import ClockRepair
 from engram.store.context import ContextMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
@@ -28,6 +27,9 @@ from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_versio
 from engram.store.search import SearchMixin
 from engram.store.sessions import SessionsMixin
 from engram.store.vectors import VectorsMixin
+
+if TYPE_CHECKING:
+    from engram.store.clock_repair import ClockRepair
 
 
 class Store(
