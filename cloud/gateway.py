@@ -43,6 +43,7 @@ from engram_cloud import models, read_model, sync_log
 from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
 from engram_cloud.dashboard.auth import COOKIE_NAME, resolve_session
 from engram_cloud.errors import ApiError
+from engram_cloud.fleet import owner_of
 from engram_cloud.live import LiveFeed
 from engram_cloud.settings import Settings
 
@@ -230,7 +231,9 @@ class Connection:
             await self.send({"type": "subscribed", "projects": self._shown_projects()})
             return
         feed: LiveFeed = self.socket.app.state.live_feed
-        subscriber = feed.subscribe(self.allows, is_admin=self.principal.is_admin)
+        subscriber = feed.subscribe(
+            self.allows, is_admin=self.principal.is_admin, owner=owner_of(self.principal)
+        )
 
         async def forward() -> None:
             try:

@@ -37,10 +37,12 @@ QUEUE_LIMIT = 256  # events a slow subscriber may fall behind before it is told 
 
 @dataclass(slots=True, eq=False)  # kept in a set: hashed by identity
 class Subscriber:
-    """One open page or gateway client: which projects it may see, and its outbox."""
+    """One open page or gateway client: which projects it may see, whose machines are its own
+    (:func:`engram_cloud.fleet.owner_of`), and its outbox."""
 
     allows: Callable[[str], bool]
     is_admin: bool = False
+    owner: str = ""
     queue: asyncio.Queue[dict[str, Any]] = field(default_factory=lambda: asyncio.Queue(QUEUE_LIMIT))
     overflowed: bool = False
 
@@ -86,8 +88,10 @@ class LiveFeed:
                 await self._task
             self._task = None
 
-    def subscribe(self, allows: Callable[[str], bool], *, is_admin: bool = False) -> Subscriber:
-        subscriber = Subscriber(allows, is_admin)
+    def subscribe(
+        self, allows: Callable[[str], bool], *, is_admin: bool = False, owner: str = ""
+    ) -> Subscriber:
+        subscriber = Subscriber(allows, is_admin, owner)
         self.subscribers.add(subscriber)
         if self._wanted is not None:
             self._wanted.set()
@@ -122,14 +126,19 @@ class LiveFeed:
 
     def publish(self, event: dict[str, Any]) -> None:
         """Hand ``event`` to every subscriber allowed to see it: a project's events to those
-        who may read the project; a machine's to admins, and to members who may read one of
-        its projects (naming only those), as the machines page shows them."""
+        who may read the project; a machine's to admins, to its owner and to members who may
+        read one of its projects (naming only those), as the machines page shows them
+        (:class:`engram_cloud.fleet.FleetView`'s rule). The owner is never sent."""
+        owner = event.get("owner", "")
+        if "owner" in event:
+            event = {k: v for k, v in event.items() if k != "owner"}
         for subscriber in list(self.subscribers):
             shown = event
             if "projects" in event:
                 visible = [p for p in event["projects"] if subscriber.allows(p)]
                 if not subscriber.is_admin:
-                    if not visible:
+                    mine = bool(owner) and owner == subscriber.owner
+                    if not visible and not mine:
                         continue
                     shown = {**event, "projects": visible}
             elif "project" in event and not subscriber.allows(event["project"]):
@@ -170,12 +179,19 @@ class LiveFeed:
                     {
                         "type": "event",
                         "event": "heartbeat",
+                        "worker_id": row.id,
+                        "kind": row.kind,
                         "hostname": row.hostname,
                         "origin": row.origin,
+                        "tailscale_ip": row.tailscale_ip,
+                        "local_ip": row.local_ip,
+                        "ram_gb": row.ram_gb,
+                        "gpu_type": row.gpu_type,
                         "projects": list(row.projects or []),
                         "pending": row.pending,
-                        "status": row.status,
+                        "status": row.status,  # just heard from: "online"
                         "last_seen_at": iso(row.last_seen_at),
+                        "owner": row.owner,  # who else may see it; stripped by publish
                     }
                 )
             controls = select(c).order_by(c.c.updated_at)
