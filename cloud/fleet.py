@@ -213,12 +213,12 @@ def machine_dict(row: Any, now: datetime, liveness: Liveness, view: FleetView) -
         "id": row.id,
         "hostname": row.hostname,
         "tailscale_ip": row.tailscale_ip,
-        "local_ip": row.local_ip,
         "status": status_of(row.status, silent, liveness),
         "gpu_type": row.gpu_type,
         "ram_gb": row.ram_gb,
         "last_heartbeat": iso(row.last_seen_at),
         "created_at": iso(row.first_seen_at),
+        "local_ip": row.local_ip,
         "kind": row.kind,
         "origin": row.origin,
         "version": row.version,
@@ -260,7 +260,12 @@ def find_machine(
     row = conn.execute(
         select(w)
         .where(or_(w.c.origin == key, w.c.hostname == key), view.where())
-        .order_by((w.c.origin == key).desc().nulls_last(), w.c.last_seen_at.desc(), w.c.id.desc())
+        .order_by(
+            # an exact origin first (NULL, a seed worker's, must not sort before false)
+            func.coalesce(w.c.origin == key, False).desc(),
+            w.c.last_seen_at.desc(),
+            w.c.id.desc(),
+        )
         .limit(1)
     ).first()
     return None if row is None else machine_dict(row, now, liveness, view)
