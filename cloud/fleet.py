@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, false, func, or_, select, true, update
+from sqlalchemy import ColumnElement, Connection, false, func, or_, select, text, true, update
 from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -179,12 +179,14 @@ def record_seed_heartbeat(
     """The first seed's heartbeat (``row``: hostname, tailscale_ip, local_ip, ram_gb,
     gpu_type), keyed by hostname and filed under ``projects``: the machine's id, or ``None``
     when another principal owns that hostname."""
-    w = models.workers
     return _upsert(
         conn,
         {**row, "kind": "seed", "projects": projects},
         principal,
-        {"index_elements": ["hostname"], "index_where": w.c.kind == "seed"},
+        # The partial unique index's predicate, as a literal: a bound parameter (kind = $1)
+        # cannot prove the index applies once psycopg prepares the statement (its sixth use on
+        # a connection), and PostgreSQL then refuses ON CONFLICT.
+        {"index_elements": ["hostname"], "index_where": text("kind = 'seed'")},
     )
 
 

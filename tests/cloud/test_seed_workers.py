@@ -322,3 +322,20 @@ def test_a_seed_client_against_a_real_server(
         assert (
             http.get("/api/v1/workers", headers={"Authorization": "Bearer no"}).status_code == 401
         )
+
+
+def test_many_seed_heartbeats_on_one_connection(engine: Engine) -> None:
+    """psycopg prepares a statement on its sixth use on a connection; the upsert of a seed
+    worker must still find its partial unique index then (a bound ``kind = $1`` did not)."""
+    from engram_cloud import fleet
+    from engram_cloud.auth import LEGACY_PRINCIPAL
+
+    row = {k: v for k, v in SEED_BODY.items()}
+    with engine.begin() as conn:
+        ids = {
+            fleet.record_seed_heartbeat(conn, {**row, "ram_gb": float(n)}, LEGACY_PRINCIPAL, [])
+            for n in range(12)
+        }
+        assert len(ids) == 1
+        stored = conn.execute(text("SELECT ram_gb FROM cloud_workers")).scalar_one()
+    assert stored == 11.0
