@@ -13,8 +13,8 @@ Protocol (``reference/seed-engram-hub-api.md``, "WebSocket Gateway"), at ``/ws``
    model), ``hub``/``sync_status`` (the caller's projects) — anything else gets the seed's error
    shape, as do invalid JSON and unknown types (the connection stays open).
 3. Our addition: ``{"type": "subscribe"}`` starts a stream of ``{"type": "event", "event":
-   "memory"|"push"|"pause"|"resume"|"heartbeat", …}`` for the projects the caller may read
-   (:mod:`engram_cloud.live`). Seed clients never ask, so their request/answer pairs stay in step.
+   "memory"|"push"|"pause"|"resume"|"heartbeat"|"machine_status", …}`` for the projects the
+   caller may read (:mod:`engram_cloud.live`). Seed clients never ask, so their request/answer pairs stay in step.
 
 Dashboard pages connect to ``/dashboard/ws`` (their login cookie has ``Path=/dashboard``) and send
 ``{"token": null}``: the cookie then authenticates, but only when the ``Origin`` header names this
