@@ -33,7 +33,7 @@ from engram.record import find_unstorable
 from engram_cloud import fleet
 from engram_cloud.api import seed_workers as seed
 from engram_cloud.auth import Principal, normalize_project_name
-from engram_cloud.bodies import SMALL_BODY_BYTES, json_body
+from engram_cloud.bodies import read_small_json
 from engram_cloud.errors import ApiError, invalid_request, json_response
 from engram_cloud.fleet import FleetView, Liveness, record_heartbeat
 from engram_cloud.guards import bigint
@@ -143,8 +143,8 @@ def heartbeat(
 ) -> Response[bytes]:
     """Either vocabulary: a body naming an ``origin`` is ours, anything else the seed's."""
     settings, _ = _limits(request)
-    with json_body(request, body, SMALL_BODY_BYTES, seed.invalid_json) as doc:
-        document = doc
+    # Which vocabulary is not known before parsing: a body that is not JSON gets the seed's 422.
+    document = read_small_json(request, body, seed.invalid_json)
     seed_shape = seed.is_seed_body(document)
     row = seed.parse_heartbeat(document) if seed_shape else parse_heartbeat(document)
     with request.app.state.engine.begin() as conn:
