@@ -27,7 +27,7 @@ def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) 
         assert {t.name for t in models.metadata.sorted_tables} <= tables
 
         status = downgrade(engine)  # one step: the latest revision only
-        assert status.current == "0004" and not status.up_to_date
+        assert status.current == "0005" and not status.up_to_date
         columns = {c["name"] for c in inspect(engine).get_columns("cloud_workers")}
         assert not {"id", "kind", "tailscale_ip", "ram_gb", "gpu_type"} & columns
         assert inspect(engine).get_pk_constraint("cloud_workers")["constrained_columns"] == [
@@ -35,7 +35,12 @@ def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) 
         ]
 
         status = downgrade(engine)
-        assert status.current == "0003"
+        assert status.current == "0004" and not status.up_to_date
+        by_key = {i["name"] for i in inspect(engine).get_indexes("cloud_mutations")}
+        assert "ix_cloud_mutations_project_entity_key" not in by_key
+
+        status = downgrade(engine)
+        assert status.current == "0003" and not status.up_to_date
         columns = {c["name"] for c in inspect(engine).get_columns("cloud_mutations")}
         assert "held" not in columns and "record" in columns
         assert "owner" not in {c["name"] for c in inspect(engine).get_columns("cloud_workers")}
@@ -68,11 +73,11 @@ def test_migrated_schema_matches_the_models(cloud_db_url: str) -> None:
 
 
 def test_seed_workers_migration_keeps_machines_and_numbers_them(postgres_url: str) -> None:
-    """0005 gives existing machines ids in the order they were first seen (new ones continue
+    """0006 gives existing machines ids in the order they were first seen (new ones continue
     after them) and makes them ``engram`` machines; going back drops only the seed's machines."""
     engine = create_db_engine(postgres_url)
     try:
-        upgrade(engine, "0004")
+        upgrade(engine, "0005")
         with engine.begin() as conn:
             for origin, age in (("b" * 16, "1 hour"), ("a" * 16, "2 hours")):
                 conn.execute(
