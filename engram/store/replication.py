@@ -103,7 +103,7 @@ class _ApplyBatch:
         self.delivered: list[tuple[str, int]] = []
         self.sessions: set[tuple[str, str]] = set()  # (project, id) known to exist or be gone
         self.index = fts.DeferredIndex(conn)
-        self.context = ContextRefresh(conn, self.index)
+        self.context = ContextRefresh(conn, self.index, deferred=True)
         self.now = now_text()
         self.newest = ""
         #: Journal seq of every mid looked up or journaled in this batch (None: not held).
@@ -208,6 +208,7 @@ class _ApplyBatch:
         result.hold(reason)
 
     def finish(self) -> None:
+        self.context.flush()
         self.index.flush()
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",

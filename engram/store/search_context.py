@@ -179,15 +179,23 @@ class ContextRefresh:
     Rows are named by their local id (which a move to another project keeps). Call
     :meth:`observation` / :meth:`prompt` *before* changing or deleting a row (a prompt also after
     inserting it), :meth:`inserted` after inserting an observation, then :meth:`settle` after
-    the change. ``index`` is the batch's deferred FTS
-    maintenance when the caller has one (replication), else the index is updated at once.
+    the change (and :meth:`flush` at the end when ``deferred``). ``index`` is the batch's
+    deferred FTS maintenance when the caller has one (replication), else the index is updated at
+    once.
     """
 
     conn: sqlite3.Connection
     index: fts.DeferredIndex | None = None
+    #: Collect the rows each :meth:`settle` finds and re-derive them once, at :meth:`flush`: a
+    #: batch that brings a session's prompts after its memories (as a Go chunk does) would
+    #: otherwise re-derive the session's memories once per prompt. A row's context is read from
+    #: its neighbours' own text, never from their context, so the order of re-derivation does
+    #: not matter; which rows need it is still found after each change.
+    deferred: bool = False
     _observations: dict[int, list[_Spot]] = field(default_factory=dict)
     _prompts: dict[int, list[_PromptSpot]] = field(default_factory=dict)
     _rows: set[int] = field(default_factory=set)
+    _due: set[int] = field(default_factory=set)
 
     def observation(self, rowid: int) -> None:
         """Note an observation about to change or be deleted (its current place, if any)."""
@@ -229,6 +237,14 @@ class ContextRefresh:
                 rows.update(_led_by(self.conn, prompt_spot))
         self._observations.clear()
         self._prompts.clear()
+        if self.deferred:
+            self._due |= rows
+            return 0
+        return rederive(self.conn, rows, self.index)
+
+    def flush(self) -> int:
+        """Re-derive the rows deferred settles collected (before the batch's index flush)."""
+        rows, self._due = self._due, set()
         return rederive(self.conn, rows, self.index)
 
 
