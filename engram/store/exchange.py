@@ -7,8 +7,6 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from engram.errors import UnsupportedFormatError, ValidationError
 from engram.project import project_name
 from engram.record import EPOCH_TEXT, FIELDS, legacy_record, new_key
@@ -170,6 +168,8 @@ class ExchangeMixin(StoreBase):
     ) -> bytes:
         """Every entity keyed by its replicated id, sorted, without local ids or local-only
         state, tombstones included. Two stores converged exactly when these bytes are equal."""
+        import orjson
+
         names = None if projects is None else sorted({project_name(p) for p in projects})
 
         def keep(row: dict[str, Any]) -> bool:
@@ -237,6 +237,8 @@ class _ImportRun:
         return False
 
     def _journal(self, entity: str, op: str, state: dict[str, Any], updated_at: str) -> str:
+        import orjson
+
         # A row dated in the future is stamped no later than now (DESIGN §3 "Clock bound").
         record = legacy_record(
             entity=entity, op=op, payload=state if op == "upsert" else {**state, "hard": False},

@@ -16,6 +16,9 @@ receives it any more, only the newer record that replaced it (DESIGN §3 "The jo
 compacted": a target receives the latest state per key). Before a record from elsewhere
 overwrites a row, the elided record that wrote it gets its text back (:func:`keep_text`), so this
 replica's writes and relays are never lost to another replica's.
+
+(``orjson`` is imported where records are encoded or decoded: loading it costs a few
+milliseconds, and a plain ``engram save`` or ``search`` process never needs it.)
 """
 
 from __future__ import annotations
@@ -28,8 +31,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from engram.record import (
     DEFAULT_MAX_CLOCK_DRIFT_MS,
@@ -84,6 +85,8 @@ def elided_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
 def state_text(header: Any, state: dict[str, Any]) -> str:
     """The text of the record ``header`` (its mid, hlc, origin, entity and key) whose payload
     is the entity state ``state``: an upsert, or for a soft-deleted observation a delete."""
+    import orjson
+
     entity = header["entity"]
     payload: dict[str, Any] = {name: state[name] for name in FIELDS[entity]}
     op = "upsert"
@@ -169,6 +172,8 @@ class JournalEntry:
     source: str
 
     def as_record(self) -> dict[str, Any]:
+        import orjson
+
         return orjson.loads(self.record)
 
     @classmethod
@@ -212,6 +217,14 @@ def insert_record(
     """Insert one journal row (the one statement every journaling path uses, migrations
     included); a record that arrived through a target is marked as held by it. ``elide``: a
     local record whose payload is its entity's row at its hlc is stored without its text."""
+    if elide:
+        stored = ELIDED
+    elif text is not None:
+        stored = text
+    else:
+        import orjson
+
+        stored = orjson.dumps(record).decode()
     cursor = conn.execute(
         """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
                                     record, source, recorded_at)
@@ -225,7 +238,7 @@ def insert_record(
             record["op"],
             record["project"],
             record["scope"],
-            ELIDED if elide else text if text is not None else orjson.dumps(record).decode(),
+            stored,
             source,
             recorded_at or now_text(),
         ),
@@ -305,6 +318,10 @@ class Journal:
             wall, counter = now, 0
         conn.execute("UPDATE sync_clock SET wall_ms = ?, counter = ? WHERE id = 1", (wall, counter))
         return format_hlc(wall, counter, origin), origin
+
+    def clock_poisoned(self) -> bool:
+        """Whether the persisted clock is beyond now + the allowed drift (cheap: one row)."""
+        return self.clock_wall_ms() > now_ms() + self.max_drift_ms
 
     def clock_wall_ms(self) -> int:
         """The persisted clock's wall time (for the poisoned-clock check on open)."""
@@ -607,6 +624,8 @@ class Journal:
         machine; ``engram purge`` then clears the old bytes from the files. Git history keeps
         what was already pushed. Only real deletes count: a row that merely left a selection
         keeps its text."""
+        import orjson
+
         wanted = sorted({int(s) for s in seqs})
         if not wanted:
             return 0

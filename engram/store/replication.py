@@ -20,8 +20,6 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from engram.errors import InvalidMutationError
 from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
 from engram.store import fts, quarantine, vector_queue
@@ -44,6 +42,8 @@ _ROWID = {
 def parse_record(item: dict[str, Any] | str | bytes, index: int | None = None):
     """``(record, exact_text)`` from a dict or the JSON text of one mutation; raises
     :class:`InvalidMutationError` naming the problem."""
+    import orjson
+
     if isinstance(item, dict):
         return validate_record(item, index), None
     try:
@@ -228,6 +228,8 @@ class _ApplyBatch:
         """Journal a received record; ``state``: what applying it wrote to its row, when it
         won. Then, if the record's exact text is what the row rebuilds to, it is stored elided
         like a local write's (engram/store/journal.py): half the bytes an import writes."""
+        import orjson
+
         elide = state is not None and (text or orjson.dumps(record).decode()) == state_text(
             record, state
         )
@@ -433,6 +435,8 @@ class _ApplyBatch:
 def _loads_or_none(item: Any) -> dict[str, Any] | None:
     """The JSON object in a received item, if there is one (to describe a quarantined
     record by its fields)."""
+    import orjson
+
     try:
         value = orjson.loads(item) if isinstance(item, str | bytes) else item
     except (orjson.JSONDecodeError, UnicodeDecodeError, TypeError):

@@ -76,13 +76,11 @@ class Store(
         return store
 
     def _prepare(self) -> None:
-        from engram.store import clock_repair
-
         conn = self.db.conn
         needs_migration = current_version(conn) != SCHEMA_VERSION
         if not needs_migration and self.journal.identity_matches():
-            if clock_repair.clock_poisoned(self):
-                clock_repair.repair(self)
+            if self.journal.clock_poisoned():
+                self.repair_clock()
             return  # the fast path: nothing to write on open
         from engram.store import legacy
 
@@ -92,8 +90,8 @@ class Store(
             with self.db.write() as conn:
                 apply_migrations(conn)
                 self.journal.ensure_identity(conn)
-        if clock_repair.clock_poisoned(self):
-            clock_repair.repair(self)
+        if self.journal.clock_poisoned():
+            self.repair_clock()
 
     def repair_clock(self) -> ClockRepair:
         """Check every record and row for a clock beyond now + the allowed drift and repair
