@@ -121,6 +121,7 @@ class Ranking:
     complete: bool  # no matching row was left out (by a limit or by pruning)
     steps: int = 0  # ranking statements run
     pruned: bool = False  # stopped before scoring the rows of the most common words
+    provisional: bool = False  # tier 1 may hold prefix-only rows (see rank)
 
 
 @dataclass(slots=True)
@@ -225,17 +226,26 @@ def rank(
     prune: bool = True,
     counts: TermCounts | None = None,
     filters: Filters | None = None,
+    precise: bool = False,
 ) -> Ranking:
     """The best ``fetch`` rows for ``words``, in tier order; pruning stops once the best ``k``
-    cannot change (see the module doc). Run inside a read snapshot."""
+    cannot change (see the module doc). Run inside a read snapshot.
+
+    ``match_all`` without ``precise``: rows with a query word in any form in their own text
+    are all given tier 1 (``Ranking.provisional``); telling a word itself from a prefix row by
+    row cost a third of the query, and the caller can tell from the few rows it explains
+    anyway (a prefix-only one among them: rank again, ``precise``)."""
     if not words:
         return Ranking([], True)
     exact = [spec.searched(w.exact) for w in words]
     prefixes = [spec.searched(w.prefix_phrase) for w in words if w.prefix]
     if match_all:
         every = " AND ".join(f"({spec.searched(w.expression)})" for w in words)  # any form
-        found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
-        return Ranking(found, len(found) < fetch, 1)
+        if precise or not prefixes:
+            found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
+            return Ranking(found, len(found) < fetch, 1)
+        found = _step(conn, spec, every, fetch, filters)  # own text in any form: tier 1
+        return Ranking(found, len(found) < fetch, 1, provisional=True)
     first = _tier_one(conn, spec, words, exact, k, fetch, prune and filters is None,
                       counts or TermCounts(), filters)  # fmt: skip
     best = [h for h in first.hits if h.tier == WORDS]

@@ -225,6 +225,7 @@ class SearchMixin(StoreBase):
         limit: int,
         where: str,
         params: list[Any],
+        precise: bool = False,
     ) -> list[Any]:
         """The best ``limit`` rows for ``words`` that pass ``where``, built, each with its tier,
         BM25 (``rank``) and matched words.
@@ -237,7 +238,7 @@ class SearchMixin(StoreBase):
         # type...), a little when only deleted rows can be rejected (a soft delete leaves a
         # memory in the index); too few kept means ranking again with the filters inside.
         fetch = limit * 4 + 20 if params else limit + 10
-        options = {"match_all": mode == "all", "k": limit, "fetch": fetch}
+        options = {"match_all": mode == "all", "k": limit, "fetch": fetch, "precise": precise}
         ranking = rank(
             conn, spec, words, prune=self.config.search_pruning, counts=self.term_counts,
             **options,
@@ -274,6 +275,12 @@ class SearchMixin(StoreBase):
         if not best:
             return []
         found = terms.find([table.texts(rows[h.rowid]) for h in best], [w.probe for w in words])
+        if ranking.provisional and any(
+            h.tier == WORDS and not f.words for h, f in zip(best, found, strict=True)
+        ):
+            # A row holding the words only as prefixes ranked among those holding them
+            # themselves: rank precisely (rare; the explanations just computed tell).
+            return self._ranked(conn, spec, table, words, mode, limit, where, params, True)
         return [
             _built(table, rows[h.rowid], h.tier, h.score, match)
             for h, match in zip(best, found, strict=True)

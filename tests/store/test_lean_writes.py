@@ -180,3 +180,20 @@ def test_a_received_record_is_stored_elided_when_its_row_rebuilds_it(make_store)
     assert raw_records(b) == ["", ""]  # b's rows are the payloads, byte for byte
     assert [e.record for e in b.journal.pending("elsewhere")] == sent  # relayed as received
     assert b.journal.pending("peer:a") == []  # never sent back where it came from
+
+
+def test_strict_search_ranks_a_word_itself_above_prefix_only_rows(store: Store) -> None:
+    """All-words search ranks tier 1 without telling words from prefixes row by row; a row
+    holding the words only as prefixes (here with a better BM25) must still come second."""
+    filler = " ".join(f"word{i}" for i in range(300))  # a long text: a weaker BM25
+    exact = store.add_observation(title="Note", content=f"zebraf sighting {filler}", project="p")
+    prefix = store.add_observation(
+        title="Zebrafish", content="zebrafish zebrafish zebrafish zebrafish", project="p"
+    )
+    for i in range(3):  # other rows, so BM25 has something to weigh
+        store.add_observation(title=f"Other {i}", content="unrelated text", project="p")
+    found = store.search("zebraf", match_mode="all", mode="lexical")
+    assert [(o.id, o.match.tier) for o in found] == [
+        (exact.observation.id, "words"),
+        (prefix.observation.id, "prefix"),
+    ]
