@@ -197,3 +197,40 @@ def test_strict_search_ranks_a_word_itself_above_prefix_only_rows(store: Store) 
         (exact.observation.id, "words"),
         (prefix.observation.id, "prefix"),
     ]
+
+
+def contexts(store: Store) -> dict[str, str]:
+    return {r[0]: r[1] for r in store.db.rows("SELECT sync_id, search_context FROM observations")}
+
+
+def test_a_bulk_apply_derives_the_same_contexts_as_saving_one_by_one(make_store) -> None:
+    """A batch of many records (an import's chunk) inserts its memories unindexed and derives
+    their sessions' contexts at the end: the same contexts, index and vector queue as the
+    replica that saved them one by one, in any arrival order, with edits and deletes of the new
+    rows inside the batch."""
+    from engram.store.replication import BULK_RECORDS
+
+    a = make_store("a")
+    ids = []
+    for i in range(BULK_RECORDS + 10):
+        if i % 7 == 0:
+            a.add_prompt(f"how do we handle case {i}?", session_id=f"s{i // 20}", project="p")
+        ids.append(a.add_observation(title=f"Memory {i}", content=f"walrus fact number {i}",
+                                     project="p", session_id=f"s{i // 20}").observation.id)  # fmt: skip
+    a.update_observation(ids[3], content="walrus fact three, edited")
+    a.delete_observation(ids[5])  # soft
+    a.delete_observation(ids[8], hard=True)
+    records = [e.record for e in a.journal.pending("x")]
+    assert len(records) >= BULK_RECORDS
+    for order in (records, records[::-1]):
+        b = make_store(f"b{len(order)}{order[0][:8]}")
+        b.apply_mutations(order, source="peer:a")
+        assert contexts(b) == contexts(a)
+        assert b.canonical_export() == a.canonical_export()
+        b.db.conn.execute(
+            "INSERT INTO observations_fts(observations_fts, rank) VALUES ('integrity-check', 1)"
+        )
+        live = b.db.rows("SELECT id FROM observations WHERE deleted_at IS NULL")
+        queued = b.db.rows("SELECT obs_id FROM vector_pending")
+        assert {r[0] for r in live} <= {r[0] for r in queued}
+        assert [o.title for o in b.search("walrus fact three edited", limit=1)] == ["Memory 3"]
