@@ -16,7 +16,7 @@ if [ -z "$RUN_SH" ]; then
     if [ -f "$candidate" ]; then RUN_SH=$candidate; break; fi
   done
 fi
-: "${RUN_SH:?set RUN_SH to the owners' bench-peers/run.sh}"
+: "${RUN_SH:?set RUN_SH to the bench-peers/run.sh of the owners}"
 export ENGRAM_PY=${ENGRAM_PY:-$ROOT/.venv/bin/python}
 export ENGRAM_SEARCH_MODE=${ENGRAM_SEARCH_MODE:-lexical}
 echo "search mode: $ENGRAM_SEARCH_MODE; load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || true)"

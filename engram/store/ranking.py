@@ -231,10 +231,12 @@ def rank(
     """The best ``fetch`` rows for ``words``, in tier order; pruning stops once the best ``k``
     cannot change (see the module doc). Run inside a read snapshot.
 
-    ``match_all`` without ``precise``: rows with a query word in any form in their own text
-    are all given tier 1 (``Ranking.provisional``); telling a word itself from a prefix row by
-    row cost a third of the query, and the caller can tell from the few rows it explains
-    anyway (a prefix-only one among them: rank again, ``precise``)."""
+    Without ``precise`` the first statement gives every row it finds tier 1
+    (``Ranking.provisional``): with ``match_all``, rows holding a query word only as a prefix in
+    their own text; else (when the session context counts), rows holding it only in their
+    context. Telling them apart row by row cost a sixth to a third of the query, and the caller
+    can tell from the few rows it explains anyway: when one of them is not a tier-1 row, it
+    ranks again, ``precise``."""
     if not words:
         return Ranking([], True)
     exact = [spec.searched(w.exact) for w in words]
@@ -246,8 +248,13 @@ def rank(
             return Ranking(found, len(found) < fetch, 1)
         found = _step(conn, spec, every, fetch, filters)  # own text in any form: tier 1
         return Ranking(found, len(found) < fetch, 1, provisional=True)
-    first = _tier_one(conn, spec, words, exact, k, fetch, prune and filters is None,
-                      counts or TermCounts(), filters)  # fmt: skip
+    counts = counts or TermCounts()
+    prune = prune and filters is None
+    provisional = not precise and spec.has_context
+    first = _tier_one(conn, spec, words, exact, k, fetch, prune, counts, filters, provisional)
+    if first.provisional and prefixes and len(first.hits) < k:
+        # Fewer rows than asked for: prefixes come next, which need the true tiers.
+        first = _tier_one(conn, spec, words, exact, k, fetch, prune, counts, filters)
     best = [h for h in first.hits if h.tier == WORDS]
     context = [h for h in first.hits if h.tier == CONTEXT]
     if not prefixes:
@@ -255,7 +262,7 @@ def rank(
     if len(best) >= k:
         # Prefix matches rank below the k best already found; only if filters later reject
         # some of those could they matter: then the ranking is not complete.
-        return Ranking(first.hits, False, first.steps, first.pruned)
+        return Ranking(first.hits, False, first.steps, first.pruned, first.provisional)
     # Prefixes: own text first (tier 2), then context rows with neither a word nor a prefix
     # in their own text. Rows with a word itself somewhere are already in `first`.
     expression, words_expr = _any(prefixes), _any(exact)
@@ -285,12 +292,15 @@ def _tier_one(
     prune: bool,
     counts: TermCounts,
     filters: Filters | None,
+    provisional: bool = False,
 ) -> Ranking:
-    """Rows holding a query word itself: in their own text (tier 1), else in their context."""
+    """Rows holding a query word itself: in their own text (tier 1), else in their context.
+    ``provisional``: the one-statement cases give all of them tier 1 (see :func:`rank`)."""
     total = row_count(conn, spec.fts)
+    one = {"provisional": provisional}
     if not prune or total <= SMALL_QUERY:  # small, or exact: no planning needed
-        found = _step(conn, spec, _any(exact), fetch, filters)
-        return Ranking(found, len(found) < fetch, 1)
+        found = _step(conn, spec, _any(exact), fetch, filters, **one)
+        return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     # Words no row holds cannot match: leave them out of every expression.
     stats = sorted(
         (s for s in _statistics(conn, spec, words, total, counts) if s.docs),
@@ -299,8 +309,8 @@ def _tier_one(
     if not stats:
         return Ranking([], True)
     if sum(s.docs for s in stats) <= SMALL_QUERY:
-        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters)
-        return Ranking(found, len(found) < fetch, 1)
+        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters, **one)
+        return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     # Step 1: the rows holding one of the rarest words (up to GROUP_BUDGET rows), scored with
     # every word. Step 2, only if rows without them could still be among the best k: the rest.
     group = [stats[0]]
@@ -312,8 +322,8 @@ def _tier_one(
     rest = stats[len(group) :]
     docs = _any([s.phrase for s in group])
     if not rest:
-        found = _step(conn, spec, docs, fetch, filters)
-        return Ranking(found, len(found) < fetch, 1)
+        found = _step(conn, spec, docs, fetch, filters, **one)
+        return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     others = _any([s.phrase for s in rest])
     hits = _step(conn, spec, f"({docs}) AND ({others})", fetch, filters)
     complete, steps = len(hits) < fetch, 1
@@ -350,10 +360,11 @@ def _step(
     *,
     tier: int | None = None,
     tier_of: str | None = None,
+    provisional: bool = False,
 ) -> list[Hit]:
     """The best ``fetch`` rows of ``expression`` by BM25, each given its tier: ``tier``, or
     WORDS when its own text matched (``tier_of``, if given, in its own text) and CONTEXT
-    otherwise."""
+    otherwise; ``provisional``: WORDS (one BM25 per row, see :func:`rank`)."""
     fts = spec.fts
     source = f"{fts} WHERE {fts} MATCH ?"
     params: list[object] = [expression]
@@ -365,16 +376,16 @@ def _step(
         )
         params += f.params
     prelude, case = "", f"CASE WHEN own < 0 THEN {WORDS} ELSE {CONTEXT} END"
-    if tier is not None:
-        case = str(tier)
+    if tier is not None or provisional:
+        case = str(WORDS if tier is None else tier)
     elif tier_of is not None:  # strict mode: a word itself in the own text, else a prefix
         prelude = f"WITH t1(r) AS MATERIALIZED (SELECT rowid FROM {fts} WHERE {fts} MATCH ?) "
         params.insert(0, spec.own(tier_of))
         case = f"CASE WHEN id IN t1 THEN {WORDS} WHEN own < 0 THEN {PREFIX} ELSE {CONTEXT} END"
+    own = f", {spec.own_bm25} AS own" if "own" in case else ""  # a second BM25 only if read
     rows = conn.execute(
         f"""{prelude}SELECT id, {case} AS tier, score FROM (
-                SELECT {fts}.rowid AS id, {spec.bm25} AS score, {spec.own_bm25} AS own
-                FROM {source})
+                SELECT {fts}.rowid AS id, {spec.bm25} AS score{own} FROM {source})
             ORDER BY tier, score LIMIT ?""",
         [*params, fetch],
     ).fetchall()

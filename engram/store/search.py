@@ -243,22 +243,25 @@ class SearchMixin(StoreBase):
             conn, spec, words, prune=self.config.search_pruning, counts=self.term_counts,
             **options,
         )  # fmt: skip
-        hits = ranking.hits
         a = table.alias
         rows: dict[int, sqlite3.Row] = {}
-        if hits:
-            # The candidates' rows, those the filters keep (NOT INDEXED: by rowid, never a
-            # scan of a project index).
-            marks = ", ".join("?" for _ in hits)
-            rows = {
-                r["id"]: r
+        hits, candidates = [], ranking.hits
+        while candidates and len(hits) < limit:
+            # The best candidates' rows, those the filters keep (NOT INDEXED: by rowid, never
+            # a scan of a project index): only as many as are still needed when just deleted
+            # rows can be rejected, every candidate at once when the caller filters.
+            take = candidates if params else candidates[: limit - len(hits)]
+            candidates = candidates[len(take) :]
+            marks = ", ".join("?" for _ in take)
+            rows.update(
+                (r["id"], r)
                 for r in conn.execute(
                     f"SELECT {a}.* FROM {table.name} {a} NOT INDEXED"
                     f" WHERE {a}.id IN ({marks}) AND {where}",
-                    [*(h.rowid for h in hits), *params],
+                    [*(h.rowid for h in take), *params],
                 )
-            }
-            hits = [h for h in hits if h.rowid in rows]
+            )
+            hits += [h for h in take if h.rowid in rows]
         if len(hits) < limit and not ranking.complete:
             filters = Filters(table.name, a, where, tuple(params))
             hits = rank(conn, spec, words, prune=False, filters=filters, **options).hits
@@ -278,8 +281,9 @@ class SearchMixin(StoreBase):
         if ranking.provisional and any(
             h.tier == WORDS and not f.words for h, f in zip(best, found, strict=True)
         ):
-            # A row holding the words only as prefixes ranked among those holding them
-            # themselves: rank precisely (rare; the explanations just computed tell).
+            # A row holding the words only as prefixes, or only in its session context,
+            # ranked among those holding them themselves: rank precisely (the explanations
+            # just computed tell).
             return self._ranked(conn, spec, table, words, mode, limit, where, params, True)
         return [
             _built(table, rows[h.rowid], h.tier, h.score, match)

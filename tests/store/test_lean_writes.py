@@ -234,3 +234,20 @@ def test_a_bulk_apply_derives_the_same_contexts_as_saving_one_by_one(make_store)
         queued = b.db.rows("SELECT obs_id FROM vector_pending")
         assert {r[0] for r in live} <= {r[0] for r in queued}
         assert [o.title for o in b.search("walrus fact three edited", limit=1)] == ["Memory 3"]
+
+
+def test_any_word_search_ranks_own_text_above_context_only_rows(store: Store) -> None:
+    """The usual search ranks tier 1 with one BM25 per row; a row matching only through its
+    session context (here scored among the best) must still come after every row holding the
+    word in its own text."""
+    filler = " ".join(f"word{i}" for i in range(300))  # long texts: weak BM25
+    own = [
+        store.add_observation(title=f"Note {i}", content=f"walrus {i} {filler}", project="p")
+        for i in range(11)
+    ]
+    first = store.add_observation(title="Walrus", content="walrus", project="p", session_id="s1")
+    later = store.add_observation(title="Short", content="tiny", project="p", session_id="s1")
+    found = store.search("walrus", mode="lexical", limit=13)
+    assert [o.match.tier for o in found] == ["words"] * 12 + ["context"]
+    assert found[0].id == first.observation.id and found[-1].id == later.observation.id
+    assert {o.id for o in found[1:12]} == {s.observation.id for s in own}
