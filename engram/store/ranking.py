@@ -232,9 +232,8 @@ def rank(
     cannot change (see the module doc). Run inside a read snapshot.
 
     Without ``precise`` the first statement gives every row it finds tier 1
-    (``Ranking.provisional``): with ``match_all``, rows holding a query word only as a prefix in
-    their own text; else (when the session context counts), rows holding it only in their
-    context. Telling them apart row by row cost a sixth to a third of the query, and the caller
+    (``Ranking.provisional``), also those holding the query words only in their session
+    context (when it counts) or, with ``match_all``, only as prefixes in their own text. Telling them apart row by row cost a sixth to a third of the query, and the caller
     can tell from the few rows it explains anyway: when one of them is not a tier-1 row, it
     ranks again, ``precise``."""
     if not words:
@@ -246,7 +245,7 @@ def rank(
         if precise or not prefixes:
             found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
             return Ranking(found, len(found) < fetch, 1)
-        found = _step(conn, spec, every, fetch, filters)  # own text in any form: tier 1
+        found = _step(conn, spec, every, fetch, filters, provisional=True)
         return Ranking(found, len(found) < fetch, 1, provisional=True)
     counts = counts or TermCounts()
     prune = prune and filters is None
