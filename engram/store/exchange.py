@@ -13,7 +13,7 @@ from engram.record import EPOCH_TEXT, FIELDS, legacy_record, new_key
 from engram.store import fts
 from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
-from engram.store.journal import now_ms
+from engram.store.journal import ELIDED, now_ms, state_text
 from engram.store.models import ImportResult
 from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash, unstorable_reason
@@ -245,9 +245,12 @@ class _ImportRun:
             updated_at=updated_at, project=state["project"], scope=state.get("scope", "project"),
             not_after_ms=self.now_ms,
         )  # fmt: skip
+        text = orjson.dumps(record).decode()
+        if text == state_text(record, state):  # the row written next is the payload: elided
+            text = ELIDED
         self.records.append(
             (record["mid"], record["hlc"], record["origin"], entity, record["key"], op,
-             record["project"], record["scope"], orjson.dumps(record).decode(), self.now)
+             record["project"], record["scope"], text, self.now)
         )  # fmt: skip
         self.newest = max(self.newest, record["hlc"])
         return record["hlc"]

@@ -251,3 +251,32 @@ def test_any_word_search_ranks_own_text_above_context_only_rows(store: Store) ->
     assert [o.match.tier for o in found] == ["words"] * 12 + ["context"]
     assert found[0].id == first.observation.id and found[-1].id == later.observation.id
     assert {o.id for o in found[1:12]} == {s.observation.id for s in own}
+
+
+def test_an_imported_document_is_journaled_elided_with_the_same_records(make_store) -> None:
+    """``engram import`` journals each row with a deterministic legacy record: stored elided
+    (the row is its payload), read back as exactly the record every machine writes."""
+    from engram.record import legacy_record
+
+    doc = {
+        "version": "0.1.0",
+        "sessions": [{"id": "s1", "project": "acme", "directory": "/src", "started_at":
+                      "2026-01-01 10:00:00", "ended_at": None, "summary": None}],
+        "observations": [{"id": 1, "sync_id": "obs-1", "session_id": "s1", "type": "decision",
+                          "title": "T", "content": "C", "tool_name": None, "project": "acme",
+                          "scope": "project", "topic_key": None, "revision_count": 1,
+                          "duplicate_count": 1, "last_seen_at": None,
+                          "created_at": "2026-01-01 10:00:01",
+                          "updated_at": "2026-01-01 10:00:01", "deleted_at": None}],
+        "prompts": [],
+    }  # fmt: skip
+    a, b = make_store("a"), make_store("b")
+    for store in (a, b):
+        store.import_data(doc)
+        assert set(raw_records(store)) == {""}
+    memory = next(e for e in a.journal.pending("t") if e.entity == "observation")
+    state = {k: v for k, v in doc["observations"][0].items() if k != "id"}
+    expected = legacy_record(entity="observation", op="upsert", payload=state,
+                             updated_at=state["updated_at"], project="acme", scope="project")  # fmt: skip
+    assert memory.as_record() == expected
+    assert [e.record for e in a.journal.pending("t")] == [e.record for e in b.journal.pending("t")]
