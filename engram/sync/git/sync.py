@@ -273,7 +273,8 @@ class GitSync:
         for folder, reading in manifests.nested:
             if reading.readable or (repair_only_conflicts and reading.state != "conflicted"):
                 continue
-            refuse_symlinks(folder.sync_dir)
+            if folder.sync_dir.manifest_path.is_symlink():
+                continue  # never written through (nor over) a link; reported when read
             data = render_manifest(reading.entries.values(), reading.version)
             write_atomic(folder.sync_dir.manifest_path, data)
             change.nested_repaired.append(f"{folder.rel}/{MANIFEST}")
@@ -648,12 +649,16 @@ class Manifests:
 
 
 def _read_manifest_file(sync_dir: SyncDir) -> ManifestReading:
+    """A Go manifest, read without following a link and with a size cap."""
+    path = sync_dir.manifest_path
+    if path.is_symlink():
+        return ManifestReading("invalid", problems=[f"{MANIFEST} is a symbolic link; refused"])
     try:
-        with open_chunk_file(sync_dir.manifest_path) as handle:
+        with open_chunk_file(path) as handle:
             raw = handle.read(MAX_MANIFEST_BYTES + 1)
-    except BadChunkError:
-        if sync_dir.manifest_path.exists() or sync_dir.manifest_path.is_symlink():
-            return ManifestReading("invalid", problems=["manifest.json cannot be read"])
+    except BadChunkError as exc:
+        if path.exists():
+            return ManifestReading("invalid", problems=[f"{MANIFEST} {exc.reason}"])
         return read_manifest(None)
     if len(raw) > MAX_MANIFEST_BYTES:
         return ManifestReading(

@@ -41,8 +41,10 @@ def test_export_import_status_texts(repo: Path, tmp_path: Path) -> None:
     assert out.startswith('Exporting memories for project "acme"...\nCreated chunk ')
     assert "  Sessions:     1\n  Observations: 1\n  Prompts:      0\n" in out
     assert "Add to git:\n  git add " in out and 'git commit -m "sync engram memories"' in out
-    chunks = list((repo / ".engram" / "chunks").glob("*.jsonl.gz"))  # at the repository top
+    chunks = list((repo / ".engram" / "log").glob("*.jsonl.gz"))  # at the repository top
     assert len(chunks) == 1 and chunks[0].name[:16] in out
+    assert not (repo / ".engram" / "chunks").exists()  # the Go tool's folder: not ours
+    assert not (repo / ".engram" / "manifest.json").exists()
 
     again = run_engram("sync", data_dir=alice, cwd=repo)
     assert "Nothing new to sync" in again.stdout and again.returncode == 0
@@ -63,7 +65,8 @@ def test_export_import_status_texts(repo: Path, tmp_path: Path) -> None:
 
     data = orjson.loads(run_engram("sync", "--status", "--json", data_dir=bob, cwd=repo).stdout)
     assert data["chunks"] == 1 and data["applied"] == 1 and data["pending_import"] == []
-    assert data["manifest"] == "ok" and data["target"].startswith("git:")
+    assert data["index"] == "ok" and data["manifest"] == "missing"
+    assert data["target"].startswith("git:")
 
 
 def test_json_output_and_all_projects(repo: Path, tmp_path: Path) -> None:
@@ -81,7 +84,10 @@ def test_json_output_and_all_projects(repo: Path, tmp_path: Path) -> None:
         "prompts",
         "mutations",
         "problems",
-        "manifest_rebuilt",
+        "manifest",
+        "index_rebuilt",
+        "go_compat",
+        "go_chunks",
     }
 
 
@@ -96,7 +102,7 @@ def test_bad_usage_and_bad_chunks_exit_non_zero(repo: Path, tmp_path: Path) -> N
 
     run_engram("save", "Note", "text", "--project", "acme", data_dir=data_dir, cwd=repo)
     run_engram("sync", data_dir=data_dir, cwd=repo)
-    chunk = next((repo / ".engram" / "chunks").glob("*.jsonl.gz"))
+    chunk = next((repo / ".engram" / "log").glob("*.jsonl.gz"))
     chunk.write_bytes(chunk.read_bytes()[:-20])
     failed = run_engram("sync", "--import", data_dir=tmp_path / "other", cwd=repo)
     assert failed.returncode == 1

@@ -12,7 +12,7 @@ from engram.store import Store
 from engram.sync.git.chunk import BadChunkError
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.go_chunk import go_chunk_records
-from engram.sync.git.manifest import read_manifest
+from engram.sync.git.sync import GitSync
 from engram.sync.git.stream import decode_chunk
 from tests.sync.git.conftest import export, import_
 from tests.sync.git.gofixtures import (
@@ -53,7 +53,8 @@ def test_rows_become_the_same_legacy_mutations_as_a_json_import(make_store) -> N
 
 def test_go_chunk_in_a_sync_directory_imports_once(store: Store, sync_dir: SyncDir) -> None:
     chunk_id = write_go_chunk(sync_dir.path, SESSIONS, OBSERVATIONS, PROMPTS)
-    sync_dir.manifest_path.write_bytes(
+    manifest = sync_dir.manifest_path
+    manifest.write_bytes(
         orjson.dumps(
             {
                 "version": 1,
@@ -78,13 +79,17 @@ def test_go_chunk_in_a_sync_directory_imports_once(store: Store, sync_dir: SyncD
     assert store.get_observation_by_sync_id("obs-go000000000002").deleted_at is not None
     assert store.get_session("go-s1").summary == "Fixed auth & <tokens>"
     assert store.recent_prompts("acme")[0].content == "why does login expire?"
-    # the rebuilt manifest keeps who wrote it, and counts from the content
-    [entry] = read_manifest(sync_dir.manifest_path.read_bytes()).entries.values()
-    assert (entry.created_by, entry.memories, entry.mutations) == ("gopher", 2, 0)
+    # status names who wrote it (from the Go manifest) and counts from the content
+    raw = manifest.read_bytes()
+    status = GitSync(store, sync_dir).status()
+    assert status.contributors == {"gopher": 1} and status.memories == 2
+    assert status.go_chunks == 1 and status.manifest == "ok"
     again = import_(store, sync_dir)
     assert again.chunks_imported == [] and again.chunks_already == 1
-    # legacy mutations that came from the directory are never exported back into it
+    # legacy mutations that came from the directory are never exported back into it, and the
+    # Go tool's manifest is left as it was
     assert export(store, sync_dir, None).nothing_new
+    assert manifest.read_bytes() == raw
 
 
 def test_explicit_mutations_win_and_relations_are_skipped() -> None:
