@@ -83,7 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--go-compat",
         nargs="?",
         const="once",
-        choices=("on", "off"),
+        choices=("on", "off", "once"),
         metavar="on|off",
         help="also write new memories, sessions and prompts of the repository's project as Go "
         "tool chunks (listed in its manifest.json) so teammates still on the Go tool receive "

@@ -3,7 +3,6 @@ proves two replicas converged."""
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +11,7 @@ import orjson
 
 from engram.errors import UnsupportedFormatError, ValidationError
 from engram.project import project_name
-from engram.record import EPOCH_TEXT, FIELDS, legacy_record
+from engram.record import EPOCH_TEXT, FIELDS, derived_sync_id, legacy_record
 from engram.store import fts
 from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
@@ -289,11 +288,14 @@ class _ImportRun:
         result.sessions_imported += 1
 
     def observation(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or "obs-" + secrets.token_hex(8)
         project = project_name(item.get("project"))
+        created = item.get("created_at") or EPOCH_TEXT
+        sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+            "observation", project=project, session_id=item["session_id"].strip(),
+            created_at=created, title=item["title"], content=item["content"],
+        )  # fmt: skip
         if self._skip("observation", project, sync_id, self.observations, result):
             return
-        created = item.get("created_at") or EPOCH_TEXT
         state = {
             "sync_id": sync_id, "session_id": item["session_id"].strip(),
             "type": (item.get("type") or "").strip() or "manual",
@@ -325,8 +327,11 @@ class _ImportRun:
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or "prompt-" + secrets.token_hex(8)
         project = project_name(item.get("project"))
+        sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+            "prompt", project=project, session_id=item["session_id"].strip(),
+            created_at=item.get("created_at") or EPOCH_TEXT, content=item["content"],
+        )  # fmt: skip
         if self._skip("prompt", project, sync_id, self.prompts, result):
             return
         state = {

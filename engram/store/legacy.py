@@ -2,13 +2,13 @@
 
 The file is copied aside first (``engram.db.go-backup-<time>``), then rebuilt into this schema in
 one transaction: rows are copied with the Go tool's data fixes (blank scope → ``project``, counts
-≥ 1, missing sync ids minted, duplicate sync ids from its re-import bug collapsed to the newest
-row), and every row gets its deterministic legacy journal entry (DESIGN §3 "Legacy rows").
+≥ 1, missing sync ids derived from the row as every importer derives them, duplicate sync ids
+from its re-import bug collapsed to the newest row), and every row gets its deterministic legacy
+journal entry (DESIGN §3 "Legacy rows").
 """
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.platform import private_file
 from engram.project import project_name
-from engram.record import EPOCH_TEXT, legacy_record
+from engram.record import EPOCH_TEXT, derived_sync_id, legacy_record
 from engram.store import fts
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
@@ -202,7 +202,16 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
     # Identity is per project: duplicates (the Go tool's re-import bug) are one address each.
     newest_by_sync: dict[tuple[str, str], dict] = {}
     for row in rows:
-        sync_id = (row["sync_id"] or "").strip() or "obs-" + secrets.token_hex(16)
+        # Derived, not random: the same row upgraded, exported or synced by the Go tool gets
+        # the same key on every machine (and the Go tool's duplicated rows collapse into one).
+        sync_id = (row["sync_id"] or "").strip() or derived_sync_id(
+            "observation",
+            project=project_name(row["project"]),
+            session_id=row["session_id"] or "manual-save",
+            created_at=row["created_at"] or EPOCH_TEXT,
+            title=row["title"] or "Untitled observation",
+            content=row["content"] or "",
+        )
         row["sync_id"] = sync_id
         row["updated_at"] = row["updated_at"] or row["created_at"]
         address = (project_name(row["project"]), sync_id)
@@ -266,7 +275,13 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             },
             "id",
         ):
-            sync_id = (row["sync_id"] or "").strip() or "prompt-" + secrets.token_hex(16)
+            sync_id = (row["sync_id"] or "").strip() or derived_sync_id(
+                "prompt",
+                project=project_name(row["project"]),
+                session_id=row["session_id"] or "manual-save",
+                created_at=row["created_at"] or EPOCH_TEXT,
+                content=row["content"] or "",
+            )
             if (project_name(row["project"]), sync_id) in seen:
                 continue
             seen.add((project_name(row["project"]), sync_id))

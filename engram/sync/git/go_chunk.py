@@ -22,7 +22,6 @@ mutation wins" bookkeeping on disk; records then come out one at a time.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -36,6 +35,7 @@ from engram.record import (
     KEY_FIELD,
     LEGACY_ORIGIN,
     build_record,
+    derived_sync_id,
     legacy_hlc,
     legacy_mid,
 )
@@ -57,12 +57,6 @@ CREATE TABLE final (entity TEXT, key TEXT, pos INTEGER, rank INTEGER, record BLO
 """
 
 
-def _derived_id(prefix: str, *parts: Any) -> str:
-    """A sync id for an old row that has none, the same on every machine (from its content)."""
-    raw = "\0".join("" if p is None else str(p) for p in parts)
-    return prefix + hashlib.sha256(raw.encode()).hexdigest()[:16]
-
-
 def _session_state(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": str(item["id"]).strip(),
@@ -76,17 +70,24 @@ def _session_state(item: dict[str, Any]) -> dict[str, Any]:
 
 def _observation_state(item: dict[str, Any]) -> dict[str, Any]:
     created = item.get("created_at") or EPOCH_TEXT
-    sync_id = (item.get("sync_id") or "").strip() or _derived_id(
-        "obs-", item.get("session_id"), created, item.get("title"), item.get("content")
-    )
+    project = project_name(item.get("project"))
+    session_id = (item.get("session_id") or "").strip() or "manual-save"
+    title = item.get("title") or "Untitled observation"
+    content = item.get("content") or ""
+    # A row without a sync id (the Go tool has none) gets the one `engram import` of the same
+    # row gives it: derived from the row as its writer named it, so it is the same everywhere.
+    sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+        "observation", project=project, session_id=session_id, created_at=created,
+        title=title, content=content,
+    )  # fmt: skip
     return {
         "sync_id": sync_id,
-        "session_id": (item.get("session_id") or "").strip() or "manual-save",
+        "session_id": session_id,
         "type": (item.get("type") or "").strip() or "manual",
-        "title": item.get("title") or "Untitled observation",
-        "content": item.get("content") or "",
+        "title": title,
+        "content": content,
         "tool_name": item.get("tool_name"),
-        "project": project_name(item.get("project")),
+        "project": project,
         "scope": normalize_scope(item.get("scope")),
         "topic_key": normalize_topic_key(item.get("topic_key")),
         "revision_count": max(1, item.get("revision_count") or 1),
@@ -100,14 +101,17 @@ def _observation_state(item: dict[str, Any]) -> dict[str, Any]:
 
 def _prompt_state(item: dict[str, Any]) -> dict[str, Any]:
     created = item.get("created_at") or EPOCH_TEXT
-    sync_id = (item.get("sync_id") or "").strip() or _derived_id(
-        "prompt-", item.get("session_id"), created, item.get("content")
+    project = project_name(item.get("project"))
+    session_id = (item.get("session_id") or "").strip() or "manual-save"
+    content = item.get("content") or ""
+    sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+        "prompt", project=project, session_id=session_id, created_at=created, content=content
     )
     return {
         "sync_id": sync_id,
-        "session_id": (item.get("session_id") or "").strip() or "manual-save",
-        "content": item.get("content") or "",
-        "project": project_name(item.get("project")),
+        "session_id": session_id,
+        "content": content,
+        "project": project,
         "created_at": created,
     }
 

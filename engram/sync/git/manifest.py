@@ -105,7 +105,7 @@ def _entry(value: Any, problems: list[str]) -> ManifestEntry | None:
     chunk_id = value.get("id")
     if not is_chunk_id(chunk_id):
         # Never used as a path: ids only ever come from file names we listed ourselves.
-        problems.append(f"manifest entry with invalid chunk id {chunk_id!r} ignored")
+        problems.append(f"entry with invalid chunk id {chunk_id!r} ignored")
         return None
     return ManifestEntry(
         id=chunk_id,
@@ -183,7 +183,7 @@ def read_manifest(raw: bytes | None) -> ManifestReading:
     problems: list[str] = []
     sides = conflict_sides(raw)
     if sides is not None:
-        problems.append("manifest.json has git conflict markers")
+        problems.append("has git conflict markers")
         (first, version), (second, _) = _side(sides[0], problems), _side(sides[1], problems)
         return ManifestReading(
             "conflicted", _ordered([*first, *second]), problems, version or GO_MANIFEST_VERSION
@@ -192,9 +192,9 @@ def read_manifest(raw: bytes | None) -> ManifestReading:
     if parsed is None:
         try:
             orjson.loads(raw)
-            problems.append("manifest.json has no chunks list")
+            problems.append("has no chunks list")
         except orjson.JSONDecodeError as exc:
-            problems.append(f"manifest.json is not valid JSON ({exc})")
+            problems.append(f"is not valid JSON ({exc})")
         return ManifestReading("invalid", _ordered(_salvage(raw, problems)), problems)
     entries, version = parsed
     return ManifestReading("ok", _ordered(entries), problems, version or GO_MANIFEST_VERSION)

@@ -548,9 +548,7 @@ class GitSync:
         problems = [ChunkProblem(MANIFEST, text) for text in manifests.top.problems]
         for folder, reading in manifests.nested:
             where = f"{folder.rel}/{MANIFEST}"
-            problems += [
-                ChunkProblem(where, text.replace(MANIFEST, where, 1)) for text in reading.problems
-            ]
+            problems += [ChunkProblem(where, text) for text in reading.problems]
         present = {c.id for c in listed}
         for chunk_id in sorted(set(manifests.top.entries) - present):
             problems.append(
@@ -652,18 +650,18 @@ def _read_manifest_file(sync_dir: SyncDir) -> ManifestReading:
     """A Go manifest, read without following a link and with a size cap."""
     path = sync_dir.manifest_path
     if path.is_symlink():
-        return ManifestReading("invalid", problems=[f"{MANIFEST} is a symbolic link; refused"])
+        return ManifestReading("invalid", problems=["is a symbolic link; refused"])
     try:
         with open_chunk_file(path) as handle:
             raw = handle.read(MAX_MANIFEST_BYTES + 1)
     except BadChunkError as exc:
         if path.exists():
-            return ManifestReading("invalid", problems=[f"{MANIFEST} {exc.reason}"])
+            return ManifestReading("invalid", problems=[exc.reason])
         return read_manifest(None)
     if len(raw) > MAX_MANIFEST_BYTES:
         return ManifestReading(
             "invalid",
-            problems=[f"manifest.json is larger than {MAX_MANIFEST_BYTES} bytes; ignored"],
+            problems=[f"is larger than {MAX_MANIFEST_BYTES} bytes; ignored"],
         )
     return read_manifest(raw)
 

@@ -1,0 +1,182 @@
+"""A mixed team on one real git repository: teammates running the real Go tool
+(``engram-go``, upstream 1f46479) and teammates running Engram, each with a clone and a data
+directory of their own.
+
+The Go binary is ``$ENGRAM_GO_BIN``, else ``shared/interop/engram-go`` beside (or above) this
+checkout. Tests that need it are skipped with the reason when it is absent; CI has it. The
+remote is ``…/acme-api.git`` (our project name), and the Go teammates' clones are called
+``work-copy`` and the like, which the Go tool takes as its project name.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+
+from engram.config import Config
+from engram.store import Store
+from tests.support import REPO, run_engram
+
+PROJECT = "acme-api"  # detected from the remote by Engram, on every clone
+_CANDIDATES = (
+    REPO.parent / "shared" / "interop" / "engram-go",
+    REPO.parent.parent / "shared" / "interop" / "engram-go",
+    Path("/work/shared/interop/engram-go"),
+)
+
+
+def go_binary() -> Path | None:
+    """The Go tool's binary, or None when this machine has none."""
+    configured = os.environ.get("ENGRAM_GO_BIN", "").strip()
+    candidates = (Path(configured),) if configured else _CANDIDATES
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+GO = go_binary()
+needs_go = pytest.mark.skipif(
+    GO is None,
+    reason="the Go tool's binary is absent: set ENGRAM_GO_BIN or put it at "
+    "../shared/interop/engram-go (CI has it); the fixture-based tests still run",
+)
+
+
+def git_env(root: Path) -> dict[str, str]:
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "HOME": str(home),  # no user or system git configuration leaks in
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Test",
+        "GIT_AUTHOR_EMAIL": "test@example.com",
+        "GIT_COMMITTER_NAME": "Test",
+        "GIT_COMMITTER_EMAIL": "test@example.com",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+    }
+
+
+class Teammate:
+    """One developer: a clone (named ``folder``) and a data directory of their own."""
+
+    def __init__(self, root: Path, name: str, remote: Path, env: dict[str, str], folder: str):
+        self.name = name
+        self.root = root / name
+        self.root.mkdir()
+        self.path = self.root / folder
+        self.data = self.root / "data"
+        self.env = {**env, "USER": name}
+        self.git("clone", "-q", str(remote), str(self.path), cwd=self.root)
+
+    def git(self, *args: str, cwd: Path | None = None, check: bool = True) -> str:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd or self.path,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if check:
+            assert done.returncode == 0, f"{self.name}: git {' '.join(args)}\n{done.stderr}"
+        return done.stdout + done.stderr
+
+    def commit(self, message: str) -> bool:
+        self.git("add", "-A", ".engram")
+        if not self.git("status", "--porcelain", ".engram").strip():
+            return False
+        self.git("commit", "-q", "-m", message)
+        return True
+
+    def pull(self) -> subprocess.CompletedProcess[str]:
+        """``git pull`` (a merge); returns the result, conflicts included."""
+        return subprocess.run(
+            ["git", "pull", "-q", "--no-rebase", "--no-edit"],
+            cwd=self.path,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def push(self) -> None:
+        self.git("push", "-q")
+
+    def canonical(self) -> bytes:
+        with Store.open(config=Config(data_dir=self.data)) as store:
+            return store.canonical_export(projects=[PROJECT], include_personal=False)
+
+
+class Ours(Teammate):
+    """A teammate running Engram."""
+
+    def engram(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = run_engram(*args, data_dir=self.data, cwd=self.path, env=self.env)
+        if check:
+            assert done.returncode == 0, f"{self.name}: engram {' '.join(args)}\n{done.stderr}"
+        return done
+
+    def save(self, title: str, content: str, *extra: str) -> None:
+        self.engram("save", title, content, *extra)
+
+    def titles(self) -> set[str]:
+        document = orjson.loads(self.canonical())
+        return {o["title"] for o in document["observations"] if not o["deleted_at"]}
+
+
+class GoUser(Teammate):
+    """A teammate still running the Go tool."""
+
+    def go(self, *args: str, check: bool = True, cwd: Path | None = None):
+        assert GO is not None
+        done = subprocess.run(
+            [str(GO), *args],
+            cwd=cwd or self.path,
+            env={**self.env, "ENGRAM_DATA_DIR": str(self.data)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if check:
+            assert done.returncode == 0, f"{self.name}: engram-go {' '.join(args)}\n{done.stderr}"
+        return done
+
+    def save(self, title: str, content: str) -> None:
+        # The Go tool's CLI names the project only when told; its agents use the folder name.
+        self.go("save", title, content, "--project", self.path.name)
+
+    def titles(self) -> list[str]:
+        """Every live memory in the Go tool's database (a list: duplicates show)."""
+        import sqlite3
+
+        conn = sqlite3.connect(self.data / "engram.db")
+        try:
+            rows = conn.execute(
+                "SELECT title FROM observations WHERE deleted_at IS NULL ORDER BY title"
+            ).fetchall()
+        finally:
+            conn.close()
+        return [r[0] for r in rows]
+
+
+def make_remote(root: Path) -> tuple[Path, dict[str, str]]:
+    """A bare remote ``acme-api.git`` with one commit on ``main``."""
+    env = git_env(root)
+    remote = root / "acme-api.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True, env=env)
+    seed = root / "seed"
+    subprocess.run(["git", "clone", "-q", str(remote), str(seed)], check=True, env=env)
+    subprocess.run(["git", "checkout", "-q", "-b", "main"], cwd=seed, check=True, env=env)
+    (seed / "README.md").write_text("acme api\n")
+    for args in (
+        ("add", "README.md"),
+        ("commit", "-q", "-m", "initial"),
+        ("push", "-q", "origin", "main"),
+    ):
+        subprocess.run(["git", *args], cwd=seed, check=True, env=env)
+    return remote, env
