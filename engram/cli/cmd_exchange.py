@@ -23,6 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the canonical form used to compare replicas (no local ids)",
     )
+    p.add_argument(
+        "--format",
+        choices=("json", "go"),
+        default="json",
+        help="'go': the Go tool's export, for `engram-go import` (the way back to the Go tool; "
+        "see docs/git-sync.md)",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_export)
 
@@ -39,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.canonical and args.format != "json":
+        from engram.errors import ValidationError
+
+        raise ValidationError("--canonical has a format of its own; drop --format")
     with open_store() as store:
         if args.canonical:
             projects = None if args.all or not args.project else [args.project]
@@ -46,7 +57,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             counts = None
         else:
             data = store.export_data(None if args.all else args.project)
-            payload = dumps(data).encode() + b"\n"
+            if args.format == "go":
+                from engram.sync.git.go_writer import go_export
+
+                payload = go_export(data)
+            else:
+                payload = dumps(data).encode() + b"\n"
             counts = {k: len(data[k]) for k in ("sessions", "observations", "prompts")}
     if not args.file or args.file == "-":
         sys.stdout.buffer.write(payload if payload.endswith(b"\n") else payload + b"\n")

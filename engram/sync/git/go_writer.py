@@ -1,5 +1,6 @@
 """Documents for the Go tool: its single-object chunks (``engram sync --go-compat``) and its
-``0.1.0`` JSON export (``engram export --format go``), built from store rows (pure).
+``0.1.0`` JSON export (``engram export --format go``, the way back), built from store rows
+(pure).
 
 The Go tool reads them with ``encoding/json`` into its own structs, so every field has the type
 its struct declares, optional fields are left out when empty (``omitempty``), and fields it does
@@ -18,7 +19,7 @@ from typing import Any
 
 from engram.record import EPOCH_TEXT
 from engram.sync.git.chunk import GO_ID_LENGTH, content_id
-from engram.sync.git.go_encode import go_compact
+from engram.sync.git.go_encode import go_compact, go_indented
 
 Row = Mapping[str, Any]
 
@@ -166,3 +167,27 @@ def pack_go_chunks(
             pack.size += size
     if not pack.empty():
         yield pack.seal()
+
+
+def go_export(document: Mapping[str, Any]) -> bytes:
+    """An ``engram export`` document (``0.1.0``) as the Go tool writes its own export, for
+    ``engram-go import``: its field shapes, two-space JSON, empty lists as ``null``, and a
+    session row for every session a memory or prompt names (the Go tool imports with foreign
+    keys on, and all or nothing)."""
+    sessions: dict[str, dict[str, Any]] = {}
+    for row in document.get("sessions") or ():
+        sessions.setdefault(row["id"], go_session(row))
+    observations = [go_observation(r, local_id=True) for r in document.get("observations") or ()]
+    prompts = [go_prompt(r, local_id=True) for r in document.get("prompts") or ()]
+    for item in (*observations, *prompts):
+        if item["session_id"] not in sessions:
+            sessions[item["session_id"]] = stub_session(item["session_id"], item.get("project", ""))
+    return go_indented(
+        {
+            "version": document.get("version", "0.1.0"),
+            "exported_at": document.get("exported_at", ""),
+            "sessions": list(sessions.values()) or None,
+            "observations": observations or None,
+            "prompts": prompts or None,
+        }
+    )
