@@ -229,3 +229,36 @@ def test_rows_without_sync_id_get_the_same_id_everywhere() -> None:
 def test_bad_go_documents_name_the_problem(document: dict, message: str) -> None:
     with pytest.raises(BadChunkError, match=re.escape(message)):
         go_chunk_records("abcdef01", document)
+
+
+def test_a_clone_named_rows_meet_the_merged_upgrade_in_one_memory(make_store, tmp_path) -> None:
+    """Issue 16: the Go tool names the project after the clone (``work-copy``). Its chunk
+    applied in the repository of project ``acme-api`` and the same rows reaching another
+    machine as a Go export (or an upgraded Go database) followed by ``engram projects merge
+    work-copy acme-api`` end as the same memories under the same keys."""
+    sessions = [{**SESSIONS[0], "project": "work-copy"}]
+    rows = [{**o, "project": "work-copy", "sync_id": None} for o in OBSERVATIONS]
+    prompts = [{**p, "project": "work-copy", "sync_id": None} for p in PROMPTS]
+    repo = SyncDir(tmp_path / "acme-api" / ".engram")
+    write_go_chunk(repo.path, sessions, rows, prompts)
+    chunked = make_store("chunk")
+    assert import_(chunked, repo).failures == []
+
+    merged = make_store("merge")
+    merged.import_data(
+        {"version": "0.1.0", "sessions": sessions, "observations": rows, "prompts": prompts}
+    )
+    merged.merge_projects(["work-copy"], "acme-api")
+
+    def keys(store: Store) -> set[tuple[str, str, str]]:
+        document = orjson.loads(store.canonical_export(projects=["acme-api"]))
+        return {
+            (kind, item["sync_id"], item["title"] if kind == "observation" else item["content"])
+            for kind in ("observation", "prompt")
+            for item in document[kind + "s"]
+            if item.get("deleted_at") is None and item.get("content")
+        }
+
+    found = keys(chunked)
+    assert found and found == keys(merged)
+    assert not orjson.loads(chunked.canonical_export(projects=["work-copy"]))["observations"]
