@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -19,7 +21,7 @@ import pytest
 
 from engram.config import Config
 from engram.store import Store
-from tests.support import REPO, run_engram
+from tests.support import REPO, free_port, run_engram, wait_for_port
 
 PROJECT = "acme-api"  # detected from the remote by Engram, on every clone
 _CANDIDATES = (
@@ -150,18 +152,62 @@ class GoUser(Teammate):
         # The Go tool's CLI names the project only when told; its agents use the folder name.
         self.go("save", title, content, "--project", self.path.name)
 
-    def titles(self) -> list[str]:
-        """Every live memory in the Go tool's database (a list: duplicates show)."""
+    @contextmanager
+    def serve(self) -> Iterator[GoApi]:
+        """The Go tool's HTTP API on a free port (what its agent hooks talk to)."""
+        assert GO is not None
+        port = free_port()
+        process = subprocess.Popen(
+            [str(GO), "serve", str(port)],
+            cwd=self.path,
+            env={**self.env, "ENGRAM_DATA_DIR": str(self.data)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_port(port)
+            yield GoApi(f"http://127.0.0.1:{port}")
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+    def rows(self, sql: str) -> list[tuple]:
+        """Rows of the Go tool's own database."""
         import sqlite3
 
         conn = sqlite3.connect(self.data / "engram.db")
         try:
-            rows = conn.execute(
-                "SELECT title FROM observations WHERE deleted_at IS NULL ORDER BY title"
-            ).fetchall()
+            return conn.execute(sql).fetchall()
         finally:
             conn.close()
-        return [r[0] for r in rows]
+
+    def titles(self) -> list[str]:
+        """Every live memory in the Go tool's database (a list: duplicates show)."""
+        return [
+            r[0]
+            for r in self.rows(
+                "SELECT title FROM observations WHERE deleted_at IS NULL ORDER BY title"
+            )
+        ]
+
+
+class GoApi:
+    """A few calls of the Go tool's HTTP API."""
+
+    def __init__(self, base: str) -> None:
+        import httpx
+
+        self.http = httpx.Client(base_url=base, timeout=30)
+
+    def post(self, path: str, body: dict) -> dict:
+        answer = self.http.post(path, json=body)
+        assert answer.status_code in (200, 201), (path, answer.status_code, answer.text)
+        return answer.json()
+
+    def delete(self, path: str) -> dict:
+        answer = self.http.delete(path)
+        assert answer.status_code == 200, (path, answer.status_code, answer.text)
+        return answer.json()
 
 
 def make_remote(root: Path) -> tuple[Path, dict[str, str]]:
