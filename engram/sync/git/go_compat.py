@@ -8,12 +8,20 @@ sessions of the repository's project (Go-format chunks are applied to the reposi
 on our side, whatever project they name, so nothing of another project may go into one). Which
 keys the directory's Go-format chunks hold is recorded as they are read
 (:meth:`engram.sync.git.ledger.ChunkLedger.note_go_keys`).
+
+**The manifest entry's time.** The Go tool exports only rows newer than the newest
+``created_at`` of its manifest (its watermark; reference §3.5), whoever wrote that entry. An
+entry dated "now" would hide from a Go teammate's next export every memory they saved before it
+and have not synced yet. So our entries carry the newest time of the rows they hold
+(:func:`entry_time`): late enough that the Go tool never exports those rows again (it would
+import a second copy everywhere), no later.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.sync.git.go_writer import (
@@ -24,6 +32,7 @@ from engram.sync.git.go_writer import (
     pack_go_chunks,
     stub_session,
 )
+from engram.times import parse_store_text, rfc3339
 
 if TYPE_CHECKING:
     from engram.store import Store
@@ -33,6 +42,18 @@ CREATIONS_ONLY = (
     "the Go tool's format carries creations only: later edits and deletes of these memories "
     "do not reach Go users"
 )
+
+
+def entry_time(newest: str, now: datetime | None = None) -> str:
+    """The ``created_at`` of a manifest entry for a chunk whose newest row time is ``newest``
+    (store text): that time in RFC 3339, never later than ``now`` (a row dated in the future
+    must not push every Go teammate's watermark there)."""
+    now = now or datetime.now(UTC)
+    try:
+        moment = min(parse_store_text(newest), now)
+    except ValueError:
+        moment = now
+    return rfc3339(moment)
 
 
 @dataclass(slots=True)

@@ -96,16 +96,47 @@ def go_document(
 @dataclass(frozen=True, slots=True)
 class GoChunk:
     """A Go-format chunk ready to be written: its id (8 hex of SHA-256 of the bytes), the
-    uncompressed bytes and what it holds."""
+    uncompressed bytes, what it holds and the newest time any of its rows carries (store
+    text: what its manifest entry's ``created_at`` is made of, see
+    :func:`engram.sync.git.go_compat.entry_time`)."""
 
     id: str
     data: bytes
     sessions: int
     observations: int
     prompts: int
+    newest: str = EPOCH_TEXT
 
     def compressed(self) -> bytes:
         return gzip.compress(self.data, compresslevel=6, mtime=0)
+
+
+#: The row times the Go tool's export compares with its watermark (later versions also
+#: compare ``updated_at``).
+_ROW_TIMES = {
+    "sessions": ("started_at",),
+    "observations": ("created_at", "updated_at"),
+    "prompts": ("created_at",),
+}
+
+
+def row_time(section: str, row: Any) -> str:
+    """The newest of the times the Go tool's export compares in one row of a document's
+    ``section`` (store text; ``""`` when it has none)."""
+    if not isinstance(row, Mapping):
+        return ""
+    return max(
+        (v for v in (row.get(n) for n in _ROW_TIMES.get(section, ())) if isinstance(v, str)),
+        default="",
+    )
+
+
+def newest_row_time(document: Mapping[str, Any]) -> str:
+    """The newest time a row of a Go-format document carries (store text)."""
+    times = [
+        row_time(section, row) for section in _ROW_TIMES for row in document.get(section) or ()
+    ]
+    return max([EPOCH_TEXT, *times])
 
 
 def encode_go_chunk(document: dict[str, Any]) -> GoChunk:
@@ -116,6 +147,7 @@ def encode_go_chunk(document: dict[str, Any]) -> GoChunk:
         sessions=len(document.get("sessions") or ()),
         observations=len(document.get("observations") or ()),
         prompts=len(document.get("prompts") or ()),
+        newest=newest_row_time(document),
     )
 
 

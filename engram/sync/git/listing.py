@@ -68,14 +68,15 @@ def _examine(item: ListedChunk, known: Mapping[str, ManifestEntry], ledger: Chun
         item.header = read_header(item.id, item.path)
         if item.header is not None:
             return
-        entry = known.get(item.id)
-        created_by = (entry.created_by if entry else "") or "unknown"
-        created_at = entry.created_at if entry else ""
         if note is not None and note.header is not None:
             cached = note.header
         else:
-            cached = go_header(item.id, item.path, created_by="", created_at="")
+            cached = go_header(item.id, item.path)
             ledger.note_header(item.id, item.path, cached)
+        # Who wrote it and when: its manifest entry, else unknown and its newest row's time.
+        entry = known.get(item.id)
+        created_by = (entry.created_by if entry else "") or "unknown"
+        created_at = entry.created_at if entry else cached.created_at
         item.header = ChunkHeader(created_by, created_at, cached.counts, cached.format)
     except ChunkTooLargeError as exc:
         ledger.note_refused(item.id, item.path, exc.reason)

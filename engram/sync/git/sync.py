@@ -56,7 +56,7 @@ from engram.sync.git.gitdir import (
     refuse_symlinks,
     remove_stale_temp_files,
 )
-from engram.sync.git.go_compat import select_for_go
+from engram.sync.git.go_compat import entry_time, select_for_go
 from engram.sync.git.importer import ChunkImporter, may_apply_now, record_keys
 from engram.sync.git.index import IndexEntry, render_index
 from engram.sync.git.ledger import ChunkLedger
@@ -256,13 +256,14 @@ class GitSync:
             entries = [e for e in entries if not e.ours]
         if go_compat:
             listed_ids = {e.id for e in entries} | {e.id for e in appended}
-            change.relisted = [
-                c.id
-                for c in sorted(listed, key=lambda c: c.id)
-                if c.place == CHUNKS and c.go_format and c.problem is None
+            dropped = [
+                c for c in listed
+                if c.place == CHUNKS and c.go_format and c.problem is None and c.header
                 and c.id not in listed_ids
             ]  # fmt: skip
-            entries += [ManifestEntry(cid, created_by="unknown") for cid in change.relisted]
+            change.relisted = [c.id for c in dropped]
+            for chunk in dropped:
+                entries = relist(entries, chunk)
         change.appended = [e.id for e in appended]
         entries += appended
         if broken:
@@ -474,7 +475,6 @@ class GitSync:
         if selection.empty():
             return []
         entries = []
-        created_at = rfc3339()
         self.dir.chunks_dir.mkdir(parents=True, exist_ok=True)
         for chunk in selection.chunks(self.chunk_limit):
             path = self.dir.chunks_dir / f"{chunk.id}.jsonl.gz"
@@ -494,7 +494,7 @@ class GitSync:
                 ManifestEntry(
                     chunk.id,
                     created_by=self.author,
-                    created_at=created_at,
+                    created_at=entry_time(chunk.newest),
                     sessions=chunk.sessions,
                     memories=chunk.observations,
                     prompts=chunk.prompts,
@@ -644,6 +644,29 @@ class Manifests:
 
     def folders(self) -> list[NestedGoDir]:
         return [folder for folder, _ in self.nested]
+
+
+def relist(entries: list[ManifestEntry], chunk: ListedChunk) -> list[ManifestEntry]:
+    """``entries`` with a Go chunk file that a merge dropped from the manifest listed again.
+
+    The Go tool imports in manifest order (a chunk may name sessions an earlier one holds), so
+    the entry goes where its time puts it: before the first entry written after its newest
+    row. Its author is unknown (the file does not say); its time is that newest row's, which
+    also keeps the Go tool's watermark from passing rows it has not exported."""
+    assert chunk.header is not None
+    counts = chunk.header.counts
+    entry = ManifestEntry(
+        chunk.id,
+        created_by="unknown",
+        created_at=chunk.header.created_at,
+        sessions=counts.get("sessions", 0),
+        memories=counts.get("observations", 0),
+        prompts=counts.get("prompts", 0),
+    )
+    if not entry.created_at:
+        return [*entries, entry]
+    at = next((i for i, e in enumerate(entries) if e.created_at > entry.created_at), len(entries))
+    return [*entries[:at], entry, *entries[at:]]
 
 
 def _read_manifest_file(sync_dir: SyncDir) -> ManifestReading:
