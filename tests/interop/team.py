@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,6 +110,16 @@ class Teammate:
     def push(self) -> None:
         self.git("push", "-q")
 
+    def conflicted(self) -> list[str]:
+        """Paths git left unmerged."""
+        return self.git("diff", "--name-only", "--diff-filter=U").split()
+
+    def commit_merge(self) -> None:
+        """Conclude a merge with whatever is in the files now (markers included, as a hasty
+        user does with ``git add -A && git commit``)."""
+        self.git("add", "-A")
+        self.git("commit", "-q", "--no-edit")
+
     def canonical(self) -> bytes:
         with Store.open(config=Config(data_dir=self.data)) as store:
             return store.canonical_export(projects=[PROJECT], include_personal=False)
@@ -126,9 +137,26 @@ class Ours(Teammate):
     def save(self, title: str, content: str, *extra: str) -> None:
         self.engram("save", title, content, *extra)
 
-    def titles(self) -> set[str]:
+    def sync(self, *extra: str) -> list[str]:
+        """What the docs tell one of ours to do: pull (a conflict on the Go manifest is
+        repaired by the import: then commit the merge), import, export, commit, push; returns
+        the paths the pull left conflicted."""
+        pulled = self.pull()
+        conflicts = self.conflicted()
+        assert set(conflicts) <= {".engram/manifest.json"}, (self.name, conflicts, pulled.stderr)
+        self.engram("sync", "--import")
+        if conflicts:
+            assert b"<<<<<<<" not in (self.path / ".engram" / "manifest.json").read_bytes()
+            self.commit_merge()
+        self.engram("sync", *extra)
+        self.commit(f"{self.name}: sync engram memories")
+        self.push()
+        return conflicts
+
+    def titles(self) -> list[str]:
+        """Live memories of the repository's project (a list: duplicates show)."""
         document = orjson.loads(self.canonical())
-        return {o["title"] for o in document["observations"] if not o["deleted_at"]}
+        return sorted(o["title"] for o in document["observations"] if not o["deleted_at"])
 
 
 class GoUser(Teammate):
@@ -149,8 +177,29 @@ class GoUser(Teammate):
         return done
 
     def save(self, title: str, content: str) -> None:
+        # The Go tool exports only rows strictly newer than its manifest's newest entry, to the
+        # second: a memory saved in the very second of an entry would never be exported (the
+        # Go tool's own behaviour, between Go users too), so wait for the next second.
+        newest = self.manifest_newest()
+        while newest and time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) <= newest:
+            time.sleep(0.1)
         # The Go tool's CLI names the project only when told; its agents use the folder name.
         self.go("save", title, content, "--project", self.path.name)
+
+    def manifest_newest(self) -> str:
+        """The newest ``created_at`` of this clone's manifest (``""``: none or unreadable)."""
+        try:
+            document = orjson.loads((self.path / ".engram" / "manifest.json").read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return ""
+        return max((c.get("created_at") or "" for c in document.get("chunks") or ()), default="")
+
+    def sync(self) -> subprocess.CompletedProcess[str]:
+        """``engram-go sync``, commit, push (pulling first if the push is refused)."""
+        done = self.go("sync")
+        self.commit(f"{self.name}: sync engram memories")
+        self.push()
+        return done
 
     @contextmanager
     def serve(self) -> Iterator[GoApi]:
