@@ -159,6 +159,8 @@ class ExchangeMixin(StoreBase):
             run.flush_journal()
             if run.newest:
                 self.journal.observe(conn, run.newest)
+            # A row of a Go export may be a memory of ours that went through the Go tool.
+            result.copies_retired = self._settle_go_copies(conn, run.imported)  # type: ignore[attr-defined]
         if progress is not None:
             progress(total, total)
         return result
@@ -207,6 +209,8 @@ class _ImportRun:
         self.done = 0
         self.newest = ""
         self.records: list[tuple] = []
+        #: (entity, project, key, state) of every memory and prompt inserted
+        self.imported: list[tuple[str, str, str, dict[str, Any]]] = []
         self.sessions = {(r[0], r[1]) for r in conn.execute("SELECT project, id FROM sessions")}
         self.observations = {
             (r[0], r[1]) for r in conn.execute("SELECT project, sync_id FROM observations")
@@ -324,6 +328,7 @@ class _ImportRun:
         )  # fmt: skip
         fts.add(self.conn, "observations", int(cursor.lastrowid or 0),
                 {**state, "search_context": context})  # fmt: skip
+        self.imported.append(("observation", project, sync_id, state))
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
@@ -347,4 +352,5 @@ class _ImportRun:
             {**state, "hlc": hlc},
         )
         fts.add(self.conn, "user_prompts", int(cursor.lastrowid or 0), state)
+        self.imported.append(("prompt", project, sync_id, state))
         result.prompts_imported += 1

@@ -269,6 +269,9 @@ class ImportResult:
     observations_imported: int = 0
     prompts_imported: int = 0
     skipped: int = 0
+    #: rows that came back through the Go tool next to their original, retired
+    #: (:mod:`engram.store.go_copies`)
+    copies_retired: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -288,6 +291,9 @@ class ApplyResult:
     quarantined: dict[str, int] = field(default_factory=dict)
     #: Records that waited in the quarantine and were applied (or found stale) by this call.
     released: int = 0
+    #: Copies of a memory that came back through the Go tool, retired next to their original
+    #: (:mod:`engram.store.go_copies`).
+    copies_retired: int = 0
 
     def add(self, other: ApplyResult) -> None:
         for name in (
@@ -298,6 +304,7 @@ class ApplyResult:
             "observations",
             "prompts",
             "released",
+            "copies_retired",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, count in other.quarantined.items():
