@@ -30,6 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="'go': the Go tool's export, for `engram-go import` (the way back to the Go tool; "
         "see docs/git-sync.md)",
     )
+    p.add_argument(
+        "--missing-from",
+        metavar="GO_DB",
+        help="with --format go: only what the Go tool's database GO_DB (the backup the upgrade "
+        "kept) lacks and no Go-format chunk in your repositories brings it",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_export)
 
@@ -46,10 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    if args.canonical and args.format != "json":
-        from engram.errors import ValidationError
+    from engram.errors import ValidationError
 
+    if args.canonical and args.format != "json":
         raise ValidationError("--canonical has a format of its own; drop --format")
+    if args.missing_from and args.format != "go":
+        raise ValidationError("--missing-from is for the way back to the Go tool: add --format go")
     with open_store() as store:
         if args.canonical:
             projects = None if args.all or not args.project else [args.project]
@@ -57,6 +65,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             counts = None
         else:
             data = store.export_data(None if args.all else args.project)
+            if args.missing_from:
+                from pathlib import Path
+
+                from engram.way_back import missing_from
+
+                data = missing_from(store, data, Path(args.missing_from))
             if args.format == "go":
                 from engram.sync.git.go_writer import go_export
 

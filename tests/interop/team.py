@@ -186,6 +186,13 @@ class GoUser(Teammate):
         # The Go tool's CLI names the project only when told; its agents use the folder name.
         self.go("save", title, content, "--project", self.path.name)
 
+    def engram(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Engram on this teammate's data directory: the day they switch."""
+        done = run_engram(*args, data_dir=self.data, cwd=self.path, env=self.env)
+        if check:
+            assert done.returncode == 0, f"{self.name}: engram {' '.join(args)}\n{done.stderr}"
+        return done
+
     def manifest_newest(self) -> str:
         """The newest ``created_at`` of this clone's manifest (``""``: none or unreadable)."""
         try:

@@ -142,3 +142,34 @@ def test_our_go_export_has_the_go_tools_shapes(make_store, section: str) -> None
     for mine, go in zip(ours[section], theirs[section], strict=True):
         mine.pop("sync_id", None)
         assert list(mine) == list(go) and mine == go
+
+
+def test_the_way_back_exports_only_what_the_backup_lacks(tmp_path: Path) -> None:
+    """After the upgrade, ``engram export --format go --missing-from BACKUP`` holds the
+    memories written since (for ``engram-go import`` into the restored backup), not the ones
+    the backup has, even after a project merge re-keyed them."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copyfile(FIXTURES / "engram.db", data / "engram.db")
+    with Store.open(config=Config(data_dir=data)) as store:
+        store.merge_projects(["work-copy"], "acme-api")
+        store.add_observation(title="Written since", content="after the upgrade", project="x")
+        store.add_prompt("and a prompt", session_id="s-new", project="x")
+    [backup] = data.glob("engram.db.go-backup-*")
+    out = tmp_path / "since.json"
+    done = run_engram(
+        "export", "--all", "--format", "go", "--missing-from", str(backup), str(out),
+        data_dir=data,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = orjson.loads(out.read_bytes())
+    assert [o["title"] for o in document["observations"]] == ["Written since"]
+    assert [p["content"] for p in document["prompts"]] == ["and a prompt"]
+    assert {s["id"] for s in document["sessions"]} == {"manual-save-x", "s-new"}
+    for wrong, message in (
+        (["--missing-from", str(backup)], "add --format go"),
+        (["--format", "go", "--missing-from", str(out)], "not a database of the Go tool"),
+        (["--format", "go", "--missing-from", str(tmp_path / "nope")], "no such file"),
+    ):
+        bad = run_engram("export", *wrong, data_dir=data)
+        assert bad.returncode != 0 and message in bad.stderr, bad.stderr

@@ -186,3 +186,12 @@ class ChunkLedger:
             if chunk_id in wanted:
                 found.setdefault(entity, set()).add(key)
         return found
+
+
+def go_keys_anywhere(db: Database) -> dict[str, set[str]]:
+    """entity → the keys held by every Go-format chunk this machine has read, in any sync
+    directory (what ``engram-go sync --import`` brings to a Go database there)."""
+    found: dict[str, set[str]] = {"session": set(), "observation": set(), "prompt": set()}
+    for entity, key in db.rows("SELECT DISTINCT entity, key FROM sync_git_go_keys"):
+        found.setdefault(entity, set()).add(key)
+    return found
