@@ -291,6 +291,8 @@ def git_import(args: argparse.Namespace) -> int:
     if report.chunks_imported or report.chunks_reread:
         applied = report.applied
         head = f"Imported {len(report.chunks_imported)} new chunk(s) from {shown}"
+        if report.go_dirs:  # the Go tool's directories elsewhere in the repository
+            head += " and " + ", ".join(f"{path}/" for path in report.go_dirs)
         if report.chunks_reread:
             head += f" and re-read {len(report.chunks_reread)} for records accepted since"
         lines += [

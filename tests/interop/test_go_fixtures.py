@@ -173,3 +173,31 @@ def test_the_way_back_exports_only_what_the_backup_lacks(tmp_path: Path) -> None
     ):
         bad = run_engram("export", *wrong, data_dir=data)
         assert bad.returncode != 0 and message in bad.stderr, bad.stderr
+
+
+def test_a_go_directory_in_a_subdirectory_is_imported_alone(make_store, tmp_path: Path) -> None:
+    """The Go tool writes ``.engram/`` where it runs: a repository whose only Go directory is
+    ``services/api/.engram`` still imports (into the repository's project), and the import
+    creates nothing at the top."""
+    import subprocess
+
+    repo = tmp_path / "acme-api"
+    nested = repo / "services" / "api" / ".engram"
+    (nested / "chunks").mkdir(parents=True)
+    shutil.copyfile(FIXTURES / "manifest-alice.json", nested / "manifest.json")
+    name = "cf9ec22c.jsonl.gz"
+    shutil.copyfile(FIXTURES / "dot-engram" / "chunks" / name, nested / "chunks" / name)
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "go sync"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True)
+    store = make_store("ours")
+    report = GitSync(store, SyncDir(repo / ".engram")).import_chunks()
+    assert report.go_dirs == ["services/api/.engram"] and report.chunks_imported == ["cf9ec22c"]
+    assert set(memories(store)) == {"Auth uses <JWT>", "Flaky login test"}
+    assert not (repo / ".engram").exists()
+    status = GitSync(store, SyncDir(repo / ".engram")).status()
+    assert status.go_dirs == ["services/api/.engram"] and status.go_chunks == 1

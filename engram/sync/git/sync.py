@@ -31,6 +31,7 @@ chunks that are there, so nothing is silently left unexported.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -524,10 +525,14 @@ class GitSync:
         refuse_symlinks(self.dir)
         scope = self.scope(include_personal=include_personal)
         report.scope = scope.to_dict()
-        if not self.dir.exists():
+        # Go teammates may have synced only from subdirectories (the Go tool writes where it
+        # runs): their directories are read even when this one does not exist, and then
+        # nothing is created here (not even the lock file).
+        nested_only = not self.dir.exists()
+        if nested_only and not nested_go_dirs(self.dir):
             report.exists = False
             return report
-        with locked(self.dir, required=False):
+        with contextlib.nullcontext() if nested_only else locked(self.dir, required=False):
             manifests = self._manifests()
             report.go_dirs = [folder.rel for folder, _ in manifests.nested]
             listed, strangers = self._list(manifests)
@@ -588,7 +593,7 @@ class GitSync:
             go_compat=self.go_compat_enabled(),
         )
         report.pending_export = self._pending_count(projects, include_personal)
-        if not report.exists:
+        if not report.exists and not nested_go_dirs(self.dir):
             return report
         manifests = self._manifests()
         report.go_dirs = [folder.rel for folder, _ in manifests.nested]
