@@ -172,6 +172,13 @@ def git_export(args: argparse.Namespace) -> int:
         if args.go_compat is not None:
             if args.go_compat in ("on", "off"):
                 sync.set_go_compat(args.go_compat == "on")
+                if not wants_json(args):
+                    say(
+                        "Go compat on: every engram sync here also writes for Go teammates "
+                        "(`engram sync --go-compat off` stops it)"
+                        if args.go_compat == "on"
+                        else "Go compat off: engram sync here writes only our own chunks"
+                    )
             go_compat = args.go_compat != "off"
         report = sync.export(
             projects=projects, include_personal=args.include_personal, go_compat=go_compat

@@ -161,3 +161,27 @@ def test_nothing_to_export_creates_nothing_and_names_unknown_projects(
     assert typo.returncode == 0
     assert 'no memories of project "acmee" (projects here: acme;' in typo.stdout
     assert not (repo / ".engram").exists()  # nothing to write: no directory either
+
+
+def test_go_compat_on_off_and_bad_uses(repo: Path, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    run_engram("save", "Note", "for Go teammates", data_dir=data_dir, cwd=repo)
+    on = run_engram("sync", "--go-compat", "on", data_dir=data_dir, cwd=repo)
+    assert on.returncode == 0, on.stderr
+    assert "Go compat on: every engram sync here also writes for Go teammates" in on.stdout
+    assert "For Go teammates: Go-format chunk(s)" in on.stdout
+    assert "creations only" in on.stdout
+    assert len(list((repo / ".engram" / "chunks").glob("????????.jsonl.gz"))) == 1
+    status = run_engram("sync", "--status", data_dir=data_dir, cwd=repo)
+    assert "Go compat:       on" in status.stdout
+    run_engram("save", "Later", "remembered setting", data_dir=data_dir, cwd=repo)
+    again = run_engram("sync", "--json", data_dir=data_dir, cwd=repo)
+    assert len(orjson.loads(again.stdout)["go_chunks"]) == 1  # the setting, remembered
+    off = run_engram("sync", "--go-compat", "off", data_dir=data_dir, cwd=repo)
+    assert "Go compat off" in off.stdout
+    assert (
+        "Go compat:       off" in run_engram("sync", "--status", data_dir=data_dir, cwd=repo).stdout
+    )
+    for wrong in (["--import"], ["--status"], ["--cloud"]):
+        bad = run_engram("sync", "--go-compat", *wrong, data_dir=data_dir, cwd=repo)
+        assert bad.returncode != 0 and "--go-compat" in bad.stderr, (wrong, bad.stderr)
