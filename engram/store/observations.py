@@ -11,7 +11,7 @@ from typing import Any
 from engram.errors import NotFoundError, ValidationError
 from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts
+from engram.store import fts, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.db import MAX_INTEGER
 from engram.store.models import (
@@ -572,6 +572,7 @@ class ObservationsMixin(StoreBase):
                 conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
                 self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
             else:
+                vector_queue.forget_deleted(conn, "id", oid)
                 conn.execute(
                     "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
                     (now, now, hlc, oid),

@@ -412,6 +412,35 @@ def migration_7(conn: sqlite3.Connection) -> None:
     copy_foreign_sessions(conn)
 
 
+VECTORS_TABLES = """
+-- Derived, never synced (like the FTS index): one embedding per live memory, made off the save
+-- path by engram/store/vectors.py. A memory whose indexed text changes loses its vector in the
+-- same transaction and is queued in vector_pending; seq only grows, so a process holding the
+-- vectors in memory reads only rows newer than the last seq it saw.
+CREATE TABLE IF NOT EXISTS observation_vectors (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    obs_id  INTEGER NOT NULL UNIQUE,
+    model   TEXT NOT NULL,
+    vector  BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS observation_vectors_model ON observation_vectors(model);
+-- Memories whose vector is missing or out of date.
+CREATE TABLE IF NOT EXISTS vector_pending (
+    obs_id  INTEGER PRIMARY KEY
+);
+"""
+
+
+def migration_8(conn: sqlite3.Connection) -> None:
+    """The vector index of semantic search, with every existing memory queued for it (the
+    queue is only worked through where the semantic extra is installed)."""
+    run_script(conn, VECTORS_TABLES)
+    conn.execute(
+        "INSERT OR IGNORE INTO vector_pending(obs_id)"
+        " SELECT id FROM observations WHERE deleted_at IS NULL"
+    )
+
+
 GO_KEY_TABLES = """
 -- Which sessions, memories and prompts each Go-format chunk of a git sync directory holds
 -- (every key it names, applied here or not), and which chunks have been read for it: what
@@ -433,7 +462,7 @@ CREATE TABLE IF NOT EXISTS sync_git_go_keys (
 """
 
 
-def migration_8(conn: sqlite3.Connection) -> None:
+def migration_9(conn: sqlite3.Connection) -> None:
     """Moving from the Go tool (issue 16): the keys each Go-format chunk holds."""
     run_script(conn, GO_KEY_TABLES)
 
@@ -447,6 +476,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_6,
     migration_7,
     migration_8,
+    migration_9,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
