@@ -130,6 +130,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         f"Imported from {args.file}: {result.sessions_imported} sessions, "
         f"{result.observations_imported} observations, {result.prompts_imported} prompts"
         + (f" ({result.skipped} already present, skipped)" if result.skipped else "")
+        + (
+            f"\n{result.copies_retired} of them were memories of this store that came back "
+            "through the Go tool (it keeps no sync_id): kept once"
+            if result.copies_retired
+            else ""
+        )
     )
     emit(args, human, result.to_dict())
     return 0

@@ -367,6 +367,8 @@ class ImportResultOut(Struct):
     observations_imported: int
     prompts_imported: int
     skipped: int
+    #: rows that came back through the Go tool next to their original, retired
+    copies_retired: int = 0
 
 
 # --- sync status --------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import orjson
 
 from engram.errors import InvalidMutationError
 from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
-from engram.store import fts, go_copies, quarantine, vector_queue
+from engram.store import fts, quarantine, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -241,6 +241,10 @@ class _ApplyBatch:
         (:mod:`engram.store.go_copies`); 1 when a copy was retired here."""
         if state is None:
             return 0
+        # Imported here, not at the top: `engram search` and `save` never apply anything, and
+        # their start-up imports only what they use (tests/semantic/test_lexical_path.py).
+        from engram.store import go_copies
+
         pair = go_copies.copy_pair(self.conn, entity, project, key, state)
         record = pair and go_copies.retire_record(self.conn, entity, project, *pair)
         if not record or self.store.journal.has_mid(self.conn, record["mid"]):

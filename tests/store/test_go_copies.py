@@ -94,3 +94,20 @@ def test_same_text_in_another_session_is_another_memory(make_store) -> None:
             row["session_id"] = "s-elsewhere"
     result = ours.import_data(document)
     assert result.copies_retired == 0 and len(live(ours)) == 4
+
+
+def test_the_cli_import_says_what_came_back_through_go(tmp_path) -> None:
+    from engram.config import Config
+    from tests.support import run_engram
+
+    data = tmp_path / "data"
+    with Store.open(config=Config(data_dir=data)) as store:
+        write_originals(store)
+        document = through_go(store)
+    path = tmp_path / "back.json"
+    path.write_bytes(orjson.dumps(document))
+    done = run_engram("import", str(path), data_dir=data)
+    assert done.returncode == 0, done.stderr
+    assert "2 of them were memories of this store that came back through the Go tool" in (
+        done.stdout
+    )
