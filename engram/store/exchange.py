@@ -17,7 +17,7 @@ from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
 from engram.store.models import ImportResult
-from engram.store.observations import session_context
+from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash, unstorable_reason
 from engram.times import now_text
 
@@ -205,6 +205,7 @@ class _ImportRun:
 
     def __init__(self, conn: sqlite3.Connection, now_ms: int) -> None:
         self.conn = conn
+        self.context = ContextRefresh(conn)
         self.now_ms = now_ms
         self.done = 0
         self.newest = ""
@@ -315,7 +316,7 @@ class _ImportRun:
         self._stub_session(state["session_id"], state["project"])
         op = "delete" if state["deleted_at"] else "upsert"
         hlc = self._journal("observation", op, state, state["updated_at"])
-        context = session_context(self.conn, state["session_id"], created)
+        context = derive_state(self.conn, state)
         cursor = self.conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
@@ -329,6 +330,8 @@ class _ImportRun:
         fts.add(self.conn, "observations", int(cursor.lastrowid or 0),
                 {**state, "search_context": context})  # fmt: skip
         self.imported.append(("observation", project, sync_id, state))
+        self.context.inserted(int(cursor.lastrowid or 0), state)  # may arrive out of order
+        self.context.settle()
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
@@ -353,4 +356,6 @@ class _ImportRun:
         )
         fts.add(self.conn, "user_prompts", int(cursor.lastrowid or 0), state)
         self.imported.append(("prompt", project, sync_id, state))
+        self.context.prompt(int(cursor.lastrowid or 0))  # memories here may be saved after it
+        self.context.settle()
         result.prompts_imported += 1
