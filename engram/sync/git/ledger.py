@@ -3,7 +3,7 @@ records it held back (and for which project), files it refused for their size or
 parsed (older-format headers), and the keys each Go-format chunk holds (what
 ``engram sync --go-compat`` must not write for Go teammates a second time). Tables
 ``sync_git_held``, ``sync_git_files`` (migration 5), ``sync_git_go_chunks`` and
-``sync_git_go_keys`` (migration 8).
+``sync_git_go_keys`` (migration 10).
 
 A held-back record is not lost: the chunk that holds it stays in the directory, and the import
 that may apply it (after ``engram sync --bind``, or with ``--include-personal``) re-reads that
