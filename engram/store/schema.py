@@ -441,7 +441,7 @@ def migration_8(conn: sqlite3.Connection) -> None:
     )
 
 
-#: FTS5 prefix indexes of migration 9 (migration 10 dropped them again): the prefix lengths (in
+#: FTS5 prefix indexes of migration 9 (migration 11 dropped them again): the prefix lengths (in
 #: characters) prefix queries of that length read from a ready-made index.
 FTS_PREFIX = "4 5 6"
 
@@ -483,6 +483,32 @@ def migration_9(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
 
 
+GO_KEY_TABLES = """
+-- Which sessions, memories and prompts each Go-format chunk of a git sync directory holds
+-- (every key it names, applied here or not), and which chunks have been read for it: what
+-- `engram sync --go-compat` must not write for Go teammates again (the Go tool has no
+-- sync_id and would import a second copy). Owned by engram/sync/git/ledger.py.
+CREATE TABLE IF NOT EXISTS sync_git_go_chunks (
+    target    TEXT NOT NULL,
+    chunk_id  TEXT NOT NULL,
+    noted_at  TEXT NOT NULL,
+    PRIMARY KEY (target, chunk_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sync_git_go_keys (
+    target    TEXT NOT NULL,
+    chunk_id  TEXT NOT NULL,
+    entity    TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    PRIMARY KEY (target, entity, key, chunk_id)
+) WITHOUT ROWID;
+"""
+
+
+def migration_10(conn: sqlite3.Connection) -> None:
+    """Moving from the Go tool (issue 16): the keys each Go-format chunk holds."""
+    run_script(conn, GO_KEY_TABLES)
+
+
 #: Every index is written by every save: keep only those a read needs (issue 18). A memory's
 #: session (every query by session names its project too) serves the session context, the
 #: timeline and session listings alike; topic keys are indexed only where a memory has one.
@@ -519,7 +545,7 @@ CREATE VIRTUAL TABLE prompts_fts_vocab USING fts5vocab(prompts_fts, 'row');
 """
 
 
-def migration_10(conn: sqlite3.Connection) -> None:
+def migration_11(conn: sqlite3.Connection) -> None:
     """Faster saves and a smaller file (issue 18): indexes no read needs are dropped or merged,
     the topic index holds only memories with a topic, and the FTS indexes are rebuilt without
     prefix indexes. (Local journal records written from now on are stored elided, see
@@ -542,6 +568,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_8,
     migration_9,
     migration_10,
+    migration_11,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -287,7 +287,7 @@ def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) ->
         )
         conn.execute("INSERT INTO observations_fts(observations_fts) VALUES ('rebuild')")
         conn.execute("DROP TABLE store_purge")
-        # Back to just before the search migration (migrations after it run again too).
+        # Back to just before the search migration (later ones re-run harmlessly).
         conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(migration_9)}")
     with Store.open(config=config) as store:
         assert store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION
@@ -296,7 +296,7 @@ def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) ->
         assert [o.title for o in store.search("zebrafish")] == ["Token"]
         assert store.search("JWT") == []
         ddl = store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'observations_fts'")
-        assert "prefix=" not in str(ddl)  # migration 10: prefixes are read from the main index
+        assert "prefix=" not in str(ddl)  # migration 11: prefixes are read from the main index
         assert [o.title for o in store.search("walru")] == ["Agent 1", "Agent 2"]  # a prefix
         assert [o.match.tier for o in store.search("walrus")] == ["words", "context"]
         store.db.conn.execute(
