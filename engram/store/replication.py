@@ -120,7 +120,8 @@ class _ApplyBatch:
         self.context = ContextRefresh(conn, self.index, deferred=True)
         self.now = now_text()
         self.newest = ""
-        #: Journal seq of every mid looked up or journaled in this batch (None: not held).
+        #: Journal seq of every mid looked up or journaled in this batch (None: not held);
+        #: every journal row this batch inserts must be noted here.
         self.mids: dict[str, int | None] = {}
         #: A bulk batch (see BULK_RECORDS), and the sessions its new memories joined.
         self.bulk = False
@@ -325,7 +326,8 @@ class _ApplyBatch:
         if not record or self.store.journal.has_mid(self.conn, record["mid"]):
             return 0
         # Journaled as this machine's own write, so it reaches every target the copy went to.
-        self.store.journal.append_record(self.conn, record, source="local")
+        seq = self.store.journal.append_record(self.conn, record, source="local")
+        self.mids[record["mid"]] = seq  # (the batch's mid lookups must see it)
         self.newest = max(self.newest, record["hlc"])
         current, where, rowid = self.version(entity, project, record["key"])
         if record["hlc"] <= current:
