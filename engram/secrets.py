@@ -142,18 +142,10 @@ def _token_spans(text: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-#: What every assignment needs: a keyword, then (through the same tail) an assignment sign. One
-#: case-insensitive scan for it skips the keyword-by-keyword loop below for most memories,
-#: where words like "token" or "key" appear in prose, never before a sign.
-_ASSIGNMENT_SIGN = re.compile(
-    rf"(?:{'|'.join(_KEYWORDS)})[A-Za-z0-9_\-]*[\"']?[ \t]*(?::=|=>|:|=)", re.IGNORECASE
-)
-
-
 def _assignment_spans(text: str, taken: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    # No one-pattern prefilter here: a case-insensitive alternation of the keywords measured
+    # 10 µs per note on the peers' corpus, five times this loop's str.find calls.
     lowered = text.lower()
-    if len(lowered) == len(text) and _ASSIGNMENT_SIGN.search(text) is None:
-        return []  # (a text whose lowercase differs in length keeps the loop's exact behaviour)
     found: list[tuple[int, int, str]] = []
     for keyword in _KEYWORDS:
         at = lowered.find(keyword)
