@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from engram.platform import private_file
 from engram.project import project_name
 from engram.record import EPOCH_TEXT, legacy_record
-from engram.store import fts
+from engram.store import fts, scoring
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
 from engram.store.observations import session_context
@@ -102,6 +102,7 @@ def _rebuild(store: Store) -> None:
         store.journal.ensure_identity(conn)
         newest = _copy_rows(store, conn, set(present))
         fts.rebuild(conn)
+        scoring.rescore_where(conn, "o.importance IS NULL")
         if newest:
             store.journal.observe(conn, newest)
         for table in present:
@@ -196,6 +197,9 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             "created_at": f"'{EPOCH_TEXT}'",
             "updated_at": "NULL",
             "deleted_at": "NULL",
+            # The Go tool's later versions pin memories on one machine; here a pin is the
+            # user's intent and travels with the memory (docs/importance.md).
+            "pinned": "0",
         },
         "id",
     )
@@ -227,6 +231,8 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             "updated_at": row["updated_at"],
             "deleted_at": row["deleted_at"],
         }
+        if row["pinned"]:
+            state["pinned"] = True
         # Its session in its own project: a copy of the same-id session the Go tool recorded
         # under another project, else a stub.
         if not copy_session_into(conn, state["project"], state["session_id"]):
@@ -234,12 +240,14 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
         conn.execute(
             """INSERT INTO observations(id, sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
-                   last_seen_at, created_at, updated_at, deleted_at, search_context)
+                   last_seen_at, created_at, updated_at, deleted_at, search_context, pinned)
                VALUES (:id, :sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
-                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context)""",
+                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
+                   :pinned)""",
             {
                 **state,
+                "pinned": int(bool(state.get("pinned"))),
                 "id": row["id"],
                 "normalized_hash": normalized_hash(state["content"]),
                 "search_context": session_context(conn, state["session_id"], state["created_at"]),

@@ -63,11 +63,27 @@ class Observation:
     created_at: str
     updated_at: str
     deleted_at: str | None = None
+    #: How much the memory matters, 0-1: the override when there is one, else the computed
+    #: score (docs/importance.md).
+    importance: float = 0.0
+    importance_override: float | None = None
+    pinned: bool = False
+    #: Searches that returned it and reads of it, on this machine (local, not synced).
+    access_count: int = 0
+    last_accessed_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    #: Why it was deleted: ``archived`` (consolidation or by hand), else none.
+    delete_reason: str | None = None
+    #: The sync id of the memory that superseded it (a consolidation merge).
+    superseded_by: str | None = None
+    reviewed_at: str | None = None
     rank: float | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Observation:
         keys = row.keys()
+        intent = _intent(row) if "pinned" in keys else {}
         return cls(
             id=row["id"],
             sync_id=row["sync_id"],
@@ -85,14 +101,36 @@ class Observation:
             created_at=row["created_at"],
             updated_at=row["updated_at"],
             deleted_at=row["deleted_at"],
+            **intent,
             rank=row["rank"] if "rank" in keys else None,
         )
+
+    @property
+    def archived(self) -> bool:
+        return self.deleted_at is not None and self.delete_reason == "archived"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         if self.rank is None:
             del data["rank"]
         return data
+
+
+def _intent(row: sqlite3.Row) -> dict[str, Any]:
+    """Importance, pin, validity and access fields of an observations row."""
+    override = row["importance_override"]
+    return {
+        "importance": round(float(override if override is not None else row["importance"] or 0), 4),
+        "importance_override": override,
+        "pinned": bool(row["pinned"]),
+        "access_count": int(row["access_count"] or 0),
+        "last_accessed_at": row["last_accessed_at"],
+        "valid_from": row["valid_from"],
+        "valid_to": row["valid_to"],
+        "delete_reason": row["delete_reason"],
+        "superseded_by": row["superseded_by"],
+        "reviewed_at": row["reviewed_at"],
+    }
 
 
 @dataclass(slots=True)

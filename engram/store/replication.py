@@ -24,7 +24,7 @@ import orjson
 
 from engram.errors import InvalidMutationError
 from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
-from engram.store import fts, quarantine
+from engram.store import fts, quarantine, scoring
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -106,6 +106,9 @@ class _ApplyBatch:
         self.index = fts.DeferredIndex(conn)
         self.now = now_text()
         self.newest = ""
+        #: Memories written by this batch: scored once at the end (their successors too: a
+        #: memory that became superseded changes its successor's link count).
+        self.rescore: set[int] = set()
 
     # --- the batch -----------------------------------------------------------------------------
 
@@ -166,6 +169,9 @@ class _ApplyBatch:
 
     def finish(self) -> None:
         self.index.flush()
+        if self.rescore:
+            scoring.rescore_ids(self.conn, self.rescore, self.now)
+            scoring.rescore_successors(self.conn, self.rescore, self.now)
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
             [(source, seq, self.now) for source, seq in self.delivered],
@@ -293,7 +299,8 @@ class _ApplyBatch:
             )
             fts.add(conn, "user_prompts", int(cursor.lastrowid or 0), state)
             return
-        values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
+        values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
+                  "pinned": int(state["pinned"])}  # fmt: skip
         if rowid is not None:
             self.index.before_change("observations", "id", rowid)
             conn.execute(
@@ -303,24 +310,32 @@ class _ApplyBatch:
                        normalized_hash = :normalized_hash, revision_count = :revision_count,
                        duplicate_count = :duplicate_count, last_seen_at = :last_seen_at,
                        created_at = :created_at, updated_at = :updated_at,
-                       deleted_at = :deleted_at, hlc = :hlc
+                       deleted_at = :deleted_at, hlc = :hlc, pinned = :pinned,
+                       importance_override = :importance_override, valid_from = :valid_from,
+                       valid_to = :valid_to, delete_reason = :delete_reason,
+                       superseded_by = :superseded_by, reviewed_at = :reviewed_at
                    WHERE id = :id""",
                 {**values, "id": rowid},
             )
+            self.rescore.add(rowid)
             return
         values["search_context"] = session_context(conn, state["session_id"], state["created_at"])
         cursor = conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count,
                    duplicate_count, last_seen_at, created_at, updated_at, deleted_at,
-                   search_context, hlc)
+                   search_context, hlc, pinned, importance_override, valid_from, valid_to,
+                   delete_reason, superseded_by, reviewed_at)
                VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
                    :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
-                   :hlc)""",
+                   :hlc, :pinned, :importance_override, :valid_from, :valid_to,
+                   :delete_reason, :superseded_by, :reviewed_at)""",
             values,
         )
-        fts.add(conn, "observations", int(cursor.lastrowid or 0), values)
+        rowid = int(cursor.lastrowid or 0)
+        fts.add(conn, "observations", rowid, values)
+        self.rescore.add(rowid)
 
     def _delete(self, record: dict[str, Any], rowid: int | None) -> None:
         """A hard delete, or a soft delete that carries only key fields."""

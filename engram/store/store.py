@@ -11,6 +11,8 @@ from types import TracebackType
 from engram import config as config_module
 from engram.config import Config
 from engram.errors import StoreUnavailableError
+from engram.store import scoring
+from engram.store.access import AccessLog
 from engram.store.clock_repair import ClockRepair
 from engram.store.context import ContextMixin
 from engram.store.db import Database, describe_sqlite_error
@@ -43,6 +45,8 @@ class Store(
         self.db = db
         self.config = config
         self.journal = Journal(db, config.max_clock_drift_ms)
+        scoring.register(db.conn)
+        self.access = AccessLog(db, config)
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:
