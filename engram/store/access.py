@@ -79,7 +79,7 @@ class AccessLog:
         if size >= self.fold_bytes:
             try:
                 self.fold()
-            except Exception as exc:  # noqa: BLE001 - busy database etc.: fold next time
+            except Exception as exc:  # a busy database…: fold next time
                 log.debug("access log not folded yet: %s", exc)
 
     def _append(self, data: bytes) -> int:
@@ -120,11 +120,11 @@ class AccessLog:
             return 0
         folded = 0
         with self.db.write() as conn:
+            marks = ", ".join("?" for _ in files)
             done = {
                 r[0]
                 for r in conn.execute(
-                    "SELECT name FROM access_folds WHERE name IN (%s)"
-                    % ", ".join("?" for _ in files),
+                    f"SELECT name FROM access_folds WHERE name IN ({marks})",
                     [f.name for f in files],
                 )
             }

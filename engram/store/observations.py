@@ -9,13 +9,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
+from engram.importance import check_importance
 from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
-from engram.importance import check_importance
 from engram.store import fts, scoring
-from engram.store.intent import check_intent, check_window
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.db import MAX_INTEGER
+from engram.store.intent import check_intent, check_window
 from engram.store.models import (
     Observation,
     PassiveResult,
@@ -649,8 +649,7 @@ class ObservationsMixin(StoreBase):
         oid = _check_id(observation_id)
         with self.db.write() as conn:
             row = conn.execute(
-                "SELECT project, sync_id, deleted_at, superseded_by FROM observations"
-                " WHERE id = ?",
+                "SELECT project, sync_id, deleted_at, superseded_by FROM observations WHERE id = ?",
                 (oid,),
             ).fetchone()
             if row is None:

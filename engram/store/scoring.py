@@ -55,9 +55,7 @@ def rescore_where(
     ).rowcount
 
 
-def rescore_successors(
-    conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None
-) -> int:
+def rescore_successors(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:
     """Score the memories that the memories with these ids name as ``superseded_by`` (their
     link count changed)."""
     moment = now or now_text()
