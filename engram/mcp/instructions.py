@@ -88,9 +88,7 @@ Relevant Files). The project comes from the server's working directory: pass `pr
 use another existing project (see mem_current_project)."""
 
 
-BEGIN_MARK = (
-    "<!-- engram:protocol (managed by 'engram protocol --install'; edits here are replaced) -->"
-)
+BEGIN_MARK = "<!-- engram:protocol (managed by 'engram protocol --install'; edits here are replaced) -->"
 END_MARK = "<!-- /engram:protocol -->"
 
 
