@@ -453,7 +453,7 @@ def migration_importance(conn: sqlite3.Connection) -> None:
     from engram.store import scoring
 
     scoring.register(conn)
-    scoring.rescore_where(conn, "1")
+    scoring.rescore_where(conn, "o.importance IS NULL")
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
