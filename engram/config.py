@@ -114,6 +114,8 @@ class Config:
     review_after_days: int = 90
     #: Consolidation archives memories whose importance is below this (ENGRAM_ARCHIVE_THRESHOLD).
     archive_threshold: float = 0.1
+    #: Search orders practically tied results by importance (engram/store/tiebreak.py).
+    importance_tiebreak: bool = True
     #: Pinned memories listed first in the context an agent reads (at most this many).
     pinned_context_limit: int = 20
 

@@ -346,12 +346,19 @@ class ObservationsMixin(StoreBase):
 
     # --- reading ----------------------------------------------------------------------------
 
-    def get_observation(self, observation_id: Any, *, include_deleted: bool = False) -> Observation:
+    def get_observation(
+        self, observation_id: Any, *, include_deleted: bool = False, record_access: bool = False
+    ) -> Observation:
+        """One memory by its local id. ``record_access``: someone reads it (the faces' "show
+        this memory"), which counts as an access (docs/importance.md)."""
         oid = _check_id(observation_id)
         row = self.db.one("SELECT * FROM observations WHERE id = ?", (oid,))
         if row is None or (row["deleted_at"] is not None and not include_deleted):
             raise NotFoundError(f"Observation #{oid} not found")
-        return Observation.from_row(row)
+        found = Observation.from_row(row)
+        if record_access:
+            self.access.note([found])  # type: ignore[attr-defined]
+        return found
 
     def get_observation_by_sync_id(
         self, sync_id: str, *, project: str | None = None
@@ -381,8 +388,10 @@ class ObservationsMixin(StoreBase):
         since: str | None,
         until: str | None,
         alias: str = "o",
+        *,
+        live_only: bool = True,
     ) -> tuple[list[str], list[Any]]:
-        clauses = [f"{alias}.deleted_at IS NULL"]
+        clauses = [f"{alias}.deleted_at IS NULL"] if live_only else []
         params: list[Any] = []
         if project:
             clauses.append(f"{alias}.project = ?")

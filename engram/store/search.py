@@ -10,6 +10,7 @@ from engram.store.base import StoreBase
 from engram.store.models import Observation, Prompt
 from engram.store.query import build_match, check_match_mode
 from engram.store.schema import OBSERVATIONS_FTS_WEIGHTS
+from engram.store.tiebreak import TIE_EXTRA, break_ties
 
 TOPIC_FAST_PATH_RANK = -1000.0
 #: FTS columns a memory's own text lives in (everything but the session context).
@@ -39,16 +40,31 @@ class SearchMixin(StoreBase):
         match_mode: str = "any",
         since: str | None = None,
         until: str | None = None,
+        as_of: str | None = None,
+        record_access: bool = True,
     ) -> list[Observation]:
-        """Observations matching ``query``, best first.
+        """Observations matching ``query``, best first (importance breaks ties).
 
         A query containing ``/`` first matches topic keys exactly. Any text is safe: words are
         quoted, so FTS5 syntax in the query is only ever searched for, never interpreted.
+        ``as_of`` (a date, or a date and time) answers with what was true then (see
+        :mod:`engram.store.asof`). Each result counts as an access unless ``record_access`` is
+        false (docs/importance.md).
         """
         if not query or not query.strip():
             raise ValidationError("search: query cannot be empty", field="query")
         mode = check_match_mode(match_mode)
         limit = self._search_limit(limit)
+        if as_of is not None and str(as_of).strip():
+            from engram.store import asof
+
+            found = asof.search(
+                self, query, as_of, mode=mode, limit=limit, type=type, project=project,
+                scope=scope, since=since, until=until,
+            )  # fmt: skip
+            if record_access:
+                self.access.note(found)  # type: ignore[attr-defined]
+            return found
         clauses, params = self._observation_filters(  # type: ignore[attr-defined]
             project, scope, type, since, until
         )
@@ -68,9 +84,17 @@ class SearchMixin(StoreBase):
                 results.append(Observation.from_row(row))
         match = build_match(raw, mode)
         if match is not None and len(results) < limit:
-            for row in self._ranked(match, where, params, limit + len(seen)):
-                if row["id"] not in seen and len(results) < limit:
-                    results.append(Observation.from_row(row))
+            fetch = limit + len(seen) + TIE_EXTRA
+            ranked = [
+                Observation.from_row(row)
+                for row in self._ranked(match, where, params, fetch)
+                if row["id"] not in seen
+            ]
+            if self.config.importance_tiebreak:
+                ranked = break_ties(ranked)
+            results += ranked[: limit - len(results)]
+        if record_access:
+            self.access.note(results)  # type: ignore[attr-defined]
         return results
 
     def _ranked(self, match: str, where: str, params: list[Any], limit: int) -> list:
