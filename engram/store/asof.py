@@ -134,8 +134,7 @@ def _rank(
     index = sqlite3.connect(":memory:")
     try:
         index.execute(
-            f"CREATE VIRTUAL TABLE snap USING fts5({', '.join(_TEXT)},"
-            " tokenize='porter unicode61')"
+            f"CREATE VIRTUAL TABLE snap USING fts5({', '.join(_TEXT)}, tokenize='porter unicode61')"
         )
         index.executemany(
             f"INSERT INTO snap(rowid, {', '.join(_TEXT)}) VALUES (?{', ?' * len(_TEXT)})",
