@@ -105,15 +105,23 @@ class Vectors:
         return pairs
 
 
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Items that say the same thing: indexes into the items (sorted by key) and the lowest
+    similarity between two of them."""
+
+    members: tuple[int, ...]
+    lowest: float
+
+
 def find_groups(
     items: Sequence[Item],
     *,
     similarity: float = DEFAULT_SIMILARITY,
     topic_similarity: float = SAME_TOPIC_SIMILARITY,
     progress: Callable[[int, int], None] | None = None,
-) -> list[list[int]]:
-    """Groups (indexes into ``items``, each sorted by key, groups sorted by their first key) of
-    two or more items that say the same thing."""
+) -> list[Group]:
+    """Groups of two or more items that say the same thing, sorted by their first key."""
     vectors = Vectors(items)
     pairs = sorted(vectors.candidates())
 
@@ -130,7 +138,7 @@ def find_groups(
             progress(done, len(pairs))
     order = sorted(range(len(items)), key=lambda i: items[i].key)
     assigned: set[int] = set()
-    groups: list[list[int]] = []
+    groups: list[Group] = []
     for anchor in order:
         if anchor in assigned or anchor not in similar:
             continue
@@ -146,5 +154,9 @@ def find_groups(
                 group.append(other)
         if len(group) > 1:
             assigned.update(group)
-            groups.append(sorted(group, key=lambda i: items[i].key))
-    return sorted(groups, key=lambda g: items[g[0]].key)
+            members = tuple(sorted(group, key=lambda i: items[i].key))
+            lowest = min(
+                vectors.cosine(a, b) for x, a in enumerate(members) for b in members[x + 1 :]
+            )
+            groups.append(Group(members, lowest))
+    return sorted(groups, key=lambda g: items[g.members[0]].key)

@@ -110,6 +110,18 @@ class AccessLog:
         except FileNotFoundError:
             return 0
 
+    def pending_counts(self) -> dict[tuple[str, str], int]:
+        """Hits logged but not folded yet, per (project, key), read without taking the log
+        (what a dry run adds to the stored counts)."""
+        hits: dict[tuple[str, str], list] = {}
+        files = [self.path, *self.path.parent.glob(f"{self.path.name}.*{FOLDING_SUFFIX}")]
+        with self.db.read() as conn:
+            done = {r[0] for r in conn.execute("SELECT name FROM access_folds")}
+        for file in files:
+            if file.name not in done:
+                _read_hits(file, hits)
+        return {address: entry[0] for address, entry in hits.items()}
+
     # --- folding -------------------------------------------------------------------------------
 
     def fold(self) -> int:

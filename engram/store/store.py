@@ -14,7 +14,9 @@ from engram.errors import StoreUnavailableError
 from engram.store import scoring
 from engram.store.access import AccessLog
 from engram.store.clock_repair import ClockRepair
+from engram.store.consolidation import ConsolidationMixin
 from engram.store.context import ContextMixin
+from engram.store.curation import CurationMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
 from engram.store.journal import Journal
@@ -38,6 +40,8 @@ class Store(
     ProjectsMixin,
     ExchangeMixin,
     ReplicationMixin,
+    ConsolidationMixin,
+    CurationMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
