@@ -149,7 +149,7 @@ def check_importance(value: Any, field: str = "importance") -> float:
             number = float(value.strip())
         except ValueError:
             raise ValidationError(
-                f"{field} must be a number from 0 to 1 (or 'auto'), got {value!r}", field=field
+                f"{field} must be a number from 0 to 1, got {value!r}", field=field
             ) from None
     if problem := importance_problem(number):
         raise ValidationError(f"{field} {problem}", field=field)
@@ -161,4 +161,7 @@ def importance_argument(value: Any, field: str = "importance") -> float | Litera
     ``computed``, ``clear``) to drop the override."""
     if isinstance(value, str) and value.strip().lower() in _AUTO_WORDS:
         return AUTO
-    return check_importance(value, field)
+    try:
+        return check_importance(value, field)
+    except ValidationError as exc:
+        raise ValidationError(f"{exc} (or 'auto' for the computed score)", field=field) from None
