@@ -251,6 +251,13 @@ SessionArg = Annotated[
     Field(description="a session started with mem_session_start; omit for the default session"),
 ]
 ScopeArg = Literal["project", "personal"]
+ImportanceArg = Annotated[
+    float | None,
+    Field(
+        description="how much it matters, 0-1, when you know better than the computed score "
+        "(length, topics, links, recency, reads); omit it normally"
+    ),
+]
 TYPE_HELP = "bugfix, decision, architecture, discovery, pattern, config, preference, learning"
 
 
@@ -300,6 +307,7 @@ class MemoryTools:
                 "private keys and passwords are saved as [REDACTED:kind]"
             ),
         ] = False,
+        importance: ImportanceArg = None,
     ) -> ToolResult:
         """Save a memory. Call it right after fixing a bug, making or explaining a decision,
         discovering something non-obvious, getting tricky configuration right, establishing a
@@ -319,6 +327,7 @@ class MemoryTools:
             scope=scope,
             topic_key=topic_key,
             allow_secrets=allow_secrets,
+            importance=importance,
         )
         return envelope(resolved, formatting.save_result(saved))
 
@@ -454,17 +463,31 @@ class MemoryTools:
             Literal["any", "all"],
             Field(description="'any' word (ranked, default) or 'all' words"),
         ] = "any",
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="answer with what was true then: a date (YYYY-MM-DD) or an ISO 8601 "
+                "date and time; earlier texts of edited memories included"
+            ),
+        ] = None,
     ) -> ToolResult:
-        """Search memories (full text, best first). Use it before re-investigating anything that
-        may have been solved before. Results are previews with #ids: call mem_get_observation
-        for the full text. A query containing '/' also matches topic keys exactly."""
+        """Search memories (full text, best first; importance breaks ties). Use it before
+        re-investigating anything that may have been solved before. Results are previews with
+        #ids: call mem_get_observation for the full text. A query containing '/' also matches
+        topic keys exactly."""
         if all_projects:
             resolved, where = Resolved("", "all_projects", ""), None
         else:
             resolved = self.workspace.resolve(project, write=False)
             where = resolved.project or None
         results = self.store.search(
-            query, type=type, project=where, scope=scope, limit=limit, match_mode=match_mode
+            query,
+            type=type,
+            project=where,
+            scope=scope,
+            limit=limit,
+            match_mode=match_mode,
+            as_of=as_of,
         )
         return envelope(
             resolved, formatting.search_results(query, results, cut_hint=SEARCH_CUT_HINT)
@@ -472,7 +495,7 @@ class MemoryTools:
 
     def mem_get_observation(self, id: MemoryId) -> ToolResult:
         """Get one memory in full (search results only show previews)."""
-        obs = self.store.get_observation(id)
+        obs = self.store.get_observation(id, record_access=True)
         return envelope(self.workspace.default(), formatting.observation(obs))
 
     def mem_context(
@@ -548,6 +571,17 @@ class MemoryTools:
         allow_secrets: Annotated[
             bool, Field(description="keep text that looks like a secret (see mem_save)")
         ] = False,
+        importance: Annotated[
+            float | Literal["auto"] | None,
+            Field(
+                description="how much it matters, 0-1, set by hand; 'auto' goes back to the "
+                "computed score"
+            ),
+        ] = None,
+        pinned: Annotated[
+            bool | None,
+            Field(description="pin (always in mem_context, never archived) or unpin it"),
+        ] = None,
     ) -> ToolResult:
         """Correct or extend a memory in place (give only the fields that change). Prefer this to
         saving a second memory that contradicts the first."""
@@ -565,6 +599,8 @@ class MemoryTools:
             project=resolved.project if project is not None and project.strip() else None,
             allow_secrets=allow_secrets,
             warnings=warnings,
+            importance=importance,
+            pinned=pinned,
         )
         text = (
             f"Memory updated: #{obs.id} {formatting.quoted(obs.title)} "

@@ -78,7 +78,7 @@ class ConsolidationMixin(StoreBase):
         if likeness <= 0:
             raise ValidationError("similarity must be above 0", field="similarity")
         budget = _check_max(max_changes)
-        name = normalize_project(project)[0] if project is not None and project.strip() else None
+        name = None if project is None else normalize_project(project)[0]
         report = ConsolidationReport(name, dry_run, bar, likeness)
         if merge_provider is not None:
             report.merge_provider = str(getattr(merge_provider, "name", "llm"))
