@@ -226,6 +226,7 @@ class ObservationRoutes(Controller):
             topic_key=data.topic_key,
             tool_name=data.tool_name,
             allow_secrets=data.allow_secrets,
+            importance=data.importance,
         )
         return ObservationSaved(
             id=result.observation.id,
@@ -292,7 +293,7 @@ class ObservationRoutes(Controller):
 
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
     def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
-        return to_wire(store.get_observation(observation_id), ObservationOut)
+        return to_wire(store.get_observation(observation_id, record_access=True), ObservationOut)
 
     @_patch(
         "/{observation_id:int}",
@@ -314,6 +315,10 @@ class ObservationRoutes(Controller):
             topic_key=data.topic_key,
             tool_name=data.tool_name,
             allow_secrets=data.allow_secrets,
+            importance=data.importance,
+            pinned=data.pinned,
+            valid_from=data.valid_from,
+            valid_to=data.valid_to,
         )
         return to_wire(changed, ObservationOut)
 
@@ -329,9 +334,16 @@ def search(
     match_mode: MatchMode = "any",
     since: Since = None,
     until: Until = None,
+    as_of: Annotated[
+        str | None,
+        QueryParameter(
+            description="what was true then: YYYY-MM-DD (the end of that day) or an ISO 8601 "
+            "date and time"
+        ),
+    ] = None,
 ) -> list[ObservationOut]:
-    """Best matches first (BM25 ``rank``, lower is better); a query with ``/`` first matches
-    topic keys exactly."""
+    """Best matches first (BM25 ``rank``, lower is better; importance breaks ties); a query
+    with ``/`` first matches topic keys exactly."""
     found = store.search(
         q,
         type=type,
@@ -341,6 +353,7 @@ def search(
         match_mode=match_mode,
         since=since,
         until=until,
+        as_of=as_of,
     )
     return many(found, ObservationOut)
 
