@@ -2,9 +2,10 @@
 
 The newest source (by last change, then key) is the base: its title, type, topic and text are
 kept whole. Every other source adds the sentences it says that the merged text does not say yet
-(a sentence counts as said when 80 % of its words already appear in one kept sentence), under a
-line naming where they came from — so no distinct fact is lost, and two machines merging the
-same memories write the same text under the same key.
+(a sentence counts as said when 80 % of its words, and every word holding a digit — a number, a
+version, a port — already appear in one kept sentence), under a line naming where they came
+from — so no distinct fact is lost, and two machines merging the same memories write the same
+text under the same key.
 """
 
 from __future__ import annotations
@@ -83,6 +84,13 @@ def _bag(fact: str) -> frozenset[str]:
     return frozenset(words(_LABEL.sub("", fact)))
 
 
+def _said(fact: frozenset[str], kept: frozenset[str]) -> bool:
+    """Whether the kept sentence ``kept`` already says ``fact``."""
+    if any(any(c.isdigit() for c in word) and word not in kept for word in fact):
+        return False  # another number is another fact
+    return len(fact & kept) >= COVERED * len(fact)
+
+
 def merge(project: str, sources: Sequence[Source]) -> Merged:
     """The deterministic merge of ``sources`` (two or more memories of one project)."""
     if len(sources) < 2:
@@ -95,7 +103,7 @@ def merge(project: str, sources: Sequence[Source]) -> Merged:
         new: list[str] = []
         for fact in facts(source.content):
             bag = _bag(fact)
-            if not bag or any(len(bag & k) >= COVERED * len(bag) for k in kept if k):
+            if not bag or any(_said(bag, k) for k in kept if k):
                 continue
             new.append(fact)
             kept.append(bag)

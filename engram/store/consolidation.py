@@ -16,17 +16,10 @@ import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram import importance
-from engram.consolidate import merge as merging
 from engram.consolidate.report import ArchiveStep, ConsolidationReport, MemoryRef, MergeStep
-from engram.consolidate.similarity import (
-    DEFAULT_SIMILARITY,
-    SAME_TOPIC_SIMILARITY,
-    Item,
-    find_groups,
-)
 from engram.errors import ValidationError
 from engram.project import normalize_project
 from engram.store import fts, scoring
@@ -35,6 +28,9 @@ from engram.store.links import LINKS_SQL
 from engram.store.observations import session_context
 from engram.text import normalized_hash
 from engram.times import STORE_FORMAT, now_text
+
+if TYPE_CHECKING:  # the planning modules load only when a consolidation runs
+    from engram.consolidate import merge as merging
 
 #: Memory types never merged: each session summary records one session.
 NEVER_MERGED = frozenset({"session_summary"})
@@ -68,6 +64,8 @@ class ConsolidationMixin(StoreBase):
         ``similarity`` the bar for duplicates (0-1); ``merge_provider`` an LLM provider that
         rewrites each merged text (off by default: the deterministic merge is used).
         """
+        from engram.consolidate.similarity import DEFAULT_SIMILARITY
+
         started = time.perf_counter()
         bar = _check_fraction(
             self.config.archive_threshold if threshold is None else threshold, "threshold"
@@ -189,6 +187,9 @@ class ConsolidationMixin(StoreBase):
     ) -> list[tuple[merging.Merged, list[dict[str, Any]], float]]:
         """Each group of near-duplicates: its merged memory, its sources, their lowest
         similarity. Pinned memories and session summaries are never merged."""
+        from engram.consolidate import merge as merging
+        from engram.consolidate.similarity import SAME_TOPIC_SIMILARITY, Item, find_groups
+
         candidates = sorted(
             (r for r in rows if not r["pinned"] and r["type"] not in NEVER_MERGED),
             key=lambda r: (r["project"], r["sync_id"]),
@@ -341,6 +342,8 @@ def _ref(row: dict[str, Any]) -> MemoryRef:
 
 
 def _source(row: dict[str, Any]) -> merging.Source:
+    from engram.consolidate import merge as merging
+
     return merging.Source(
         key=row["sync_id"],
         title=row["title"],
