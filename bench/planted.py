@@ -120,7 +120,9 @@ def paraphrase(
 
 def _distractor_notes(count: int, seed: int) -> list[tuple[str, str, str, str]]:
     """(project, type, title, content) of ``count`` generated notes."""
-    spec = importlib.util.spec_from_file_location("retrieval_bench", REPO / "bench" / "retrieval_bench.py")
+    spec = importlib.util.spec_from_file_location(
+        "retrieval_bench", REPO / "bench" / "retrieval_bench.py"
+    )
     assert spec is not None and spec.loader is not None
     module = sys.modules.get("retrieval_bench")
     if module is None:
@@ -230,9 +232,17 @@ def score(planted: Planted, merged_groups: list[list[str]]) -> dict[str, float]:
             if not (a.startswith("obs-noise-") and b.startswith("obs-noise-"))
         }
     wanted = {
-        frozenset((a, b)) for group in planted.duplicates for i, a in enumerate(group) for b in group[i + 1 :]
+        frozenset((a, b))
+        for group in planted.duplicates
+        for i, a in enumerate(group)
+        for b in group[i + 1 :]
     }
     right = {pair for pair in found if len({truth.get(k, -1 - hash(k)) for k in pair}) == 1}
     precision = len(right) / len(found) if found else 1.0
     recall = len(right & wanted) / len(wanted) if wanted else 1.0
-    return {"precision": precision, "recall": recall, "pairs_found": len(found), "pairs_planted": len(wanted)}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "pairs_found": len(found),
+        "pairs_planted": len(wanted),
+    }

@@ -52,7 +52,6 @@ class Merged:
     topic_key: str | None
     tool_name: str | None
     session_id: str
-    valid_from: str
     duplicate_count: int
     importance_override: float | None
     sources: tuple[str, ...]  # keys, base first
@@ -122,7 +121,6 @@ def merge(project: str, sources: Sequence[Source]) -> Merged:
         topic_key=base.topic_key or next((s.topic_key for s in order if s.topic_key), None),
         tool_name=base.tool_name,
         session_id=base.session_id,
-        valid_from=min((s.valid_from or s.created_at) for s in sources),
         duplicate_count=sum(max(1, s.duplicate_count) for s in sources),
         importance_override=max(overrides) if overrides else None,
         sources=tuple(s.key for s in order),

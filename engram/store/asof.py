@@ -1,13 +1,14 @@
-"""Search "as of" a moment: what the store held as true then (docs/importance.md).
+"""Search "as of" a moment: what was true then (docs/importance.md).
 
-A memory answers for moment T when it existed then (created at or before T, and not deleted
-until after T), T falls inside its validity window as it is known *now* (``valid_from``, else
-its creation, up to ``valid_to``: validity is a statement about the world, so a window set
-later still applies to earlier dates), and it says then what it said at T: a memory edited in
-place since T (a topic re-saved, an update, a merge's archive) answers with its text at T,
-taken from the history of its journaled states (:func:`state_at`; the one place to read
-revisions from). The snapshot is ranked with the same FTS5 tokenizer and BM25 as live search,
-in a private in-memory index, then importance breaks ties.
+Validity decides: a memory answers for moment T when T falls inside its validity window as it
+is known *now* — from ``valid_from`` (else when it was saved) up to ``valid_to`` (validity is a
+statement about the world, so a window set later still applies to earlier dates, and a memory
+saved today "true since 2020" answers for 2024) — and it was not deleted by T. It says what it
+said at T: a memory edited in place since T (a topic re-saved, an update) answers with its text
+at T, taken from the history of its journaled states (:func:`state_at`, the one place to read
+revisions from). A consolidation ends its sources' validity and starts the merged memory's at
+the merge, so each moment has one answer. The snapshot is ranked with the same FTS5 tokenizer
+and BM25 as live search, in a private in-memory index, then importance breaks ties.
 """
 
 from __future__ import annotations
@@ -92,12 +93,11 @@ def search(
         project, scope, type, since, until, live_only=False
     )
     clauses += [
-        "o.created_at <= ?",
         "COALESCE(o.valid_from, o.created_at) <= ?",
         "(o.valid_to IS NULL OR o.valid_to > ?)",
         "(o.deleted_at IS NULL OR o.deleted_at > ?)",
     ]
-    params += [when] * 4
+    params += [when] * 3
     snapshot: list[Observation] = []
     with store.db.read() as conn:
         for row in conn.execute(
@@ -105,7 +105,8 @@ def search(
             params,
         ).fetchall():
             memory = Observation.from_row(row)
-            if memory.updated_at > when:  # changed since: take what it said then
+            # Changed since T: take what it said then (saved after T: it has no earlier text).
+            if memory.updated_at > when and memory.created_at <= when:
                 state = state_at(conn, memory.project, memory.sync_id, when)
                 if state is None or state.get("deleted_at"):
                     continue

@@ -237,7 +237,7 @@ class ConsolidationMixin(StoreBase):
                 "project": project, "scope": scope, "topic_key": merged.topic_key,
                 "normalized_hash": normalized_hash(merged.content),
                 "duplicate_count": merged.duplicate_count, "now": now, "hlc": hlc,
-                "valid_from": merged.valid_from, "importance_override": merged.importance_override,
+                "importance_override": merged.importance_override,
                 "search_context": session_context(conn, merged.session_id, now),
             }  # fmt: skip
             existing = conn.execute(
@@ -255,7 +255,7 @@ class ConsolidationMixin(StoreBase):
                            revision_count = revision_count + 1,
                            duplicate_count = :duplicate_count, last_seen_at = :now,
                            updated_at = :now, deleted_at = NULL, delete_reason = NULL,
-                           superseded_by = NULL, valid_to = NULL, valid_from = :valid_from,
+                           superseded_by = NULL, valid_to = NULL, valid_from = NULL,
                            importance_override = :importance_override, hlc = :hlc
                        WHERE id = :id""",
                     {**values, "id": rowid},
@@ -267,18 +267,19 @@ class ConsolidationMixin(StoreBase):
                     """INSERT INTO observations(sync_id, session_id, type, title, content,
                            tool_name, project, scope, topic_key, normalized_hash,
                            revision_count, duplicate_count, last_seen_at, created_at,
-                           updated_at, search_context, hlc, valid_from, importance_override)
+                           updated_at, search_context, hlc, importance_override)
                        VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name,
                            :project, :scope, :topic_key, :normalized_hash, 1,
                            :duplicate_count, :now, :now, :now, :search_context, :hlc,
-                           :valid_from, :importance_override)""",
+                           :importance_override)""",
                     values,
                 )
                 rowid = int(cursor.lastrowid or 0)
                 fts.add(conn, "observations", rowid, values)
             self._journal_state(conn, "observation", project, merged.key, hlc, origin)
             # Each source is superseded by the merged memory: archived, restorable, and no
-            # longer true from now on (an as-of search before now still finds it).
+            # longer true from now on, when the merged memory's validity starts (an as-of
+            # search before now still finds the sources, after it only the merged memory).
             for source in sources:
                 hlc, origin = self.journal.tick(conn)
                 conn.execute(

@@ -62,7 +62,9 @@ def test_the_log_folds_itself_once_it_is_big_enough(data_dir: Path) -> None:
             store.search("redis")
         folded = store.get_observation(obs.observation.id).access_count
         assert 0 < folded <= 60
-        assert folded + store.access.pending_counts().get(("acme", obs.observation.sync_id), 0) == 60
+        assert (
+            folded + store.access.pending_counts().get(("acme", obs.observation.sync_id), 0) == 60
+        )
 
 
 def test_hits_are_counted_once_when_a_fold_stopped_before_deleting_its_file(store: Store) -> None:

@@ -43,7 +43,9 @@ def merged_groups(report) -> list[list[str]]:
 
 
 def live_keys(store: Store) -> set[str]:
-    return {r[0] for r in store.db.rows("SELECT sync_id FROM observations WHERE deleted_at IS NULL")}
+    return {
+        r[0] for r in store.db.rows("SELECT sync_id FROM observations WHERE deleted_at IS NULL")
+    }
 
 
 def test_consolidation_merges_exactly_the_planted_duplicates(synthetic, capsys) -> None:
@@ -71,7 +73,7 @@ def test_consolidation_merges_exactly_the_planted_duplicates(synthetic, capsys) 
 
 
 def test_each_merged_memory_keeps_every_distinct_fact_and_links_its_sources(synthetic) -> None:
-    store, plan = synthetic
+    store, _plan = synthetic
     report = store.consolidate()
     for step in report.merges:
         merged = store.get_observation(step.merged.id)
@@ -82,7 +84,8 @@ def test_each_merged_memory_keeps_every_distinct_fact_and_links_its_sources(synt
             for line in source.content.splitlines():  # the extra fact a copy carried survives
                 if line in planted.EXTRA_FACTS:
                     assert line in merged.content
-        assert merged.valid_from == min(s.created_at for s in sources)
+        # Its validity starts where its sources' ends: one answer for every moment.
+        assert merged.valid_from is None and {s.valid_to for s in sources} == {merged.created_at}
         assert merged.duplicate_count == len(sources)
         assert merged.importance > max(s.importance for s in step.sources)  # links and recency
 
@@ -101,7 +104,7 @@ def test_the_merged_key_comes_from_the_sources_so_two_machines_agree(make_store)
 
 
 def test_a_dry_run_changes_nothing_and_plans_what_a_run_then_does(synthetic) -> None:
-    store, plan = synthetic
+    store, _plan = synthetic
     store.search("redis")  # a pending read: a dry run must not fold it either
     store.db.conn.execute("UPDATE observations SET importance = 0.5")  # stale stored scores
     state = (
@@ -175,7 +178,7 @@ def test_a_memory_changed_since_the_plan_is_skipped_not_clobbered(synthetic) -> 
 
 
 def test_archived_and_merged_memories_can_be_restored(synthetic) -> None:
-    store, plan = synthetic
+    store, _plan = synthetic
     report = store.consolidate()
     trivia = next(a.memory for a in report.archives if a.status == "archived")
     back = store.restore_observation(trivia.id)
