@@ -48,7 +48,13 @@ class Signals:
     access: float
 
     def score(self) -> float:
-        total = sum(WEIGHTS[name] * value for name, value in asdict(self).items())
+        total = (
+            WEIGHTS["length"] * self.length
+            + WEIGHTS["topics"] * self.topics
+            + WEIGHTS["links"] * self.links
+            + WEIGHTS["recency"] * self.recency
+            + WEIGHTS["access"] * self.access
+        )
         return round(min(1.0, max(0.0, total)), 4)
 
     def to_dict(self) -> dict[str, float]:
@@ -70,7 +76,7 @@ def days_since(stamp: str | None, now: datetime) -> float:
     if not stamp:
         return 0.0
     try:
-        then = datetime.strptime(stamp[:19].replace("T", " "), _STORE_FORMAT).replace(tzinfo=UTC)
+        then = datetime.fromisoformat(stamp[:19]).replace(tzinfo=UTC)
     except ValueError:
         return 0.0
     return max(0.0, (now - then).total_seconds() / 86_400)

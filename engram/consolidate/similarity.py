@@ -7,6 +7,7 @@ consolidate the same set agree). Memories are only compared within one project a
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter, defaultdict
@@ -30,8 +31,10 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light suffix strip so that "timeouts"/"timeout" and "retried"/"retry" meet."""
+    """A light suffix strip so that "timeouts"/"timeout" and "retried"/"retry" meet (cached:
+    a store's vocabulary is small, its word count is not)."""
     for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             base = word[: -len(suffix)]
