@@ -575,11 +575,22 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 def evaluate(
-    store: Store, questions: list[dict[str, Any]], ids: dict[str, int], name: str, match_mode: str
+    store: Store,
+    questions: list[dict[str, Any]],
+    ids: dict[str, int],
+    name: str,
+    match_mode: str,
+    count_reads: bool = False,
 ) -> ModeResult:
-    """Search every question (``project=None``, top 10) and score where the first answer lands."""
+    """Search every question (``project=None``, top 10) and score where the first answer lands.
+
+    Reads are not counted (``count_reads`` False) so that every mode ranks the same store: a
+    counted read raises its memory's importance, which then breaks later ties.
+    """
     depth = max(CUTOFFS)
-    store.search(questions[0]["question"], limit=depth, match_mode=match_mode)  # warm caches
+    store.search(
+        questions[0]["question"], limit=depth, match_mode=match_mode, record_access=False
+    )  # warm caches
     hits = dict.fromkeys(CUTOFFS, 0)
     reciprocal = 0.0
     latencies: list[float] = []
@@ -587,7 +598,13 @@ def evaluate(
     for question in questions:
         wanted = {ids[key] for key in question["answers"]}
         started = time.perf_counter()
-        found = store.search(question["question"], limit=depth, match_mode=match_mode, project=None)
+        found = store.search(
+            question["question"],
+            limit=depth,
+            match_mode=match_mode,
+            project=None,
+            record_access=count_reads,
+        )
         latencies.append((time.perf_counter() - started) * 1000)
         rank = next((i for i, obs in enumerate(found, 1) if obs.id in wanted), None)
         if rank is None:
@@ -642,18 +659,27 @@ def run(
             ids = add_dataset(store, dataset)
         build_seconds = time.perf_counter() - started
         _progress(f"searching {len(dataset.questions)} questions per mode …", quiet)
+        # (name, match_mode, context weight, importance breaks ties, reads counted)
         plans = [
-            ("any + context", "any", default_weight),
-            ("any, no context", "any", 0.0),
-            ("all + context", "all", default_weight),
-            ("all, no context", "all", 0.0),
+            ("any + context", "any", default_weight, True, False),
+            ("any, no context", "any", 0.0, True, False),
+            ("all + context", "all", default_weight, True, False),
+            ("all, no context", "all", 0.0, True, False),
+            # Importance as a tie-breaker must lose nothing (docs/importance.md): the same
+            # default mode with ties left in BM25 order, and with reads counted (its cost).
+            ("any + ctx, no tie-break", "any", default_weight, False, False),
+            ("any + ctx, reads count", "any", default_weight, True, True),
         ]
-        plans += [(f"any, context {w:g}", "any", w) for w in extra_weights]
+        plans += [(f"any, context {w:g}", "any", w, True, False) for w in extra_weights]
         modes = []
-        for name, match_mode, weight in plans:
-            config = Config(data_dir=data_dir, search_context_weight=weight)
+        for name, match_mode, weight, tiebreak, count_reads in plans:
+            config = Config(
+                data_dir=data_dir, search_context_weight=weight, importance_tiebreak=tiebreak
+            )
             with Store.open(config=config) as store:
-                modes.append(evaluate(store, dataset.questions, ids, name, match_mode))
+                modes.append(
+                    evaluate(store, dataset.questions, ids, name, match_mode, count_reads)
+                )
     return {
         "dataset": {
             "sessions": len(dataset.sessions),
@@ -677,20 +703,24 @@ def render_table(report: dict[str, Any], show_misses: bool) -> str:
         f"({d['sessions']} sessions, {d['prompts']} prompts) + {report['distractors']} distractors "
         f"= {total} memories; store built in {report['build_seconds']:.1f} s",
         "",
-        f"{'mode':<20} {'weight':>6} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR':>6} "
+        f"{'mode':<24} {'weight':>6} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR':>6} "
         f"{'vs base':>8} {'mean ms':>8} {'p50 ms':>7} {'p95 ms':>7}",
     ]
     base = next(m for m in report["modes"] if m["name"] == report["baseline"])
     for m in report["modes"]:
         ratio = m["hit_at_10"] / base["hit_at_10"] if base["hit_at_10"] else float("nan")
         lines.append(
-            f"{m['name']:<20} {m['context_weight']:>6.2f} {m['hit_at_1']:>6.3f} {m['hit_at_5']:>6.3f} "
+            f"{m['name']:<24} {m['context_weight']:>6.2f} {m['hit_at_1']:>6.3f} {m['hit_at_5']:>6.3f} "
             f"{m['hit_at_10']:>6.3f} {m['mrr']:>6.3f} {ratio:>7.2f}x {m['latency_mean_ms']:>8.2f} "
             f"{m['latency_p50_ms']:>7.2f} {m['latency_p95_ms']:>7.2f}"
         )
     lines.append("")
     lines.append(
         "'vs base' = hit@10 relative to match_mode=any without the session-context column."
+    )
+    lines.append(
+        "Importance breaks near ties in every mode but 'no tie-break'; only 'reads count' "
+        "counts each result as a read (the default outside this benchmark)."
     )
     if show_misses:
         for m in report["modes"]:

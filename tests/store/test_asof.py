@@ -143,10 +143,12 @@ def test_importance_reorders_only_practically_tied_results() -> None:
     ranked = [
         _result("best", -10.0, 0.1),  # clearly better: stays first whatever its importance
         _result("tie-low", -5.0, 0.2),
-        _result("tie-high", -4.95, 0.9),  # within 2 % of -5.0
-        _result("worse", -4.0, 1.0),  # 20 % worse: never jumps
+        _result("tie-high", -4.995, 0.9),  # within 0.2 % of -5.0
+        _result("close", -4.95, 1.0),  # 1 % worse: a real difference, never jumps
+        _result("worse", -4.0, 1.0),
     ]
-    assert [r.sync_id for r in break_ties(ranked)] == ["best", "tie-high", "tie-low", "worse"]
+    order = ["best", "tie-high", "tie-low", "close", "worse"]
+    assert [r.sync_id for r in break_ties(ranked)] == order
 
 
 def test_a_more_important_twin_comes_first_in_search(store: Store) -> None:
