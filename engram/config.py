@@ -91,6 +91,9 @@ class Config:
     dedupe_window_minutes: int = 15
     #: BM25 weight of the session-context column (0 disables matching through it).
     search_context_weight: float = 0.5
+    #: Default search mode (lexical, semantic, hybrid); None: hybrid when the semantic extra is
+    #: installed, else lexical (``ENGRAM_SEARCH_MODE``).
+    search_mode: str | None = None
     #: How long a write waits for another process's transaction before giving up.
     busy_timeout_ms: int = 10_000
     http_host: str = DEFAULT_HOST
@@ -138,6 +141,7 @@ def load(env: dict[str, str] | None = None) -> Config:
         api_token=env.get("ENGRAM_API_TOKEN", "").strip() or None,
         project_override=env.get("ENGRAM_PROJECT", "").strip() or None,
         busy_timeout_ms=_int_env(env, "ENGRAM_BUSY_TIMEOUT_MS", 10_000),
+        search_mode=env.get("ENGRAM_SEARCH_MODE", "").strip().lower() or None,
         review_after_days=_int_env(env, "ENGRAM_REVIEW_AFTER_DAYS", 90),
         archive_threshold=_threshold_env(env, "ENGRAM_ARCHIVE_THRESHOLD", 0.1),
         max_clock_drift_ms=parse_duration_ms(

@@ -463,6 +463,13 @@ class MemoryTools:
             Literal["any", "all"],
             Field(description="'any' word (ranked, default) or 'all' words"),
         ] = "any",
+        mode: Annotated[
+            Literal["lexical", "semantic", "hybrid"] | None,
+            Field(
+                description="'hybrid': words and meaning (the default when semantic search is "
+                "installed), 'semantic': meaning only, 'lexical': words only"
+            ),
+        ] = None,
         as_of: Annotated[
             str | None,
             Field(
@@ -471,10 +478,11 @@ class MemoryTools:
             ),
         ] = None,
     ) -> ToolResult:
-        """Search memories (full text, best first; importance breaks ties). Use it before
-        re-investigating anything that may have been solved before. Results are previews with
-        #ids: call mem_get_observation for the full text. A query containing '/' also matches
-        topic keys exactly."""
+        """Search memories (best first), by words and, where semantic search is installed, by
+        meaning: ask in your own words. Use it before re-investigating anything that may have
+        been solved before. Results are previews with #ids: call mem_get_observation for the
+        full text. A query containing '/' also matches topic keys exactly; importance breaks
+        near ties; as_of asks what was true then."""
         if all_projects:
             resolved, where = Resolved("", "all_projects", ""), None
         else:
@@ -487,6 +495,7 @@ class MemoryTools:
             scope=scope,
             limit=limit,
             match_mode=match_mode,
+            mode=mode,
             as_of=as_of,
         )
         return envelope(
@@ -629,8 +638,11 @@ class MemoryTools:
         store unless project is given)."""
         resolved = self.workspace.resolve(project, write=False)
         given = project is not None and project.strip()
-        stats = self.store.stats(resolved.project if given else None)
-        return envelope(resolved, formatting.stats(stats))
+        scope = resolved.project if given else None
+        stats = self.store.stats(scope)
+        return envelope(
+            resolved, formatting.stats(stats, vectors=self.store.vector_coverage(scope))
+        )
 
     def mem_current_project(self) -> ToolResult:
         """Which project this server saves to and why (directory, git remote, override), plus

@@ -22,7 +22,7 @@ from engram import importance
 from engram.consolidate.report import ArchiveStep, ConsolidationReport, MemoryRef, MergeStep
 from engram.errors import ValidationError
 from engram.project import normalize_project
-from engram.store import fts, scoring
+from engram.store import fts, scoring, vector_queue
 from engram.store.base import StoreBase, drop_tombstone
 from engram.store.links import LINKS_SQL
 from engram.store.observations import session_context
@@ -282,6 +282,7 @@ class ConsolidationMixin(StoreBase):
             # search before now still finds the sources, after it only the merged memory).
             for source in sources:
                 hlc, origin = self.journal.tick(conn)
+                vector_queue.forget_deleted(conn, "id", source["id"])
                 conn.execute(
                     """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
                            delete_reason = 'archived', superseded_by = ?,
@@ -316,6 +317,7 @@ class ConsolidationMixin(StoreBase):
                 ):
                     continue
                 hlc, origin = self.journal.tick(conn)
+                vector_queue.forget_deleted(conn, "id", row["id"])
                 conn.execute(
                     """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
                            delete_reason = 'archived' WHERE id = ?""",

@@ -12,7 +12,7 @@ from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.importance import check_importance
 from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts, scoring
+from engram.store import fts, scoring, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.db import MAX_INTEGER
 from engram.store.intent import check_intent, check_window
@@ -644,6 +644,7 @@ class ObservationsMixin(StoreBase):
                 conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
                 self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
             else:
+                vector_queue.forget_deleted(conn, "id", oid)
                 conn.execute(
                     """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
                            delete_reason = ? WHERE id = ?""",
@@ -674,6 +675,7 @@ class ObservationsMixin(StoreBase):
             now = now_text()
             hlc, origin = self.journal.tick(conn)
             merged = row["superseded_by"] is not None
+            vector_queue.queue(conn, [oid])  # it needs a vector again (deletes dropped it)
             conn.execute(
                 f"""UPDATE observations SET deleted_at = NULL, delete_reason = NULL,
                        superseded_by = NULL, {"valid_to = NULL," if merged else ""}

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from engram import config as config_module
 from engram.config import Config
@@ -28,6 +29,7 @@ from engram.store.replication import ReplicationMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
 from engram.store.sessions import SessionsMixin
+from engram.store.vectors import VectorsMixin
 
 
 class Store(
@@ -40,6 +42,7 @@ class Store(
     ProjectsMixin,
     ExchangeMixin,
     ReplicationMixin,
+    VectorsMixin,
     ConsolidationMixin,
     CurationMixin,
 ):
@@ -49,6 +52,8 @@ class Store(
         self.db = db
         self.config = config
         self.journal = Journal(db, config.max_clock_drift_ms)
+        #: The vectors held in memory for semantic search (loaded on the first one).
+        self.vector_index: Any = None
         scoring.register(db.conn)
         self.access = AccessLog(db, config)
 
