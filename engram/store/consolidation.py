@@ -209,13 +209,51 @@ class ConsolidationMixin(StoreBase):
                 progress("compared", done, total)
 
         topic_bar = min(SAME_TOPIC_SIMILARITY, likeness)
-        groups = find_groups(items, similarity=likeness, topic_similarity=topic_bar, progress=tick)
+        embedding = self._embedding_similarity([r["id"] for r in candidates])
+        groups = find_groups(
+            items, similarity=likeness, topic_similarity=topic_bar, embedding=embedding,
+            progress=tick,
+        )  # fmt: skip
         plans = []
         for group in groups:
             sources = [candidates[i] for i in group.members]
             merged = merging.merge(sources[0]["project"], [_source(r) for r in sources])
             plans.append((merged, sources, group.lowest))
         return plans
+
+    def _embedding_similarity(self, ids: list[int]) -> Callable[[int, int], float | None] | None:
+        """With the semantic extra, the cosine similarity of two candidates' stored vectors
+        (by their index in ``ids``). Only vectors already made are used: consolidation never
+        runs the model (``engram vectorize`` or searches fill them in)."""
+        from engram import semantic
+
+        if not semantic.available() or not ids:
+            return None
+        try:
+            model = semantic.model_id()
+        except Exception:  # a damaged install: words alone still work
+            return None
+        import numpy as np
+
+        position = {oid: i for i, oid in enumerate(ids)}
+        found: dict[int, Any] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ", ".join("?" for _ in part)
+            for oid, blob in self.db.rows(
+                f"SELECT obs_id, vector FROM observation_vectors WHERE model = ?"
+                f" AND obs_id IN ({marks})",
+                [model, *part],
+            ):
+                found[position[oid]] = np.frombuffer(blob, dtype="<f4")
+        if not found:
+            return None
+
+        def cosine(i: int, j: int) -> float | None:
+            a, b = found.get(i), found.get(j)
+            return None if a is None or b is None else float(a @ b)
+
+        return cosine
 
     # --- applying ------------------------------------------------------------------------------
 

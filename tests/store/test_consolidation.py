@@ -246,3 +246,32 @@ def test_an_llm_may_write_the_merged_text_and_a_failure_keeps_the_plain_merge(ma
     down = b.consolidate(merge_provider=FakeModel(fail=True))
     assert len(down.warnings) == 3 and "kept the plain merge" in down.warnings[0]
     assert b.get_observation(down.merges[0].merged.id).content != "Merged by the model."
+
+
+PARAPHRASES = [
+    ("Staging DB out of connections",
+     "The staging database ran out of connections; we raised max_connections to 200 in "
+     "postgresql.conf."),
+    ("Postgres connection limit on staging",
+     "Postgres on staging hit its connection cap, so the limit in the server config went up "
+     "to 200."),
+    ("Frontend bundle too large",
+     "The JavaScript bundle grew past 2 MB; we split vendor code and lazy-load the charts page."),
+]  # fmt: skip
+
+
+def test_with_the_semantic_extra_stored_vectors_find_duplicates_in_other_words(
+    store: Store,
+) -> None:
+    from engram import semantic
+
+    if not semantic.available():
+        pytest.skip(semantic.ENABLE_HINT)
+    for title, content in PARAPHRASES:
+        store.add_observation(title=title, content=content, project="acme")
+    # Words alone: the two say the same thing in too few shared words.
+    assert store.consolidate(dry_run=True).merged == 0
+    store.vectorize()  # consolidation only uses vectors that exist; it never runs the model
+    report = store.consolidate()
+    assert report.merged == 2
+    assert {s.title for s in report.merges[0].sources} == {t for t, _ in PARAPHRASES[:2]}
