@@ -275,3 +275,24 @@ def test_with_the_semantic_extra_stored_vectors_find_duplicates_in_other_words(
     report = store.consolidate()
     assert report.merged == 2
     assert {s.title for s in report.merges[0].sources} == {t for t, _ in PARAPHRASES[:2]}
+
+
+def test_the_planted_stale_facts_need_review_and_answer_as_of_their_time(synthetic) -> None:
+    store, plan = synthetic
+    due = {o.sync_id for o in store.needs_review(limit=1000)}
+    assert set(plan.stale) <= due and set(plan.trivia) <= due
+    for key, (old_text, true_then, topic) in plan.stale.items():
+        project = store.get_observation_by_sync_id(key).project
+        saved = store.add_observation(
+            title=topic, content=f"Now: not {old_text}", project=project, topic_key=topic
+        )
+        assert saved.action == "topic_updated" and saved.observation.sync_id == key
+        words = " ".join(old_text.split()[:6])
+        then = store.search(words, project=project, as_of=true_then, record_access=False)
+        assert [o.content for o in then if o.sync_id == key] == [old_text]
+        now = store.search(words, project=project, record_access=False)
+        assert [o.content for o in now if o.sync_id == key] == [f"Now: not {old_text}"]
+    report = store.consolidate()
+    archived = {a.memory.sync_id for a in report.archives if a.status == "archived"}
+    assert not archived & set(plan.stale)  # updated today: no longer stale
+    assert not {o.sync_id for o in store.needs_review(limit=1000)} & set(plan.stale)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -57,6 +58,7 @@ def test_a_consolidation_reaches_other_machines_through_git_and_the_cloud(
     cloud(c)
     assert canonical(a) == canonical(b) == canonical(c)
 
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     report = a.consolidate("acme")
     assert report.merged == len(plan.duplicate_keys) and report.archived == len(plan.trivia)
     git(a)
@@ -75,6 +77,13 @@ def test_a_consolidation_reaches_other_machines_through_git_and_the_cloud(
         # Nothing to do on a replica that received the result.
         again = replica.consolidate("acme", dry_run=True)
         assert again.merged == 0 and again.archived == 0
+        # What was true before the merge is still found as of then.
+        then = replica.search(
+            source.title, project="acme", as_of=yesterday, record_access=False, limit=20
+        )
+        assert source.sync_id in {o.sync_id for o in then}
+        now = replica.search(source.title, project="acme", record_access=False, limit=20)
+        assert source.sync_id not in {o.sync_id for o in now}
 
     dsn = server.db_url.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(dsn) as conn:
