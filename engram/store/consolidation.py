@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram import importance
-from engram.consolidate.report import ArchiveStep, ConsolidationReport, MemoryRef, MergeStep
 from engram.errors import ValidationError
 from engram.project import normalize_project
 from engram.store import fts, scoring, vector_queue
@@ -31,6 +30,7 @@ from engram.times import STORE_FORMAT, now_text
 
 if TYPE_CHECKING:  # the planning modules load only when a consolidation runs
     from engram.consolidate import merge as merging
+    from engram.consolidate.report import ConsolidationReport, MemoryRef
 
 #: Memory types never merged: each session summary records one session.
 NEVER_MERGED = frozenset({"session_summary"})
@@ -64,6 +64,12 @@ class ConsolidationMixin(StoreBase):
         ``similarity`` the bar for duplicates (0-1); ``merge_provider`` an LLM provider that
         rewrites each merged text (off by default: the deterministic merge is used).
         """
+        from engram.consolidate.report import (
+            ArchiveStep,
+            ConsolidationReport,
+            MemoryRef,
+            MergeStep,
+        )
         from engram.consolidate.similarity import DEFAULT_SIMILARITY
 
         started = time.perf_counter()
@@ -379,6 +385,8 @@ def _unchanged(conn: sqlite3.Connection, sources: list[dict[str, Any]]) -> bool:
 
 
 def _ref(row: dict[str, Any]) -> MemoryRef:
+    from engram.consolidate.report import MemoryRef
+
     return MemoryRef(row["id"], row["sync_id"], row["title"], round(float(row["score"]), 4))
 
 

@@ -47,6 +47,10 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.store.store", "engram.store.vectors", "engram.store.vector_queue", "engram.store.identity", "engram.store.quarantine", "engram.store.clock_repair", "engram_cloud", "engram_cloud.cli",
     "engram.cli.cmd_serve", "engram.secrets", "engram.store.pattern", "engram.platform",
     "engram.terminal",
+    # Importance (issue 21): scored at every save, reads counted and ties broken at every search.
+    "engram.importance", "engram.store.scoring", "engram.store.links", "engram.store.access",
+    "engram.store.tiebreak", "engram.store.intent", "engram.store.curation",
+    "engram.store.consolidation",
 }  # fmt: skip
 THIRD_PARTY_ALLOWED = {"orjson"}
 #: Names the standard library only tries to import (copy.py probes for Jython's ``org``).
