@@ -87,6 +87,7 @@ mutations = Table(
     UniqueConstraint("mid"),
     Index(None, "project", "seq"),
     Index("ix_cloud_mutations_held", "seq", postgresql_where=text("held IS NOT NULL")),
+    Index(None, "project", "entity", "key"),  # a key's records (engram_cloud.purge)
 )
 
 chunks = Table(
@@ -166,7 +167,7 @@ observations = Table(
     Column("contributor", Text, nullable=False, server_default=""),
     Column("applied_at", TSTZ, nullable=False, server_default=func.now()),
     Column("search", TSVECTOR, Computed(OBSERVATION_SEARCH, persisted=True)),
-    # The user's intent that travels with a memory (docs/importance.md; migration 0005).
+    # The user's intent that travels with a memory (docs/importance.md; migration 0006).
     Column("pinned", Boolean, nullable=False, server_default=text("false")),
     Column("importance_override", Double),
     Column("valid_from", Text),

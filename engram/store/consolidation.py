@@ -24,7 +24,7 @@ from engram.project import normalize_project
 from engram.store import fts, scoring, vector_queue
 from engram.store.base import StoreBase, drop_tombstone
 from engram.store.links import LINKS_SQL
-from engram.store.observations import session_context
+from engram.store.search_context import ContextRefresh, derive
 from engram.text import normalized_hash
 from engram.times import STORE_FORMAT, now_text
 
@@ -275,6 +275,7 @@ class ConsolidationMixin(StoreBase):
             now = now_text()
             self._ensure_session(conn, merged.session_id, project)  # type: ignore[attr-defined]
             hlc, origin = self.journal.tick(conn)
+            refresh = ContextRefresh(conn)
             values = {
                 "sync_id": merged.key, "session_id": merged.session_id, "type": merged.type,
                 "title": merged.title, "content": merged.content, "tool_name": merged.tool_name,
@@ -282,7 +283,8 @@ class ConsolidationMixin(StoreBase):
                 "normalized_hash": normalized_hash(merged.content),
                 "duplicate_count": merged.duplicate_count, "now": now, "hlc": hlc,
                 "importance_override": merged.importance_override,
-                "search_context": session_context(conn, merged.session_id, now),
+                "search_context": derive(conn, session_id=merged.session_id, project=project,
+                                         scope=scope, created_at=now, sync_id=merged.key),
             }  # fmt: skip
             existing = conn.execute(
                 "SELECT id FROM observations WHERE project = ? AND sync_id = ?",
@@ -290,6 +292,7 @@ class ConsolidationMixin(StoreBase):
             ).fetchone()
             if existing is not None:  # merged before (its sources were restored since)
                 rowid = int(existing[0])
+                refresh.observation(rowid)
                 fts.remove(conn, "observations", "id", rowid)
                 conn.execute(
                     """UPDATE observations SET session_id = :session_id, type = :type,
@@ -320,12 +323,14 @@ class ConsolidationMixin(StoreBase):
                 )
                 rowid = int(cursor.lastrowid or 0)
                 fts.add(conn, "observations", rowid, values)
+                refresh.inserted(rowid, {**values, "created_at": now})
             self._journal_state(conn, "observation", project, merged.key, hlc, origin)
             # Each source is superseded by the merged memory: archived, restorable, and no
             # longer true from now on, when the merged memory's validity starts (an as-of
             # search before now still finds the sources, after it only the merged memory).
             for source in sources:
                 hlc, origin = self.journal.tick(conn)
+                refresh.observation(source["id"])
                 vector_queue.forget_deleted(conn, "id", source["id"])
                 conn.execute(
                     """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
@@ -336,6 +341,7 @@ class ConsolidationMixin(StoreBase):
                     (now, now, hlc, merged.key, now, now, source["id"]),
                 )
                 self._journal_state(conn, "observation", project, source["sync_id"], hlc, origin)
+            refresh.settle()  # the merged memory and its sources' neighbours: contexts anew
             scoring.rescore_ids(conn, [rowid, *(s["id"] for s in sources)], now)
         return rowid
 
@@ -345,6 +351,7 @@ class ConsolidationMixin(StoreBase):
         done: set[int] = set()
         with self.db.write() as conn:
             now = now_text()
+            refresh = ContextRefresh(conn)
             for row in rows:
                 current = conn.execute(
                     """SELECT hlc, pinned, deleted_at, importance, importance_override
@@ -361,6 +368,7 @@ class ConsolidationMixin(StoreBase):
                 ):
                     continue
                 hlc, origin = self.journal.tick(conn)
+                refresh.observation(row["id"])
                 vector_queue.forget_deleted(conn, "id", row["id"])
                 conn.execute(
                     """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
@@ -370,6 +378,7 @@ class ConsolidationMixin(StoreBase):
                 self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc,
                                     origin)  # fmt: skip
                 done.add(row["id"])
+            refresh.settle()  # no archived text stays in a neighbour's session context
         return done
 
 

@@ -25,8 +25,12 @@ _CHUNK = 500  # ids per statement (well under SQLite's variable limit)
 
 
 def register(conn: sqlite3.Connection) -> None:
-    """Make ``engram_importance`` available on ``conn``."""
-    conn.create_function("engram_importance", 7, importance.sql_function())
+    """Make ``engram_importance`` available on ``conn`` (once: SQLite refuses to replace a
+    function while a statement of that connection is still active)."""
+    try:
+        conn.execute("SELECT engram_importance('', NULL, NULL, 0, NULL, 0, '1970-01-01 00:00:00')")
+    except sqlite3.OperationalError:
+        conn.create_function("engram_importance", 7, importance.sql_function())
 
 
 def rescore_ids(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:

@@ -1,7 +1,8 @@
 """Importance as a tie-breaker in search (DESIGN §3 "importance only breaks ties").
 
-Ranking decides; importance only reorders results whose relevance is practically equal: a run of
-consecutive results (same match tier, when the ranking has tiers) whose BM25 scores are within
+Ranking decides; importance only reorders, within the page of results the ranking returned,
+results whose relevance is practically equal: a run of consecutive results (same match tier,
+when the ranking has tiers) whose BM25 scores are within
 :data:`TIE_BAND` of the run's best one is ordered by importance, highest first, keeping the
 ranking's order among equals. A result can therefore only move above results that scored within
 0.2 % of it, never above a clearly better match. ``bench/retrieval_bench.py`` measures it with
@@ -15,7 +16,9 @@ from typing import Any
 
 #: How close two BM25 scores must be (relative to the better one) to count as a tie.
 TIE_BAND = 0.002
-#: Extra results a search ranks so that a tie at its last place can still be broken.
+#: Extra results the as-of search ranks so that a tie at its last place can still be broken
+#: (live search breaks ties within the page its ranking returns: pruned ranking is exact for
+#: that page only).
 TIE_EXTRA = 5
 
 

@@ -25,9 +25,14 @@ def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) 
         assert {t.name for t in models.metadata.sorted_tables} <= tables
 
         status = downgrade(engine)  # one step: the latest revision only
-        assert status.current == "0004" and not status.up_to_date
+        assert status.current == "0005" and not status.up_to_date
         columns = {c["name"] for c in inspect(engine).get_columns("cloud_observations")}
         assert not {"pinned", "importance_override", "valid_to", "superseded_by"} & columns
+
+        status = downgrade(engine)
+        assert status.current == "0004"
+        by_key = {i["name"] for i in inspect(engine).get_indexes("cloud_mutations")}
+        assert "ix_cloud_mutations_project_entity_key" not in by_key
 
         status = downgrade(engine)
         assert status.current == "0003"
