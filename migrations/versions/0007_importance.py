@@ -6,8 +6,8 @@ columns of ``cloud_observations``, so the dashboard can show them.
 Records pushed before this revision already hold these fields in the log; `engram cloud
 rebuild-read-model` fills the new columns from it (a fresh read model needs nothing).
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-24
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
