@@ -225,6 +225,9 @@ class PassiveResultOut(Struct):
 
 
 class TimelineEntryOut(Struct):
+    """A memory beside the focus: every field of the memory (as the Go tool answers), and
+    ``is_focus``."""
+
     id: int
     type: str
     title: str
@@ -232,6 +235,16 @@ class TimelineEntryOut(Struct):
     created_at: str
     is_focus: bool
     sync_id: str
+    session_id: str
+    tool_name: str | None
+    project: str
+    scope: str
+    topic_key: str | None
+    revision_count: int
+    duplicate_count: int
+    last_seen_at: str | None
+    updated_at: str
+    deleted_at: str | None
 
 
 class TimelineOut(Struct):
@@ -391,6 +404,8 @@ class ImportResultOut(Struct):
     observations_imported: int
     prompts_imported: int
     skipped: int
+    #: rows that came back through the Go tool next to their original, retired
+    copies_retired: int = 0
 
 
 # --- sync status --------------------------------------------------------------------------------

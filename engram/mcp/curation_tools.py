@@ -10,7 +10,14 @@ from pydantic import AliasChoices, Field
 
 from engram import formatting
 from engram.errors import ValidationError
-from engram.mcp.tools import MemoryId, MemoryTools, ProjectArg, ToolResult, envelope
+from engram.mcp.tools import (
+    IgnoredProjectArg,
+    MemoryId,
+    MemoryTools,
+    ProjectArg,
+    ToolResult,
+    envelope,
+)
 from engram.store.models import Observation
 
 #: What ``mem_consolidate`` changes at most per call unless told otherwise (the first seed's
@@ -109,17 +116,18 @@ class CurationTools(MemoryTools):
             float | None,
             Field(ge=0, le=1, description="archive below this importance (default 0.1)"),
         ] = None,
-        project: ProjectArg = None,
+        project: IgnoredProjectArg = None,
     ) -> ToolResult:
         """Tidy this project's memories: merge near-duplicates into one memory that keeps
         every distinct fact, archive unpinned memories of very low importance, re-score the
         rest. Every change syncs and archived memories can be restored (mem_restore). Run it
         with dry_run first and tell the user what it plans."""
-        resolved = self.workspace.resolve(project, write=True)
+        # A write tool: this directory's project, whatever `project` says (DESIGN §7).
+        resolved, extra = self.workspace.resolve_write(project)
         report = self.store.consolidate(
             resolved.project,
             dry_run=dry_run,
             max_changes=max_changes,
             threshold=threshold,
         )
-        return envelope(resolved, report.to_dict())
+        return envelope(resolved, report.to_dict(), **extra)
