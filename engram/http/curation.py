@@ -10,8 +10,10 @@ from litestar import delete, put
 from litestar.params import JSONBody, QueryParameter
 from msgspec import Meta, Struct
 
+from engram.http.lenient import whole_number
 from engram.http.models import MAX_INT, ObservationOut, many, to_wire
 from engram.http.routes import (
+    LIST_MAX,
     ObservationId,
     Project,
     RecentLimit,
@@ -140,9 +142,10 @@ def archive(store: StoreArg, data: JSONBody[MemoryRef]) -> ObservationOut:
     summary="Archived memories, most recently archived first",
 )
 def archived(
-    store: StoreArg, project: Project = None, limit: RecentLimit = 20
+    store: StoreArg, project: Project = None, limit: RecentLimit = None
 ) -> list[ObservationOut]:
-    return many(store.archived_observations(project, limit=limit), ObservationOut)
+    count = whole_number(limit, 20, LIST_MAX)
+    return many(store.archived_observations(project, limit=count), ObservationOut)
 
 
 @_get(
@@ -152,9 +155,10 @@ def archived(
     summary="Memories nobody changed, confirmed or read for a while, stalest first",
 )
 def review(
-    store: StoreArg, project: Project = None, days: Days = None, limit: RecentLimit = 20
+    store: StoreArg, project: Project = None, days: Days = None, limit: RecentLimit = None
 ) -> list[ObservationOut]:
-    return many(store.needs_review(project, days=days, limit=limit), ObservationOut)
+    count = whole_number(limit, 20, LIST_MAX)
+    return many(store.needs_review(project, days=days, limit=count), ObservationOut)
 
 
 @_post(

@@ -245,6 +245,16 @@ class TimelineEntryOut(Struct):
     last_seen_at: str | None
     updated_at: str
     deleted_at: str | None
+    importance: float
+    importance_override: float | None
+    pinned: bool
+    access_count: int
+    last_accessed_at: str | None
+    valid_from: str | None
+    valid_to: str | None
+    delete_reason: str | None
+    superseded_by: str | None
+    reviewed_at: str | None
 
 
 class TimelineOut(Struct):

@@ -259,6 +259,16 @@ class TimelineEntry:
     last_seen_at: str | None = None
     updated_at: str = ""
     deleted_at: str | None = None
+    importance: float = 0.0
+    importance_override: float | None = None
+    pinned: bool = False
+    access_count: int = 0
+    last_accessed_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    delete_reason: str | None = None
+    superseded_by: str | None = None
+    reviewed_at: str | None = None
 
     @classmethod
     def of(cls, memory: Observation, *, is_focus: bool = False) -> TimelineEntry:
@@ -269,7 +279,12 @@ class TimelineEntry:
             scope=memory.scope, topic_key=memory.topic_key,
             revision_count=memory.revision_count, duplicate_count=memory.duplicate_count,
             last_seen_at=memory.last_seen_at, updated_at=memory.updated_at,
-            deleted_at=memory.deleted_at,
+            deleted_at=memory.deleted_at, importance=memory.importance,
+            importance_override=memory.importance_override, pinned=memory.pinned,
+            access_count=memory.access_count, last_accessed_at=memory.last_accessed_at,
+            valid_from=memory.valid_from, valid_to=memory.valid_to,
+            delete_reason=memory.delete_reason, superseded_by=memory.superseded_by,
+            reviewed_at=memory.reviewed_at,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:

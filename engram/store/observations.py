@@ -342,10 +342,9 @@ class ObservationsMixin(StoreBase):
             raise NotFoundError(f"Observation #{oid} not found")
         found = Observation.from_row(row)
         if record_access:
+            # Counted in the access log; the count shown is the folded one, the same on every
+            # face (reads are folded in batches: docs/importance.md).
             self.access.note([found])  # type: ignore[attr-defined]
-            # Shown to whoever reads it: the count with the reads not folded in yet.
-            pending = self.access.pending_counts()  # type: ignore[attr-defined]
-            found.access_count += pending.get((found.project, found.sync_id), 0)
         return found
 
     def get_observation_by_sync_id(
