@@ -804,6 +804,7 @@ def observation_page(
             "title": found.title,
             "obs": found,
             "related": dq.related_observations(db, found),
+            "standing": dq.standing(db, found),
         },
     )
 

@@ -11,11 +11,11 @@ text is rebuilt from the row when a transport reads it (always the same bytes: a
 replicated fields only ever change together with its ``hlc``). A record received from
 elsewhere is stored elided too when its exact text is what its row rebuilds to, else verbatim.
 
-Once a newer write of this replica moves the row on, an elided record is *superseded*: no target
-receives it any more, only the newer record that replaced it (DESIGN §3 "The journal may be
-compacted": a target receives the latest state per key). Before a record from elsewhere
-overwrites a row, the elided record that wrote it gets its text back (:func:`keep_text`), so this
-replica's writes and relays are never lost to another replica's.
+When the row moves on (a newer write from here or elsewhere, a move to another project) or goes
+(a hard delete), triggers keep its state for the elided records written at it, in the
+``sync_kept_*`` tables (:func:`engram.store.schema.kept_states_sql`), and the record is rebuilt
+from that copy: the journal still holds every state it replicated, as it did with every text
+stored, while the current state of every memory is stored once.
 
 (``orjson`` is imported where records are encoded or decoded: loading it costs a few
 milliseconds, and a plain ``engram save`` or ``search`` process never needs it.)
@@ -35,10 +35,13 @@ from typing import Any
 from engram.record import (
     DEFAULT_MAX_CLOCK_DRIFT_MS,
     FIELDS,
+    INTENT_DEFAULTS,
     KEY_FIELD,
     MAX_WALL_MS,
+    STATE_FIELDS,
     build_record,
     check_clock,
+    compact_payload,
     format_hlc,
     new_mid,
     new_origin,
@@ -55,44 +58,65 @@ ELIDED = ""
 #: The table of each entity (the replicated rows elided records are rebuilt from).
 ENTITY_TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
 _STATE_AT = {
-    entity: f"SELECT {', '.join(FIELDS[entity])} FROM {table} "
+    entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {table} "
     f"WHERE project = ? AND {KEY_FIELD[entity]} = ? AND hlc = ?"
     for entity, table in ENTITY_TABLES.items()
 }
+#: Where the state of an elided record is kept once its row moved on (see the module docstring).
+KEPT_TABLES = {entity: f"sync_kept_{table}" for entity, table in ENTITY_TABLES.items()}
+_KEPT_AT = {
+    entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {KEPT_TABLES[entity]} WHERE seq = ?"
+    for entity in ENTITY_TABLES
+}
+#: The fields a hard delete blanks in earlier records (:meth:`Journal.blank_deleted_payloads`).
+BLANKED_FIELDS = ("title", "content", "summary")
 
 
 def sendable(alias: str = "j") -> str:
-    """SQL condition on journal rows ``alias``: the record can still be sent (it has its text,
-    or it is elided and its row is still at its hlc, i.e. not superseded)."""
+    """SQL condition on journal rows ``alias``: the record can be sent (it has its text, or it
+    is elided and its state is still there: its row at its hlc, or the kept copy). Only an
+    elided record whose state is nowhere (a journal written before states were kept) is not."""
     current = " ".join(
         f"WHEN '{entity}' THEN EXISTS (SELECT 1 FROM {table} e WHERE e.project = {alias}.project"
         f" AND e.{KEY_FIELD[entity]} = {alias}.key AND e.hlc = {alias}.hlc)"
+        f" OR EXISTS (SELECT 1 FROM {KEPT_TABLES[entity]} k WHERE k.seq = {alias}.seq)"
         for entity, table in ENTITY_TABLES.items()
     )
     return f"({alias}.record != '' OR CASE {alias}.entity {current} ELSE 0 END)"
 
 
 def elided_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
-    """The record text of an elided journal row, rebuilt from its entity's row (``None`` when
-    the row has moved on since: the record is superseded)."""
+    """The record text of an elided journal row, rebuilt from its entity's row, or from the
+    state kept when that row moved on (``None`` when neither is there)."""
     entity = row["entity"]
     found = conn.execute(_STATE_AT[entity], (row["project"], row["key"], row["hlc"])).fetchone()
     if found is None:
-        return None
-    return state_text(row, dict(zip(FIELDS[entity], tuple(found), strict=True)))
+        found = conn.execute(_KEPT_AT[entity], (row["seq"],)).fetchone()
+        if found is None:
+            return None
+    return state_text(row, dict(zip(STATE_FIELDS[entity], tuple(found), strict=True)))
 
 
 def state_text(header: Any, state: dict[str, Any]) -> str:
     """The text of the record ``header`` (its mid, hlc, origin, entity and key) whose payload
-    is the entity state ``state``: an upsert, or for a soft-deleted observation a delete."""
+    is the entity state ``state`` (its row's replicated fields): an upsert, or for a
+    soft-deleted observation a delete. Intent fields at their default are left out
+    (:func:`engram.record.compact_payload`), as every local write's payload leaves them."""
     import orjson
 
     entity = header["entity"]
     payload: dict[str, Any] = {name: state[name] for name in FIELDS[entity]}
     op = "upsert"
-    if entity == "observation" and payload["deleted_at"] is not None:
-        op = "delete"
-        payload["hard"] = False
+    if entity == "observation":
+        # (a state may leave out intent fields at their default, as a compacted payload does)
+        payload.update(
+            (name, state.get(name, default)) for name, default in INTENT_DEFAULTS.items()
+        )
+        payload["pinned"] = bool(payload["pinned"])  # stored as 0/1, replicated as a boolean
+        if payload["deleted_at"] is not None:
+            op = "delete"
+            payload["hard"] = False
+        payload = compact_payload(entity, payload)
     record = build_record(
         mid=header["mid"],
         hlc=header["hlc"],
@@ -107,22 +131,8 @@ def state_text(header: Any, state: dict[str, Any]) -> str:
     return orjson.dumps(record).decode()
 
 
-def keep_text(conn: sqlite3.Connection, entity: str, project: str, key: str, hlc: str) -> None:
-    """Store the text of the elided record that wrote ``(project, key)`` at ``hlc``, because a
-    record from elsewhere is about to overwrite that row: this replica's write is then still
-    sent to targets that lack it, and still there for the clock repair to fall back on. (Only
-    this replica's own newer writes supersede its elided records.)"""
-    row = conn.execute(
-        """SELECT * FROM sync_journal WHERE entity = ? AND project = ? AND key = ? AND hlc = ?
-             AND record = ''""",
-        (entity, project, key, hlc),
-    ).fetchone()
-    if row is not None and (text := elided_text(conn, row)) is not None:
-        conn.execute("UPDATE sync_journal SET record = ? WHERE seq = ?", (text, row["seq"]))
-
-
 def record_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
-    """A journal row's record text (rebuilt when elided; ``None`` when superseded)."""
+    """A journal row's record text (rebuilt when elided; ``None`` when its state is nowhere)."""
     text = row["record"]
     return text if text != ELIDED else elided_text(conn, row)
 
@@ -194,7 +204,7 @@ class JournalEntry:
 
 
 def entries(conn: sqlite3.Connection, rows: Iterable[sqlite3.Row]) -> list[JournalEntry]:
-    """The entries of these journal rows, elided records rebuilt; superseded ones left out."""
+    """The entries of these journal rows, elided records rebuilt (any whose state is nowhere left out)."""
     found = []
     for row in rows:
         if row["record"] != ELIDED:
@@ -251,6 +261,21 @@ def insert_record(
             (source, seq, now_text()),
         )
     return seq
+
+
+def _blank_kept(conn: sqlite3.Connection, entity: str, project: str, key: str, hlc: str) -> int:
+    """Blank the kept states of the elided records of ``(project, key)`` older than ``hlc``
+    (see :meth:`Journal.blank_deleted_payloads`); how many were blanked."""
+    names = [n for n in BLANKED_FIELDS if n in STATE_FIELDS[entity]]
+    sets = ", ".join(f"{n} = CASE WHEN COALESCE({n}, '') = '' THEN {n} ELSE ? END" for n in names)
+    unblanked = " OR ".join(f"COALESCE({n}, '') NOT IN ('', ?)" for n in names)
+    return conn.execute(
+        f"""UPDATE {KEPT_TABLES[entity]} SET {sets}
+            WHERE seq IN (SELECT seq FROM sync_journal WHERE entity = ? AND project = ?
+                            AND key = ? AND hlc < ? AND record = '')
+              AND ({unblanked})""",
+        [*([BLANKED] * len(names)), entity, project, key, hlc, *([BLANKED] * len(names))],
+    ).rowcount
 
 
 def now_ms() -> int:
@@ -595,7 +620,7 @@ class Journal:
         return found
 
     def entry(self, seq: int) -> JournalEntry | None:
-        """The journal row ``seq`` (``None`` if there is none, or it is elided and superseded)."""
+        """The journal row ``seq`` (``None`` if there is none, or it is elided and its state is nowhere)."""
         with self.db.read() as conn:
             found = entries(conn, conn.execute("SELECT * FROM sync_journal WHERE seq = ?", (seq,)))
         return found[0] if found else None
@@ -647,8 +672,8 @@ class Journal:
                 if held < len(targets):
                     continue
                 # Every earlier record of the key: upserts, and soft deletes or selection exits,
-                # which carry the full state too.
-                # (Elided records hold no text: their row is gone, so nothing to blank.)
+                # which carry the full state too. Elided ones: in the state kept for them.
+                blanked += _blank_kept(conn, entity, project, key, hlc)
                 older = conn.execute(
                     """SELECT seq, record FROM sync_journal
                        WHERE entity = ? AND project = ? AND key = ? AND hlc < ?
@@ -658,7 +683,7 @@ class Journal:
                 for older_seq, text in older:
                     record = orjson.loads(text)
                     payload = record["payload"]
-                    texts = [n for n in ("title", "content", "summary") if payload.get(n)]
+                    texts = [n for n in BLANKED_FIELDS if payload.get(n)]
                     if all(payload[n] == BLANKED for n in texts):
                         continue
                     for name in texts:

@@ -22,10 +22,10 @@ from typing import Any
 
 from engram.errors import InvalidMutationError
 from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
-from engram.store import fts, quarantine, vector_queue
+from engram.store import fts, quarantine, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
-from engram.store.journal import insert_record, keep_text, now_ms, state_text
+from engram.store.journal import insert_record, now_ms, state_text
 from engram.store.models import ApplyResult
 from engram.store.search_context import ContextRefresh, derive_state, rederive_sessions
 from engram.text import normalized_hash
@@ -130,6 +130,9 @@ class _ApplyBatch:
         self.tombstones = (
             conn.execute("SELECT EXISTS (SELECT 1 FROM sync_tombstones)").fetchone()[0] == 1
         )
+        #: Memories written by this batch: scored once at the end (their successors too: a
+        #: memory that became superseded changes its successor's link count).
+        self.rescore: set[int] = set()
 
     # --- the batch -----------------------------------------------------------------------------
 
@@ -231,6 +234,9 @@ class _ApplyBatch:
             rederive_sessions(self.conn, self.fresh_sessions, self.index)
         self.context.flush()
         self.index.flush()
+        if self.rescore:
+            scoring.rescore_ids(self.conn, self.rescore, self.now)
+            scoring.rescore_successors(self.conn, self.rescore, self.now)
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
             [(source, seq, self.now) for source, seq in self.delivered],
@@ -298,8 +304,6 @@ class _ApplyBatch:
             self._journal(record, text, source)
             result.stale += 1
         else:
-            if where == "row":  # the elided record that wrote the row keeps its text
-                keep_text(self.conn, entity, project, key, current)
             state = self.rewrite(record, where, rowid)
             self._journal(record, text, source, state)
             result.applied += 1
@@ -426,7 +430,8 @@ class _ApplyBatch:
             fts.add(conn, "user_prompts", int(cursor.lastrowid or 0), state)
             self._noted("prompt", int(cursor.lastrowid or 0))  # memories saved after it
             return
-        values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
+        values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
+                  "pinned": int(state["pinned"])}  # fmt: skip
         if rowid is not None:
             self._noted("observation", rowid)
             self.index.before_change("observations", "id", rowid)
@@ -437,10 +442,14 @@ class _ApplyBatch:
                        normalized_hash = :normalized_hash, revision_count = :revision_count,
                        duplicate_count = :duplicate_count, last_seen_at = :last_seen_at,
                        created_at = :created_at, updated_at = :updated_at,
-                       deleted_at = :deleted_at, hlc = :hlc
+                       deleted_at = :deleted_at, hlc = :hlc, pinned = :pinned,
+                       importance_override = :importance_override, valid_from = :valid_from,
+                       valid_to = :valid_to, delete_reason = :delete_reason,
+                       superseded_by = :superseded_by, reviewed_at = :reviewed_at
                    WHERE id = :id""",
                 {**values, "id": rowid},
             )
+            self.rescore.add(rowid)
             return
         live = state.get("deleted_at") is None
         if self.bulk:  # context and index at the end (finish)
@@ -451,14 +460,17 @@ class _ApplyBatch:
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count,
                    duplicate_count, last_seen_at, created_at, updated_at, deleted_at,
-                   search_context, hlc)
+                   search_context, hlc, pinned, importance_override, valid_from, valid_to,
+                   delete_reason, superseded_by, reviewed_at)
                VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
                    :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
-                   :hlc)""",
+                   :hlc, :pinned, :importance_override, :valid_from, :valid_to,
+                   :delete_reason, :superseded_by, :reviewed_at)""",
             values,
         )
         rowid = int(cursor.lastrowid or 0)
+        self.rescore.add(rowid)
         if self.bulk:
             self.index.inserted(rowid)
             if live:

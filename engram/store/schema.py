@@ -441,7 +441,7 @@ def migration_8(conn: sqlite3.Connection) -> None:
     )
 
 
-#: FTS5 prefix indexes of migration 9 (migration 11 dropped them again): the prefix lengths (in
+#: FTS5 prefix indexes of migration 9 (the lean migration, after importance, dropped them again): the prefix lengths (in
 #: characters) prefix queries of that length read from a ready-made index.
 FTS_PREFIX = "4 5 6"
 
@@ -509,6 +509,50 @@ def migration_10(conn: sqlite3.Connection) -> None:
     run_script(conn, GO_KEY_TABLES)
 
 
+# --- importance, consolidation and decay (docs/importance.md) --------------------------------
+
+#: Columns added to ``observations``: the user's intent, replicated in payloads (pin, importance
+#: override, validity, why it was deleted, its successor, last confirmation), then local
+#: derived data that never travels (the computed score and the access count).
+IMPORTANCE_COLUMNS = (
+    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
+    ("importance_override", "REAL"),
+    ("valid_from", "TEXT"),
+    ("valid_to", "TEXT"),
+    ("delete_reason", "TEXT"),
+    ("superseded_by", "TEXT"),
+    ("reviewed_at", "TEXT"),
+    ("importance", "REAL"),
+    ("access_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("last_accessed_at", "TEXT"),
+)
+IMPORTANCE_INDEXES = """
+CREATE INDEX IF NOT EXISTS observations_superseded
+    ON observations(project, superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX IF NOT EXISTS observations_pinned
+    ON observations(project, updated_at DESC) WHERE pinned = 1 AND deleted_at IS NULL;
+-- Access-log files already folded into access counts (engram/store/access.py): a fold that
+-- stopped after its commit but before deleting its file never counts that file twice.
+CREATE TABLE IF NOT EXISTS access_folds (
+    name       TEXT PRIMARY KEY,
+    folded_at  TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def migration_importance(conn: sqlite3.Connection) -> None:
+    """Importance, pins, validity and access counts (issue 21); every memory is scored."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(observations)")}
+    for name, definition in IMPORTANCE_COLUMNS:
+        if name not in columns:
+            conn.execute(f"ALTER TABLE observations ADD COLUMN {name} {definition}")
+    run_script(conn, IMPORTANCE_INDEXES)
+    from engram.store import scoring
+
+    scoring.register(conn)
+    scoring.rescore_where(conn, "o.importance IS NULL")
+
+
 #: Every index is written by every save: keep only those a read needs (issue 18). A memory's
 #: session (every query by session names its project too) serves the session context, the
 #: timeline and session listings alike; topic keys are indexed only where a memory has one.
@@ -545,12 +589,68 @@ CREATE VIRTUAL TABLE prompts_fts_vocab USING fts5vocab(prompts_fts, 'row');
 """
 
 
-def migration_11(conn: sqlite3.Connection) -> None:
+#: The replicated fields of each entity when the lean migration was written (the columns of its
+#: kept-state table; tests/store/test_lean_writes.py checks they still match record.STATE_FIELDS).
+KEPT_FIELDS = {
+    "session": ("id", "project", "directory", "started_at", "ended_at", "summary"),
+    "observation": (
+        "sync_id", "session_id", "type", "title", "content", "tool_name", "project", "scope",
+        "topic_key", "revision_count", "duplicate_count", "last_seen_at", "created_at",
+        "updated_at", "deleted_at", "pinned", "importance_override", "valid_from", "valid_to",
+        "delete_reason", "superseded_by", "reviewed_at",
+    ),
+    "prompt": ("sync_id", "session_id", "content", "project", "created_at"),
+}  # fmt: skip
+_KEPT = (("session", "sessions", "id"), ("observation", "observations", "sync_id"),
+         ("prompt", "user_prompts", "sync_id"))  # fmt: skip
+
+
+def kept_states_sql() -> str:
+    """Local journal records are stored elided (engram/store/journal.py): the row at the
+    record's hlc is its payload. When a row moves on (a newer write, from here or elsewhere, a
+    move to another project) or goes (a hard delete), these triggers keep its state, exactly as
+    it was, for every elided record written at it, so the journal still holds every state it
+    replicated (what transports send and as-of search reads). Untyped columns: values are kept
+    as stored. Deleting a journal row (the clock repair) deletes its kept state."""
+    parts = []
+    for entity, table, key in _KEPT:
+        fields = KEPT_FIELDS[entity]
+        kept = f"sync_kept_{table}"
+        keep = f"""INSERT OR IGNORE INTO {kept}(seq, {", ".join(fields)})
+        SELECT seq, {", ".join(f"OLD.{f}" for f in fields)} FROM sync_journal
+        WHERE entity = '{entity}' AND project = OLD.project AND key = OLD.{key}
+          AND hlc = OLD.hlc AND record = '';"""
+        parts.append(f"""
+CREATE TABLE IF NOT EXISTS {kept} (seq INTEGER PRIMARY KEY, {", ".join(fields)});
+CREATE TRIGGER IF NOT EXISTS {table}_keep_moved AFTER UPDATE OF hlc, project, {key} ON {table}
+WHEN OLD.hlc IS NOT NEW.hlc OR OLD.project IS NOT NEW.project OR OLD.{key} IS NOT NEW.{key}
+BEGIN
+    {keep}
+END;
+CREATE TRIGGER IF NOT EXISTS {table}_keep_deleted AFTER DELETE ON {table}
+BEGIN
+    {keep}
+END;
+""")
+    forget = "\n".join(f"    DELETE FROM sync_kept_{t} WHERE seq = OLD.seq;" for _, t, _ in _KEPT)
+    parts.append(f"""
+CREATE TRIGGER IF NOT EXISTS sync_journal_forget_kept AFTER DELETE ON sync_journal
+WHEN OLD.record = ''
+BEGIN
+{forget}
+END;
+""")
+    return "".join(parts)
+
+
+def migration_lean(conn: sqlite3.Connection) -> None:
     """Faster saves and a smaller file (issue 18): indexes no read needs are dropped or merged,
     the topic index holds only memories with a topic, and the FTS indexes are rebuilt without
-    prefix indexes. (Local journal records written from now on are stored elided, see
-    engram/store/journal.py; older ones keep their text.)"""
+    prefix indexes. Local journal records written from now on are stored elided (see
+    engram/store/journal.py; older ones keep their text), with their states kept when their
+    rows move on (:func:`kept_states_sql`)."""
     run_script(conn, LEAN_INDEXES)
+    run_script(conn, kept_states_sql())
     run_script(conn, LEAN_FTS)
     conn.execute(_weights_sql())
     for fts in ("observations_fts", "prompts_fts"):
@@ -568,7 +668,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_8,
     migration_9,
     migration_10,
-    migration_11,
+    migration_importance,
+    migration_lean,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Any
 from engram import config as config_module
 from engram.config import Config
 from engram.errors import StoreUnavailableError
+from engram.store import scoring
+from engram.store.access import AccessLog
+from engram.store.consolidation import ConsolidationMixin
 from engram.store.context import ContextMixin
+from engram.store.curation import CurationMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
 from engram.store.journal import Journal
@@ -44,6 +48,8 @@ class Store(
     ReplicationMixin,
     PurgeMixin,
     VectorsMixin,
+    ConsolidationMixin,
+    CurationMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
@@ -56,6 +62,8 @@ class Store(
         self.vector_index: Any = None
         #: Projects seen holding memories (the similar-project hint skips them).
         self.known_projects: set[str] = set()
+        scoring.register(db.conn)
+        self.access = AccessLog(db, config)
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:

@@ -49,6 +49,10 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.store.replication", "engram.store.schema", "engram.store.search",
     "engram.store.search_context", "engram.store.sessions", "engram.store.store",
     "engram.store.terms", "engram.store.vector_queue", "engram.store.vectors",
+    # Importance (issue 21): scored at every save, reads counted and ties broken at every search.
+    "engram.importance", "engram.store.scoring", "engram.store.links", "engram.store.access",
+    "engram.store.tiebreak", "engram.store.intent", "engram.store.curation",
+    "engram.store.consolidation",
 }  # fmt: skip
 #: No third-party package at all: orjson alone cost ~9 ms of every start-up (it is imported
 #: where records are encoded, never by a plain save or search).
@@ -161,6 +165,8 @@ def _imported(args: list[str], data_dir: Path) -> set[str]:
     "args",
     [
         ["search", "how did we fix the login timeout?", "--mode", "lexical"],
+        # One that finds the memory: its hit is written to the access log (importance).
+        ["search", "y", "--mode", "lexical"],
         ["save", "A title", "Some content", "--project", "acme"],
     ],
 )
@@ -168,6 +174,8 @@ def test_the_lexical_path_imports_nothing_new(data_dir: Path, args: list[str]) -
     run_engram("save", "x", "y", "--project", "acme", data_dir=data_dir)
     names = _imported(args, data_dir)
     assert "engram.store.search" in names or args[0] == "save"
+    if args[1] == "y":
+        assert list(data_dir.glob("*-access*")), "the search found nothing: no hit was counted"
     forbidden = {n for n in names if n.split(".")[0] in HIDDEN}
     forbidden |= names & {
         "engram.semantic.model", "engram.semantic.wordpiece", "engram.semantic.fusion",

@@ -1,14 +1,14 @@
 """Issue 18: what a save costs. A local write's journal record is stored elided (its row is its
-payload) and rebuilt byte for byte when a transport reads it; a newer local write supersedes
-an unsent one; a record from elsewhere never makes this replica lose its own write. Saves run
-a bounded number of statements, and the lookups on the save path read the index meant for
-them."""
+payload) and rebuilt byte for byte when a transport reads it; when the row moves on (a newer
+write from here or elsewhere, a move, a hard delete) its state is kept for the record, so the
+journal still holds every state it replicated. Saves run a bounded number of statements, and
+the lookups on the save path read the index meant for them."""
 
 from __future__ import annotations
 
 import orjson
 
-from engram.record import FIELDS, build_record
+from engram.record import STATE_FIELDS, build_record, compact_payload
 from engram.store import Store
 from engram.sync.cloud import state as cloud_state
 
@@ -24,15 +24,18 @@ def state_record(store: Store, seq: int) -> str:
     row = store.db.one("SELECT * FROM sync_journal WHERE seq = ?", (seq,))
     table = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
     key = "id" if row["entity"] == "session" else "sync_id"
-    fields = FIELDS[row["entity"]]
+    fields = STATE_FIELDS[row["entity"]]
     found = store.db.one(
         f"SELECT {', '.join(fields)} FROM {table[row['entity']]} WHERE project = ? AND {key} = ?",
         (row["project"], row["key"]),
     )
     payload = dict(zip(fields, tuple(found), strict=True))
     op = "upsert"
-    if row["entity"] == "observation" and payload["deleted_at"] is not None:
-        op, payload["hard"] = "delete", False
+    if row["entity"] == "observation":
+        payload["pinned"] = bool(payload["pinned"])
+        if payload["deleted_at"] is not None:
+            op, payload["hard"] = "delete", False
+        payload = compact_payload("observation", payload)
     record = build_record(mid=row["mid"], hlc=row["hlc"], origin=row["origin"],
                           entity=row["entity"], key=row["key"], op=op, project=row["project"],
                           scope=payload.get("scope", "project"), payload=payload)  # fmt: skip
@@ -60,22 +63,26 @@ def test_a_local_save_keeps_no_second_copy_of_its_text(store: Store) -> None:
 def test_a_soft_delete_reads_as_a_delete_with_the_full_state(store: Store) -> None:
     oid = store.add_observation(title="t", content="c", project="acme").observation.id
     store.delete_observation(oid)
-    [delete] = [e for e in store.journal.pending("t") if e.entity == "observation"]
+    [_, delete] = [e for e in store.journal.pending("t") if e.entity == "observation"]
     record = delete.as_record()
     assert record["op"] == "delete" and record["payload"]["hard"] is False
     assert record["payload"]["deleted_at"] is not None and record["payload"]["content"] == "c"
 
 
-def test_a_newer_local_write_supersedes_an_unsent_record(make_store) -> None:
+def test_a_newer_local_write_keeps_the_state_it_replaced(make_store) -> None:
+    """The row moved on twice: the first two records read as they were written (from the kept
+    states), and every state reaches a replica, in order."""
     a, b = make_store("a"), make_store("b")
     oid = a.add_observation(title="t", content="v1", project="acme").observation.id
     first = max(e.seq for e in a.journal.pending("t"))
+    before = a.journal.entry(first).record
     a.update_observation(oid, content="v2")
     a.update_observation(oid, content="v3")
+    assert raw_records(a) == ["", "", "", ""]  # the session and three memory states: no text
     entries = [e for e in a.journal.pending("t") if e.entity == "observation"]
-    assert [e.as_record()["payload"]["content"] for e in entries] == ["v3"]
-    assert a.journal.count_pending("t") == 2  # the session and the latest memory state
-    assert a.journal.entry(first) is None  # superseded: nothing to send
+    assert [e.as_record()["payload"]["content"] for e in entries] == ["v1", "v2", "v3"]
+    assert a.journal.entry(first).record == before  # byte for byte, after the row moved on
+    assert a.db.scalar("SELECT COUNT(*) FROM sync_kept_observations") == 2
     mids = cloud_state.local_mids(a, "cloud:t", "acme")
     assert set(mids.values()) == {e.seq for e in a.journal.pending("t")}
     exchange(a, b)
@@ -84,12 +91,41 @@ def test_a_newer_local_write_supersedes_an_unsent_record(make_store) -> None:
     assert a.canonical_export() == b.canonical_export()
 
 
+def test_a_hard_delete_keeps_earlier_states_until_blanked(store: Store) -> None:
+    """Like a record stored with its text: the state a hard delete removes stays readable for
+    the record until every target holds the delete, then its text is blanked."""
+    oid = store.add_observation(title="secret plan", content="launch on friday", project="acme")
+    seq = max(e.seq for e in store.journal.pending("t"))
+    store.delete_observation(oid.observation.id, hard=True)  # no targets: blanked at once
+    payload = orjson.loads(store.journal.entry(seq).record)["payload"]
+    assert (payload["title"], payload["content"]) == ("[deleted]", "[deleted]")
+    assert payload["sync_id"] == oid.observation.sync_id
+
+
+def test_the_kept_state_tables_hold_every_replicated_field() -> None:
+    """A replicated field added later must be kept too (a new migration adds the column)."""
+    from engram.store.schema import KEPT_FIELDS
+
+    assert {entity: tuple(fields) for entity, fields in STATE_FIELDS.items()} == KEPT_FIELDS
+
+
+def test_a_journal_row_deleted_takes_its_kept_state_along(store: Store) -> None:
+    oid = store.add_observation(title="t", content="v1", project="acme").observation.id
+    store.update_observation(oid, content="v2")
+    seq = store.db.scalar("SELECT seq FROM sync_kept_observations")
+    with store.db.write() as conn:
+        conn.execute("DELETE FROM sync_journal WHERE seq = ?", (seq,))
+    assert store.db.scalar("SELECT COUNT(*) FROM sync_kept_observations") == 0
+
+
 def test_a_record_already_sent_stays_held_where_it_went(make_store) -> None:
     a, b = make_store("a"), make_store("b")
     oid = a.add_observation(title="t", content="v1", project="acme").observation.id
     exchange(a, b)  # b holds v1
     a.update_observation(oid, content="v2")
     assert [e.as_record()["payload"]["content"] for e in a.journal.pending("fresh")
+            if e.entity == "observation"] == ["v1", "v2"]  # fmt: skip
+    assert [e.as_record()["payload"]["content"] for e in a.journal.pending(f"peer:{id(b)}")
             if e.entity == "observation"] == ["v2"]  # fmt: skip
     exchange(a, b)
     assert a.canonical_export() == b.canonical_export()
@@ -99,8 +135,8 @@ def test_a_record_already_sent_stays_held_where_it_went(make_store) -> None:
 
 
 def test_a_record_from_elsewhere_never_costs_this_replica_its_own_write(make_store) -> None:
-    """a's unsent write is overwritten by a newer one from b: a's record gets its text first,
-    so a target that has neither still receives a's write (and b's)."""
+    """a's unsent write is overwritten by a newer one from b: a's record keeps its state, so a
+    target that has neither still receives a's write (and b's)."""
     a, b = make_store("a"), make_store("b")
     saved = a.add_observation(title="t", content="from a", project="acme").observation
     exchange(a, b)
@@ -110,8 +146,7 @@ def test_a_record_from_elsewhere_never_costs_this_replica_its_own_write(make_sto
     mine = max(e.seq for e in a.journal.pending("third") if e.key == saved.sync_id)
     assert a.db.scalar("SELECT record FROM sync_journal WHERE seq = ?", (mine,)) == ""
     exchange(b, a)  # b's newer write replaces a's row
-    kept = a.db.scalar("SELECT record FROM sync_journal WHERE seq = ?", (mine,))
-    assert orjson.loads(kept)["payload"]["content"] == "from a"
+    assert orjson.loads(a.journal.entry(mine).record)["payload"]["content"] == "from a"
     contents = [
         e.as_record()["payload"]["content"]
         for e in a.journal.pending("third")
