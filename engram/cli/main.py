@@ -29,7 +29,10 @@ COMMAND_MODULES = {
     "timeline": "cmd_memory", "stats": "cmd_memory", "vectorize": "cmd_memory",
     "delete": "cmd_memory", "version": "cmd_memory", "projects": "cmd_projects",
     "purge": "cmd_purge", "serve": "cmd_serve", "sync": "cmd_sync", "tui": "cmd_tui",
-    "vault": "cmd_vault",
+    "vault": "cmd_vault", "archive": "cmd_curate", "archived": "cmd_curate",
+    "consolidate": "cmd_curate", "importance": "cmd_curate", "pin": "cmd_curate",
+    "restore": "cmd_curate", "review": "cmd_curate", "unpin": "cmd_curate",
+    "validity": "cmd_curate",
 }  # fmt: skip
 
 
