@@ -25,7 +25,7 @@ from engram_cloud.api import sync as sync_api
 from engram_cloud.api import workers
 from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
 from engram_cloud.compression import response_compression
-from engram_cloud.dashboard.pages import DashboardPlugin
+from engram_cloud.dashboard.plugin import DashboardPlugin
 from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
 from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
 from engram_cloud.guards import refuse_unstorable_parameters

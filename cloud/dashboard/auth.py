@@ -47,7 +47,7 @@ from engram_cloud.auth import (
     Principal,
     readable_projects,
 )
-from engram_cloud.dashboard.queries import Scope
+from engram_cloud.dashboard.queries.common import Scope
 from engram_cloud.settings import Settings
 
 COOKIE_NAME = "engram_dashboard_token"

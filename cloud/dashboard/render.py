@@ -27,14 +27,15 @@ from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from litestar import Request
+from litestar import Request, Response
+from litestar.plugins.htmx import ClientRedirect
 from litestar.response import Template
 
 from engram import __version__
 from engram.record import EPOCH_TEXT
 from engram.text import one_line, split_blocks
 
-log = logging.getLogger("engram_cloud.dashboard.pages")
+log = logging.getLogger("engram_cloud.dashboard")
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 TYPE_CLASSES = {
@@ -260,3 +261,11 @@ def render(
         status_code=status_code,
         headers={**NO_STORE, **(headers or {})},
     )
+
+
+def hx_redirect(url: str) -> Response[Any]:
+    """``HX-Redirect``: htmx navigates the whole page there (a 303 would be followed by the
+    browser's fetch and its target swapped into the fragment)."""
+    response = ClientRedirect(redirect_to=url)
+    response.status_code = 200  # else the route's declared status (a 303) applies
+    return response

@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine
 
 from engram_cloud.dashboard.charts import memories_per_day, pushes_per_day
-from engram_cloud.dashboard.queries import Scope
+from engram_cloud.dashboard.queries.common import Scope
 from tests.cloud import records as rec
 
 
