@@ -28,6 +28,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from engram.record import find_unstorable
 from engram_cloud import models, ratelimit
+from engram_cloud.api.access import require_admin
 from engram_cloud.auth import Principal, normalize_project_name
 from engram_cloud.bodies import read_small_json
 from engram_cloud.errors import ApiError, invalid_request, json_response
@@ -217,8 +218,8 @@ def heartbeat(
     return json_response({"status": "ok", "origin": row["origin"], "server_time": iso(now)})
 
 
-@get("/api/v1/workers", sync_to_thread=True)
-def workers_index(request: Request, admin: NamedDependency[Principal]) -> Response[bytes]:
+@get("/api/v1/workers", sync_to_thread=True, guards=[require_admin])
+def workers_index(request: Request) -> Response[bytes]:
     status = request.query_params.get("status") or None
     if status not in (None, "online", "offline"):
         raise invalid_request("invalid_parameter", "status must be online or offline")
@@ -227,10 +228,8 @@ def workers_index(request: Request, admin: NamedDependency[Principal]) -> Respon
     return json_response({"workers": found, "count": len(found)})
 
 
-@get("/api/v1/workers/{key:str}", sync_to_thread=True)
-def worker_detail(
-    request: Request, key: FromPath[str], admin: NamedDependency[Principal]
-) -> Response[bytes]:
+@get("/api/v1/workers/{key:str}", sync_to_thread=True, guards=[require_admin])
+def worker_detail(request: Request, key: FromPath[str]) -> Response[bytes]:
     with request.app.state.engine.connect() as conn:
         found = list_workers(conn, key=key[:255])
     if not found:
@@ -238,8 +237,8 @@ def worker_detail(
     return json_response({"workers": found, "count": len(found)})
 
 
-@post("/api/v1/workers/cleanup", sync_to_thread=True, status_code=200)
-def workers_cleanup(request: Request, admin: NamedDependency[Principal]) -> Response[bytes]:
+@post("/api/v1/workers/cleanup", sync_to_thread=True, status_code=200, guards=[require_admin])
+def workers_cleanup(request: Request) -> Response[bytes]:
     raw = request.query_params.get("minutes") or str(DEFAULT_STALE_MINUTES)
     try:
         minutes = int(raw)
