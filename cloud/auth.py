@@ -44,7 +44,6 @@ SOURCE_MANAGED = "managed_token"
 SOURCE_LEGACY = "legacy_env"
 SOURCE_LEGACY_ADMIN = "legacy_admin_env"
 SOURCE_INSECURE = "insecure"
-SOURCE_CLI = "cli"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from engram.times import iso
 from engram_cloud import models
-from engram_cloud.principals import iso
 
 STORED, EXISTS, CONFLICT = "stored", "exists", "conflict"
 

@@ -277,9 +277,6 @@ def find_similar(name: str, candidates: list[str], max_distance: int = 3) -> lis
 
 # --- the structure agents give a memory ---------------------------------------------------------
 
-#: The labels agents are taught to structure a memory with, in their usual order.
-BLOCK_LABELS = ("What", "Why", "Where", "Learned")
-
 # "**What**: …", "What: …", "## What", "- **Why** — …" (any case); the rest of the line, if any,
 # starts the block's text.
 _LABEL_LINE = re.compile(

@@ -14,6 +14,17 @@ def now_text() -> str:
     return datetime.now(UTC).strftime(STORE_FORMAT)
 
 
+def iso(moment: datetime | None, *, milliseconds: bool = False) -> str | None:
+    """RFC 3339 in UTC (``…Z``), or ``None``; ``milliseconds`` for leases and backoffs, which
+    need sub-second precision."""
+    if moment is None:
+        return None
+    utc = moment.astimezone(UTC)
+    if milliseconds:
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def to_store_text(moment: datetime) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)

@@ -27,12 +27,12 @@ from sqlalchemy import Connection, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from engram.record import find_unstorable
+from engram.times import iso
 from engram_cloud import models, ratelimit
 from engram_cloud.api.access import require_admin
 from engram_cloud.auth import Principal, normalize_project_name
 from engram_cloud.bodies import read_small_json
 from engram_cloud.errors import ApiError, invalid_request, json_response
-from engram_cloud.principals import iso
 
 _ORIGIN = re.compile(r"^[0-9a-f]{16}$")
 MAX_PROJECTS = 200

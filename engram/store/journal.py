@@ -135,6 +135,11 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+#: The journal rows ``j`` a target (bound twice, as ``?``) neither holds nor rejected: what
+#: :meth:`Journal.pending` and :meth:`Journal.count_pending` select.
+NOT_YET_DELIVERED = """NOT EXISTS (SELECT 1 FROM sync_delivery d WHERE d.target = ? AND d.seq = j.seq)
+    AND NOT EXISTS (SELECT 1 FROM sync_quarantine q WHERE q.target = ? AND q.seq = j.seq)"""
+
 class Journal:
     """Clock and journal of one store (one database file)."""
 
@@ -300,11 +305,7 @@ class Journal:
         """
         where, params = self._selection(projects, include_personal)
         sql = f"""SELECT j.* FROM sync_journal j
-                  WHERE j.seq > ? AND {where}
-                    AND NOT EXISTS (SELECT 1 FROM sync_delivery d
-                                    WHERE d.target = ? AND d.seq = j.seq)
-                    AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
-                                    WHERE q.target = ? AND q.seq = j.seq)
+                  WHERE j.seq > ? AND {where} AND {NOT_YET_DELIVERED}
                   ORDER BY j.seq"""
         args: list[Any] = [after_seq, *params, target, target]
         if limit is not None:
@@ -346,11 +347,7 @@ class Journal:
         where, params = self._selection(projects, include_personal)
         return int(
             self.db.scalar(
-                f"""SELECT COUNT(*) FROM sync_journal j WHERE {where}
-                      AND NOT EXISTS (SELECT 1 FROM sync_delivery d
-                                      WHERE d.target = ? AND d.seq = j.seq)
-                      AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
-                                      WHERE q.target = ? AND q.seq = j.seq)""",
+                f"SELECT COUNT(*) FROM sync_journal j WHERE {where} AND {NOT_YET_DELIVERED}",
                 [*params, target, target],
             )
             or 0

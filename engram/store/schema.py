@@ -10,16 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-OBSERVATIONS_FTS_COLUMNS = (
-    "title",
-    "content",
-    "tool_name",
-    "type",
-    "project",
-    "topic_key",
-    "search_context",
-)
-#: BM25 weight of each FTS column: the session context counts about half as much as the memory.
+#: BM25 weight of each column of observations_fts (title, content, tool_name, type, project,
+#: topic_key, search_context): the session context counts about half as much as the memory.
 OBSERVATIONS_FTS_WEIGHTS = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
 
 V1_TABLES = """
@@ -433,11 +425,6 @@ def table_exists(conn: sqlite3.Connection, name: str) -> bool:
 
 def current_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
-
-
-def is_legacy_database(conn: sqlite3.Connection) -> bool:
-    """A database the Go tool wrote: tables present but never versioned by us."""
-    return current_version(conn) == 0 and table_exists(conn, "observations")
 
 
 def apply_migrations(conn: sqlite3.Connection) -> int:

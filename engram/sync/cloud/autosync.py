@@ -59,6 +59,7 @@ from engram.sync.cloud.client import (
 from engram.sync.cloud.config import CloudConfig, CloudConfigError, load_cloud_config
 from engram.sync.cloud.sync import CloudSync
 from engram.terminal import for_terminal
+from engram.times import iso
 
 if TYPE_CHECKING:
     from engram.config import Config
@@ -357,7 +358,7 @@ class Autosync:
                     if report.unconfirmed:
                         complete = False
                     if report.sent:
-                        self.last_push_at = state.iso(state.utc_now())
+                        self.last_push_at = iso(state.utc_now(), milliseconds=True)
         except CloudError as exc:
             self._failed(self._push, PUSH_FAILED, exc)
             return False
@@ -504,7 +505,7 @@ class Autosync:
             return
         if self._stopping.is_set():
             return
-        self.last_pull_at = state.iso(state.utc_now())
+        self.last_pull_at = iso(state.utc_now(), milliseconds=True)
         if any(r.dead for r in reports.values()):
             _say(f"{sum(r.dead for r in reports.values())} pulled record(s) could not be applied")
         self._succeeded(self._pull)
@@ -529,7 +530,9 @@ class Autosync:
                 str(exc),
                 self.timings.refusal_backoff,
             )
-        _say(f"pull refused for {', '.join(named)}: {exc} (next try at {state.iso(refusal.until)})")
+        _say(
+            f"pull refused for {', '.join(named)}: {exc} (next try at {iso(refusal.until, milliseconds=True)})"
+        )
 
     # --- status bookkeeping -------------------------------------------------------------------
 
@@ -548,7 +551,7 @@ class Autosync:
             direction.failures, self.timings.backoff_base, self.timings.backoff_max
         )
         direction.retry_at = time.monotonic() + delay
-        direction.backoff_until = state.iso(state.utc_now() + timedelta(seconds=delay))
+        direction.backoff_until = iso(state.utc_now() + timedelta(seconds=delay), milliseconds=True)
         failures = max(self._push.failures, self._pull.failures)
         self.phase = BACKOFF if failures >= self.timings.max_failures else phase
         if first:
@@ -590,7 +593,7 @@ class Autosync:
         direction.retry_at = 0.0
         direction.backoff_until = None
         other = self._pull if direction is self._push else self._push
-        self.last_sync_at = state.iso(state.utc_now())
+        self.last_sync_at = iso(state.utc_now(), milliseconds=True)
         if other.failures:
             self.phase = PULL_FAILED if other is self._pull else PUSH_FAILED
             state.write_state(

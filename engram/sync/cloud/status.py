@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engram.times import iso
+
 if TYPE_CHECKING:
     from engram.store import Store
     from engram.sync.cloud.autosync import Autosync
@@ -168,7 +170,7 @@ def project_status(
         else {
             "reason_code": refusal.reason_code,
             "stops": list(refusal.directions),
-            "until": state.iso(refusal.until),
+            "until": iso(refusal.until, milliseconds=True),
             "count": refusal.count,
             "message": refusals.describe(refusal, project),
         },

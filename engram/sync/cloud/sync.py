@@ -36,6 +36,7 @@ from engram.sync.cloud.client import (
 )
 from engram.sync.cloud.config import CloudConfig
 from engram.sync.progress import ProgressFactory, default_author, no_progress
+from engram.times import iso
 
 if TYPE_CHECKING:
     from engram.store import Store
@@ -196,7 +197,7 @@ class CloudSync:
                 refusal = refusals.note(
                     self.store, self.target, project, exc.reason_code, str(exc), self.backoff
                 )
-                report.error["retry_at"] = state.iso(refusal.until)
+                report.error["retry_at"] = iso(refusal.until, milliseconds=True)
                 return report
             raise
         self._settle_project(project, pushed=report.sent > 0)
@@ -260,7 +261,7 @@ class CloudSync:
         write at all when nothing changed: autosync pushes after every local write)."""
         values: dict[str, Any] = {}
         if pushed:
-            values["last_push_at"] = state.iso(state.utc_now())
+            values["last_push_at"] = iso(state.utc_now(), milliseconds=True)
         row = state.project_row(self.store, self.target, project)
         if row is not None and row.get("reason_code") in PROJECT_REASONS:
             values.update(reason_code=None, reason_message=None)
