@@ -15,9 +15,6 @@ call these, so the rules live once:
 
 from __future__ import annotations
 
-import os
-import sys
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -49,19 +46,6 @@ PULL_LIMIT = 500
 MAX_PUSH_BYTES = 4 * 1024 * 1024
 #: Per-project reasons a push can leave behind (cleared by the next successful push).
 PROJECT_REASONS = (PAUSED, POLICY_FORBIDDEN, BLOCKED_UNENROLLED)
-
-#: Test-only seam: ``after-response`` pauses an explicit push right after the server answered
-#: and before the accepted rows are acknowledged locally; the crash tests SIGKILL it there.
-TEST_PAUSE_ENV = "ENGRAM_TEST_PAUSE_CLOUD_PUSH"
-
-
-def _test_pause(point: str) -> None:
-    if os.environ.get(TEST_PAUSE_ENV) != point:
-        return
-    sys.stderr.write(f"engram: test pause at {point}\n")
-    sys.stderr.flush()
-    time.sleep(60)
-
 
 def unenrolled_error(project: str) -> CloudError:
     return CloudError(
@@ -240,7 +224,6 @@ class CloudSync:
             self._push_rows(project, rows[half:], report)
             return
         report.sent += len(rows)
-        _test_pause("after-response")
         seq_of = {r.mid: r.seq for r in rows}
         accepted = [seq_of[m] for m in dict.fromkeys(answer.accepted) if m in seq_of]
         report.acknowledged += self.store.journal.mark_delivered(self.target, accepted)
