@@ -32,10 +32,11 @@ def _settings() -> Any:
 
 def _engine(url: str | None = None) -> Any:
     """An engine on ``url`` (default ``$ENGRAM_DATABASE_URL``) that answered once."""
+    from engram_cloud import settings as settings_module
     from engram_cloud.db import DatabaseUnavailableError, check_database, create_db_engine
     from engram_cloud.settings import SettingsError
 
-    raw = url if url is not None else os.environ.get("ENGRAM_DATABASE_URL", "").strip()
+    raw = url if url is not None else settings_module.raw("ENGRAM_DATABASE_URL")
     if not raw:
         raise CloudCommandError("ENGRAM_DATABASE_URL is not set")
     try:

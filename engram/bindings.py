@@ -76,7 +76,7 @@ class Bindings:
     @classmethod
     def default(cls) -> Bindings:
         """The bindings of ``$ENGRAM_DATA_DIR`` (or ``~/.engram``)."""
-        from engram.config import default_data_dir
+        from engram.settings import default_data_dir
 
         return cls(default_data_dir())
 

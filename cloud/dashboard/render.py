@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from datetime import UTC, datetime, tzinfo
 from importlib.resources import files
 from pathlib import Path
@@ -34,6 +33,7 @@ from litestar.response import Template
 from engram import __version__
 from engram.record import EPOCH_TEXT
 from engram.text import one_line, split_blocks
+from engram_cloud import settings
 
 log = logging.getLogger("engram_cloud.dashboard")
 
@@ -53,7 +53,7 @@ def template_dir() -> Path:
 
 def display_zone() -> tzinfo:
     """``ENGRAM_TIMEZONE`` (IANA name), else UTC; a bad name is logged and UTC used."""
-    name = os.environ.get("ENGRAM_TIMEZONE", "").strip()
+    name = settings.raw("ENGRAM_TIMEZONE")
     if not name:
         return UTC
     try:

@@ -19,7 +19,6 @@ from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery, JSONBody, PathParameter, QueryParameter
 
 from engram import __version__
-from engram.config import Config
 from engram.errors import ProjectResolutionError, ValidationError
 from engram.http.models import (
     MAX_INT,
@@ -60,6 +59,7 @@ from engram.http.models import (
     to_wire,
 )
 from engram.project import ProjectResolution, detect_project, normalize_project
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.cloud.status import StatusSource, sync_status
 

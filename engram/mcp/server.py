@@ -27,7 +27,7 @@ from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from engram import __version__
+from engram import __version__, settings
 from engram.errors import (
     ConflictError,
     EngramError,
@@ -329,7 +329,7 @@ def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     connected: the cloud autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before
     the first request and exited after the last; tool writes reach them through
     ``store.add_write_listener``."""
-    if os.environ.get("ENGRAM_CLOUD_AUTOSYNC", "").strip() != "1":
+    if settings.raw("ENGRAM_CLOUD_AUTOSYNC") != "1":
         return []  # the sync stack (httpx) is imported only when asked for
     from engram.sync.cloud.autosync import autosync_from_env, autosync_running
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from engram.config import Config
 from engram.record import FIELDS, KEY_FIELD, moved_key
+from engram.settings import Config
 from engram.store import fts
 from engram.store.db import Database
 from engram.store.journal import Journal

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from engram import config as config_module
-from engram.config import Config
+from engram import settings as config_module
 from engram.errors import StoreUnavailableError
+from engram.settings import Config
 from engram.store.clock_repair import ClockRepair
 from engram.store.context import ContextMixin
 from engram.store.db import Database, describe_sqlite_error

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 
 REPO = Path(__file__).resolve().parents[2]

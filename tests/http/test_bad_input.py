@@ -8,8 +8,8 @@ import orjson
 import pytest
 from litestar.testing import TestClient
 
-from engram.config import Config
 from engram.http.app import create_app
+from engram.settings import Config
 from engram.store import Store
 from tests.http.conftest import BASE_URL
 

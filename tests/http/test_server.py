@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from tests.http.conftest import TOKEN, Server, start_server
 from tests.http.test_auth_and_app import EXPECTED_ROUTES, documented_routes

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from engram.config import Config
 from engram.http.hub import HubIndex, create_hub
+from engram.settings import Config
 from engram.store import Store
 
 TOKEN = "seed-hub-token"

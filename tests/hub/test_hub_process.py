@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from tests.hub.conftest import SAMPLE, TOKEN, fill
 from tests.support import REPO, engram_env, free_port, run_engram, wait_for_port

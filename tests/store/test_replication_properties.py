@@ -15,9 +15,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram.config import Config
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.record import build_record, format_hlc, new_mid
+from engram.settings import Config
 from engram.store import Store
 
 from .replicas import converge, exchange

@@ -48,7 +48,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engram import __version__
+from engram import __version__, settings
 from engram.errors import EngramError
 from engram.sync.cloud import refusals, state
 from engram.sync.cloud.client import (
@@ -62,7 +62,7 @@ from engram.terminal import for_terminal
 from engram.times import iso
 
 if TYPE_CHECKING:
-    from engram.config import Config
+    from engram.settings import Config
     from engram.store import Store
 
 ENABLE_ENV = "ENGRAM_CLOUD_AUTOSYNC"
@@ -77,7 +77,7 @@ PUSH_FAILED, PULL_FAILED, BACKOFF, DISABLED = "push_failed", "pull_failed", "bac
 
 
 def _env_number(env: Mapping[str, str], name: str, default: float, scale: float = 1.0) -> float:
-    raw = env.get(name, "").strip()
+    raw = settings.raw(name, env)
     if not raw:
         return default
     try:
@@ -388,9 +388,12 @@ class Autosync:
             info = path.stat() if path is not None else None
         except OSError:
             info = None
-        env = os.environ if self.env is None else self.env
         stat = (info.st_mtime_ns, info.st_size, info.st_ino) if info is not None else None
-        return (stat, env.get("ENGRAM_CLOUD_SERVER"), env.get("ENGRAM_CLOUD_TOKEN"))
+        return (
+            stat,
+            settings.raw("ENGRAM_CLOUD_SERVER", self.env),
+            settings.raw("ENGRAM_CLOUD_TOKEN", self.env),
+        )
 
     def _check_config(self) -> None:
         """A changed ``cloud.json`` (``engram cloud config``): use the new token, and ask the
@@ -649,7 +652,7 @@ def autosync_from_env(store: Store, env: Mapping[str, str] | None = None) -> Aut
     its write listener attached; else None (an ``[autosync] ERROR`` line says why when it was
     asked for but cannot run — the process goes on without it)."""
     env = os.environ if env is None else env
-    if env.get(ENABLE_ENV, "").strip() != "1":
+    if settings.raw(ENABLE_ENV, env) != "1":
         return None
     try:
         cloud = load_cloud_config(store.config.data_dir, env)

@@ -12,7 +12,6 @@ answers. Redirects are never followed, so a token cannot leak to another host.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ import httpx
 import orjson
 import zstandard
 
-from engram import __version__
+from engram import __version__, settings
 from engram.errors import EngramError
 from engram.sync.cloud.config import CloudConfig
 
@@ -94,7 +93,7 @@ class PullPage:
 
 
 def default_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    raw = settings.raw(TIMEOUT_ENV)
     try:
         return float(raw) if raw else DEFAULT_TIMEOUT_S
     except ValueError:

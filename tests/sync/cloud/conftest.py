@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.cloud import state as cloud_state
 from engram.sync.cloud.config import CloudConfig, normalize_server_url, save_cloud_config

@@ -47,7 +47,7 @@ def valid_line(title: str) -> bytes:
     """A real mutation from another replica, as a chunk line."""
     import tempfile
 
-    from engram.config import Config
+    from engram.settings import Config
 
     with tempfile.TemporaryDirectory() as tmp, Store.open(config=Config(data_dir=Path(tmp))) as s:
         s.add_observation(title=title, content="should not be half-applied", project="acme")

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir, locate
 from tests.support import run_engram, run_on_terminal

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.manifest import read_manifest
