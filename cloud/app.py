@@ -39,7 +39,7 @@ SERVICE = "engram-cloud"
 
 @get("/health", sync_to_thread=False, include_in_schema=False)
 def health() -> object:
-    """Liveness: the process answers (the reference's exact body)."""
+    """Liveness: the process answers (the Go tool's exact body)."""
     return json_response({"service": SERVICE, "status": "ok"})
 
 

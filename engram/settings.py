@@ -171,7 +171,7 @@ def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """Local settings. Limits follow the reference tool's defaults."""
+    """Local settings. Limits follow the Go tool's defaults."""
 
     data_dir: Path = field(default_factory=default_data_dir)
     max_observation_length: int = 50_000

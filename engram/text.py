@@ -105,7 +105,7 @@ def normalize_topic_key(topic_key: str | None) -> str | None:
 
 
 def topic_sync_id(project: str, scope: str, topic_key: str) -> str:
-    """The deterministic sync id of a memory first saved under a topic key (DESIGN §3)."""
+    """The deterministic sync id of a memory first saved under a topic key (docs/architecture.md, "Identity, the journal and replication")."""
     digest = hashlib.sha256(f"{project}\0{scope}\0{topic_key}".encode()).hexdigest()
     return "obs-" + digest[:16]
 

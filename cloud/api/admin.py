@@ -1,4 +1,4 @@
-"""The managed-identity admin JSON API (reference §7.4), plus project pause and the sync audit
+"""The managed-identity admin JSON API (docs/cloud.md, "Who may do what"), plus project pause and the sync audit
 log: ``/admin/users``, ``/admin/users/{id}/tokens|grants``, ``/admin/tokens/{id}/revoke``,
 ``/admin/projects``, ``/admin/audit-log``.
 

@@ -1,4 +1,4 @@
-"""``engram hub``: the first seed's Hub API (``reference/seed-engram-hub-api.md``) as its own
+"""``engram hub``: the first seed's Hub API (docs/hub.md) as its own
 small litestar app over the local store, on its own port (127.0.0.1:8000 by default), so that
 its ``/health`` never collides with ``engram serve``'s.
 

@@ -63,8 +63,8 @@ from engram.settings import Config
 from engram.store import Store
 from engram.sync.cloud.status import StatusSource, sync_status
 
-IMPORT_BODY_LIMIT = 50 * 1000 * 1000  # 50 MB, as the reference
-CONTEXT_MAX_BYTES = 65536  # the reference's cap for ?max_bytes
+IMPORT_BODY_LIMIT = 50 * 1000 * 1000  # 50 MB, as the Go tool
+CONTEXT_MAX_BYTES = 65536  # the Go tool's cap for ?max_bytes
 LIST_MAX = 1000  # longest page any list route returns
 # Python names of parameters whose wire name differs (`scope` is reserved by litestar).
 WIRE_NAMES = {"scope_filter": "scope"}

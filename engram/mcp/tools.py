@@ -5,7 +5,7 @@ argument may be), calls one store method, and returns the envelope
 ``{"project", "project_source", "project_path", "result"}``. Failures are raised as
 ``engram.errors`` exceptions; ``engram.mcp.server`` turns them into tool errors.
 
-Which project a call means (reference §8.3): an explicit ``project`` argument must name a known
+Which project a call means (docs/mcp.md, "Which project a memory goes to"): an explicit ``project`` argument must name a known
 project; otherwise the session's project (for tools given a ``session_id``), then the process
 override (``--project`` / ``ENGRAM_PROJECT``), then the server's working directory. A directory
 holding several repositories is ambiguous: read tools then look at every project, write tools
@@ -183,7 +183,7 @@ class Workspace:
     def resolve_with_session(
         self, explicit: str | None, session_id: str | None
     ) -> tuple[Resolved, str | None]:
-        """The project and session of a write that may name a session (reference §8.3):
+        """The project and session of a write that may name a session (docs/mcp.md, "Which project a memory goes to"):
         explicit project, else the session's project, else the default. A named session must
         exist; without one, the single open session this server started is used."""
         if session_id is not None and session_id.strip():

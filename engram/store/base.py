@@ -168,7 +168,7 @@ class StoreBase:
         new_project: str,
         now: str,
     ) -> str:
-        """Move a memory or prompt to ``new_project`` (DESIGN §3): a hard delete of its key in
+        """Move a memory or prompt to ``new_project`` (docs/architecture.md, "Identity, the journal and replication"): a hard delete of its key in
         the old project (journaled, tombstoned) and the local row re-keyed to the derived key
         in the new one, so every replica makes the same move. The caller has taken the row out
         of the full-text index, then sets its other fields, re-indexes it and journals its new

@@ -145,7 +145,7 @@ class Journal:
 
     def __init__(self, db: Database, max_drift_ms: int = DEFAULT_MAX_CLOCK_DRIFT_MS) -> None:
         self.db = db
-        #: How far ahead of real time a clock value may be (DESIGN §3 "Clock bound").
+        #: How far ahead of real time a clock value may be (docs/architecture.md, "Trust boundaries").
         self.max_drift_ms = max_drift_ms
 
     # --- identity and clock -----------------------------------------------------------------

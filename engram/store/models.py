@@ -1,6 +1,6 @@
 """The objects the store hands out: one shape per entity, shared by every face.
 
-``to_dict`` gives the JSON shape of the reference's export (plus ``rank`` in search results),
+``to_dict`` gives the JSON shape of the Go tool's export (plus ``rank`` in search results),
 which is what the CLI's ``--json``, the MCP tools and the HTTP API all return.
 """
 

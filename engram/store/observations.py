@@ -217,7 +217,7 @@ class ObservationsMixin(StoreBase):
                     "search_context": session_context(conn, session_id, now),
                 }  # fmt: skip
                 if deleted_row is not None:
-                    # Topic revival (DESIGN §3): the derived key's memory was deleted here; this
+                    # Topic revival (docs/architecture.md, "Identity, the journal and replication"): the derived key's memory was deleted here; this
                     # newer save brings that key back, so every replica ends with one memory.
                     rowid = deleted_row
                     fts.remove(conn, "observations", "id", rowid)
@@ -315,7 +315,7 @@ class ObservationsMixin(StoreBase):
         local id.
 
         A topic memory gets the topic's derived key (so machines converge) whether that key is
-        free, hard-deleted (tombstone) or soft-deleted here: a newer save revives it (DESIGN §3
+        free, hard-deleted (tombstone) or soft-deleted here: a newer save revives it (docs/architecture.md, "Identity, the journal and replication"
         "Topic revival"). Only a live memory that holds it under another topic or scope (edits
         never re-key) makes the save mint a random key."""
         if topic:
@@ -530,7 +530,7 @@ class ObservationsMixin(StoreBase):
             fts.remove(conn, "observations", "id", oid)
             key = old["sync_id"]
             if new["project"] != old["project"]:
-                # Another project is another address: a delete here, a create there (DESIGN §3).
+                # Another project is another address: a delete here, a create there (docs/architecture.md, "Identity, the journal and replication").
                 key = self._move(conn, "observation", oid, old, new["project"], now)
             elif new["scope"] != old["scope"]:
                 self._journal_exit(conn, old, now)

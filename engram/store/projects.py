@@ -88,7 +88,7 @@ class ProjectsMixin(StoreBase):
     def merge_projects(self, sources: list[str], target: str) -> MergeResult:
         """Move every session, observation and prompt of ``sources`` into ``target``.
 
-        Another project is another address (DESIGN §3): each memory and prompt is journaled as
+        Another project is another address (docs/architecture.md, "Identity, the journal and replication"): each memory and prompt is journaled as
         a hard delete of its key in the old project and a create under its derived key in the
         target, so every replica makes the same move and teammates who share only the old
         project do not keep stale copies. Sessions keep their id: a session the target already

@@ -36,7 +36,7 @@ _BY_ID = """SELECT s.*, EXISTS (SELECT 1 FROM sync_journal j
 
 class SessionsMixin(StoreBase):
     """Sessions are addressed by ``(project, id)``: an agent session that wrote to two projects
-    has a row in each (DESIGN §3). A face may name a session by id alone; then
+    has a row in each (docs/architecture.md, "Identity, the journal and replication"). A face may name a session by id alone; then
 
     * reads take the best row of that id: one this machine wrote, else the most recently
       started (:meth:`get_session`);

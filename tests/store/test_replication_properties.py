@@ -1,4 +1,4 @@
-"""Property tests of DESIGN §3's invariants: random interleavings of writes on several replicas,
+"""Property tests of docs/architecture.md, "Identity, the journal and replication"'s invariants: random interleavings of writes on several replicas,
 mutations exchanged partially, in random orders and with duplicates, always converge to identical
 canonical exports.
 

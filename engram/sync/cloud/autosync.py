@@ -14,7 +14,7 @@ never waits for the loop's lock, and never for the network):
 
 Only the holder of the lease in ``sync_state`` syncs, so two local processes on one data
 directory never sync at once; a holder that dies lets the lease expire (``lease`` seconds) and
-another process takes over. Failures back off exponentially with jitter (reference §6.5), each
+another process takes over. Failures back off exponentially with jitter (docs/cloud-sync.md, "Autosync"), each
 direction on its own, and are reported as a phase and a reason code (``auth_required``,
 ``policy_forbidden``, ``paused``, ``transport_failed`` …) in ``sync_state`` — which
 ``GET /sync/status`` and ``engram cloud status`` read.
@@ -70,7 +70,7 @@ ENABLE_ENV = "ENGRAM_CLOUD_AUTOSYNC"
 PERSIST_HEALTHY_EVERY = 5.0
 INTERNAL_ERROR = "internal_error"
 
-# Phases (reference §6.6): idle, pushing, pulling, healthy, push_failed, pull_failed, backoff,
+# Phases (docs/cloud-sync.md, "Autosync"): idle, pushing, pulling, healthy, push_failed, pull_failed, backoff,
 # disabled.
 IDLE, PUSHING, PULLING, HEALTHY = "idle", "pushing", "pulling", "healthy"
 PUSH_FAILED, PULL_FAILED, BACKOFF, DISABLED = "push_failed", "pull_failed", "backoff", "disabled"
@@ -91,7 +91,7 @@ def _env_number(env: Mapping[str, str], name: str, default: float, scale: float 
 
 @dataclass(frozen=True, slots=True)
 class Timings:
-    """The loop's timings, in seconds (defaults from the reference, §6.2)."""
+    """The loop's timings, in seconds (defaults from docs/cloud-sync.md, "Autosync")."""
 
     debounce: float = 0.5
     poll: float = 25.0  # long-poll wait per pull (the server caps it at 30 s)
@@ -130,7 +130,7 @@ class Timings:
 def backoff_delay(
     failures: int, base: float, ceiling: float, rand: Callable[[], float] = random.random
 ) -> float:
-    """Reference §6.5: ``base`` doubled per failure after the first (saturating at
+    """docs/cloud-sync.md, "Autosync": ``base`` doubled per failure after the first (saturating at
     ``ceiling``), plus jitter uniform in ±25 %, capped at ``ceiling``, at least ``base / 2``."""
     if failures <= 0:
         return base

@@ -1,4 +1,4 @@
-"""The git-sync chunk format (DESIGN §4) and its encoder, pure: no files, no store.
+"""The git-sync chunk format (docs/git-sync.md, "Chunks") and its encoder, pure: no files, no store.
 
 A chunk is gzipped JSON Lines. Line 1 is a header, every further line one mutation record (the
 exact journal text). Its id is the first 16 hex digits of the SHA-256 of the *uncompressed*

@@ -1,5 +1,5 @@
 """Issue 12, hole 1, end to end: a member granted only project gamma cannot reach project alpha's
-memories by naming their sync ids inside gamma (identity is per project, DESIGN §3).
+memories by naming their sync ids inside gamma (identity is per project, docs/architecture.md, "Identity, the journal and replication").
 
 Real processes and real HTTP: ``engram cloud serve`` on a throwaway PostgreSQL database, two
 managed members made with ``engram cloud admin`` (one granted alpha and gamma, one only gamma),
