@@ -293,7 +293,7 @@ def test_paused_forbidden_and_unauthorized_loops_report_their_reason(
 
     config = save_cloud_config(a.config.data_dir, server.url, TOKEN)
     server.admin("pause", "acme")
-    with autosync(a, config) as loop, autosync(b, config):
+    with autosync(a, config) as loop, autosync(b, config) as loop_b:
         a.add_observation(title="Paused", content="waits for the resume", project="acme")
         a.add_observation(title="Forbidden", content="never allowed", project="widgets")
         wait_until(lambda: project_status(a, "acme", manager=loop)["reason_code"] == "paused")
@@ -301,7 +301,8 @@ def test_paused_forbidden_and_unauthorized_loops_report_their_reason(
             lambda: project_status(a, "widgets", manager=loop)["reason_code"] == "policy_forbidden"
         )
         b.add_observation(title="From B", content="zebracorn", project="acme")
-        time.sleep(0.5)
+        # B tried to push it and was refused: the server never had it to hand to A.
+        wait_until(lambda: project_status(b, "acme", manager=loop_b)["reason_code"] == "paused")
         # A refused project is not a failing loop: pulls go on (acme is still pulled).
         assert loop.snapshot()["consecutive_failures"] == 0
         assert a.search("zebracorn", project="acme") == []  # B's push is paused too
