@@ -10,6 +10,9 @@ project; otherwise the session's project (for tools given a ``session_id``), the
 override (``--project`` / ``ENGRAM_PROJECT``), then the server's working directory. A directory
 holding several repositories is ambiguous: read tools then look at every project, write tools
 refuse and write nothing.
+
+Size: over 500 lines on purpose: the tools' schemas and handlers, each a thin call into the
+store; one file so the agents' contract reads as one list.
 """
 
 from __future__ import annotations

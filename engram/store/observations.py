@@ -1,5 +1,9 @@
 """Observations (memories): save with privacy stripping, truncation, topic upsert and dedupe;
-get, update, soft and hard delete, recent lists, timeline and passive capture."""
+get, update, soft and hard delete, recent lists, timeline and passive capture.
+
+Size: over 500 lines on purpose: the write rules of one entity (privacy, truncation, topic
+upsert, dedupe, moves) belong together; searching and context live in their own modules.
+"""
 
 from __future__ import annotations
 

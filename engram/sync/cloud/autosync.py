@@ -30,6 +30,9 @@ Timings have environment overrides so tests run in seconds: ``ENGRAM_AUTOSYNC_DE
 ``ENGRAM_AUTOSYNC_BACKOFF_BASE_MS``, ``ENGRAM_AUTOSYNC_BACKOFF_MAX_MS``,
 ``ENGRAM_AUTOSYNC_HEARTBEAT_S``, ``ENGRAM_AUTOSYNC_RESCAN_S``,
 ``ENGRAM_AUTOSYNC_REFUSED_BASE_S``, ``ENGRAM_AUTOSYNC_REFUSED_MAX_S``.
+
+Size: over 500 lines on purpose: one loop's state machine (push, pull, lease, backoff,
+heartbeat); refusals and status already live in refusals.py and status.py.
 """
 
 from __future__ import annotations
