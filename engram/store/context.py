@@ -38,13 +38,13 @@ class ContextMixin(StoreBase):
         n_observations = _section_limit(observations, self.config.max_context_results)
         n_prompts = _section_limit(prompts, 10)
         recent_sessions = (
-            self.recent_sessions(project, n_sessions) if n_sessions > 0 else []  # type: ignore[attr-defined]
+            self.recent_sessions(project, n_sessions) if n_sessions > 0 else []
         )
         recent_prompts = (
-            self.recent_prompts(project, n_prompts) if n_prompts > 0 else []  # type: ignore[attr-defined]
+            self.recent_prompts(project, n_prompts) if n_prompts > 0 else []
         )
         recent_observations = (
-            self.recent_observations(project, scope, n_observations)  # type: ignore[attr-defined]
+            self.recent_observations(project, scope, n_observations)
             if n_observations > 0
             else []
         )

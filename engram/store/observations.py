@@ -173,7 +173,7 @@ class ObservationsMixin(StoreBase):
         content = truncation.text
         kind = (type or "").strip() or "manual"
         project, project_warning = normalize_project(project)
-        project = self._write_project(project, session_id)  # type: ignore[attr-defined]
+        project = self._write_project(project, session_id)
         scope = normalize_scope(scope)
         topic = normalize_topic_key(topic_key)
         session_id = check_session_id(session_id) if session_id else default_session_id(project)
@@ -185,7 +185,7 @@ class ObservationsMixin(StoreBase):
 
         with self.db.write() as conn:
             now = now_text()
-            self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
+            self._ensure_session(conn, session_id, project)
             action, rowid, sync_id = "created", None, ""
             if topic and (found := self._find_topic_target(conn, project, scope, topic)):
                 action, (rowid, sync_id) = "topic_updated", found
@@ -450,7 +450,7 @@ class ObservationsMixin(StoreBase):
                 (focus.project, focus.session_id),
             ).fetchone()[0]
         try:
-            session = self.get_session(  # type: ignore[attr-defined]
+            session = self.get_session(
                 focus.session_id, project=focus.project
             )
         except NotFoundError:
@@ -576,6 +576,7 @@ class ObservationsMixin(StoreBase):
                 old = self._state(conn, "observation", row["project"], row["sync_id"])
                 fts.remove(conn, "observations", "id", oid)
                 conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
+                assert old is not None  # read from the row found in this transaction
                 self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
             else:
                 conn.execute(

@@ -238,13 +238,15 @@ class ProjectsMixin(StoreBase):
                 hlc, origin = self.journal.tick(conn)
                 fts.remove(conn, "user_prompts", "id", rowid)
                 conn.execute("DELETE FROM user_prompts WHERE id = ?", (rowid,))
+                assert old is not None  # read from the row found in this transaction
                 self._journal_hard_delete(conn, "prompt", old, now, hlc, origin)
                 result.prompts_deleted += 1
             for session_id, project in conn.execute(
                 f"SELECT id, project FROM sessions WHERE project IN ({marks})", result.projects
             ).fetchall():
                 old = self._state(conn, "session", project, session_id)
-                prompts, sessions = self._delete_session_rows(conn, old)  # type: ignore[attr-defined]
+                assert old is not None  # read from the row found in this transaction
+                prompts, sessions = self._delete_session_rows(conn, old)
                 result.prompts_deleted += prompts
                 result.sessions_deleted += sessions
         return result

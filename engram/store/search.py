@@ -49,7 +49,7 @@ class SearchMixin(StoreBase):
             raise ValidationError("search: query cannot be empty", field="query")
         mode = check_match_mode(match_mode)
         limit = self._search_limit(limit)
-        clauses, params = self._observation_filters(  # type: ignore[attr-defined]
+        clauses, params = self._observation_filters(
             project, scope, type, since, until
         )
         where = " AND ".join(clauses)

@@ -301,6 +301,7 @@ class SessionsMixin(StoreBase):
             hlc, origin = self.journal.tick(conn)
             fts.remove(conn, "user_prompts", "id", rowid)
             conn.execute("DELETE FROM user_prompts WHERE id = ?", (rowid,))
+            assert state is not None  # read from the row found in this transaction
             self._journal_hard_delete(conn, "prompt", state, now, hlc, origin)
         hlc, origin = self.journal.tick(conn)
         conn.execute("DELETE FROM sessions WHERE project = ? AND id = ?", (project, old["id"]))
