@@ -15,7 +15,7 @@ from engram.store import Store
 from engram_cloud import controls, models
 from engram_cloud.settings import parse_allowlist
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 AUTH = bearer(LEGACY_TOKEN)
 

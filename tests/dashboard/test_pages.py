@@ -19,7 +19,7 @@ from engram_cloud.dashboard.queries import common as common_q
 from engram_cloud.dashboard.queries import overview as overview_q
 from engram_cloud.dashboard.render import STATIC_DIR
 from tests.cloud import records as rec
-from tests.dashboard.conftest import LEGACY_TOKEN, is_fragment, links
+from tests.support.dashboard import LEGACY_TOKEN, is_fragment, links
 from tests.support.postgres import PostgresCluster
 
 HX = {"HX-Request": "true"}

@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 from engram.http.app import create_app
 from engram.settings import Config
 from engram.store import Store
-from tests.http.conftest import BASE_URL
+from tests.support.http import BASE_URL
 
 
 def snapshot(store: Store) -> tuple[bytes, int]:

@@ -22,7 +22,7 @@ from engram.sync.cloud.config import CloudConfig, save_cloud_config
 from engram.sync.cloud.status import project_status
 from tests.mcp.client import call, engram_mcp
 from tests.support import run_engram
-from tests.sync.cloud.conftest import (
+from tests.support.sync_cloud import (
     TOKEN,
     CloudServer,
     LocalServe,

@@ -20,7 +20,7 @@ from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
 from tests.support import REPO, engram_env, run_engram
 from tests.support.paused_engram import command
-from tests.sync.cloud.conftest import (
+from tests.support.sync_cloud import (
     TOKEN,
     CloudServer,
     LocalServe,

@@ -19,7 +19,7 @@ from engram.store import Store
 from engram.sync.cloud import state as cloud_state
 from engram.sync.cloud.sync import CloudSync
 from engram.text import topic_sync_id
-from tests.sync.cloud.conftest import CloudServer, cloud_config
+from tests.support.sync_cloud import CloudServer, cloud_config
 
 
 def member(server: CloudServer, name: str, *projects: str) -> str:

@@ -13,7 +13,7 @@ from engram.store import Store
 from engram.sync.git.chunk import encode_chunk
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.manifest import read_manifest
-from tests.sync.git.conftest import canonical, export, import_
+from tests.support.sync_git import canonical, export, import_
 
 
 @pytest.fixture

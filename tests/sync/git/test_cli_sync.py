@@ -13,7 +13,7 @@ from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir, locate
 from tests.support import run_engram, run_on_terminal
-from tests.sync.git.conftest import synthetic_records
+from tests.support.sync_git import synthetic_records
 
 
 def git(*args: str, cwd: Path) -> None:

@@ -18,7 +18,7 @@ from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.manifest import read_manifest
 from tests.support import REPO, engram_env, run_engram
 from tests.support.paused_engram import command
-from tests.sync.git.conftest import canonical, import_, synthetic_records
+from tests.support.sync_git import canonical, import_, synthetic_records
 
 
 def kill_paused_export(data_dir: Path, sync_dir: SyncDir, point: str) -> None:
