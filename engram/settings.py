@@ -63,6 +63,11 @@ VARIABLES: tuple[Variable, ...] = (
         "How far ahead of this clock a received record may be before it waits in the "
         "quarantine (seconds, or 90s/10m/1h).",
     ),
+    Variable(
+        "ENGRAM_SEARCH_MODE",
+        "hybrid with the semantic extra, else lexical",
+        "How `search` ranks by default: lexical, semantic or hybrid.",
+    ),
     Variable("ENGRAM_TUI_THEME", "catppuccin-mocha", "The TUI's colour theme."),
     Variable("ENGRAM_SUMMARIZE_MODEL", "claude-sonnet-4-5", "The model `engram summarize` asks."),
     Variable("ANTHROPIC_API_KEY", "none", "The API key `engram summarize` uses."),
@@ -181,6 +186,9 @@ class Config:
     dedupe_window_minutes: int = 15
     #: BM25 weight of the session-context column (0 disables matching through it).
     search_context_weight: float = 0.5
+    #: Default search mode (lexical, semantic, hybrid); None: hybrid when the semantic extra is
+    #: installed, else lexical (``ENGRAM_SEARCH_MODE``).
+    search_mode: str | None = None
     #: How long a write waits for another process's transaction before giving up.
     busy_timeout_ms: int = 10_000
     http_host: str = DEFAULT_HOST
@@ -216,6 +224,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         api_token=raw("ENGRAM_API_TOKEN", env) or None,
         project_override=raw("ENGRAM_PROJECT", env) or None,
         busy_timeout_ms=_int_env(env, "ENGRAM_BUSY_TIMEOUT_MS", 10_000),
+        search_mode=raw("ENGRAM_SEARCH_MODE", env).lower() or None,
         max_clock_drift_ms=parse_duration_ms(
             "ENGRAM_MAX_CLOCK_DRIFT", raw("ENGRAM_MAX_CLOCK_DRIFT", env) or "10m"
         ),

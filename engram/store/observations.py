@@ -15,7 +15,7 @@ from typing import Any
 from engram.errors import NotFoundError, ValidationError
 from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts
+from engram.store import fts, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.db import MAX_INTEGER
 from engram.store.models import (
@@ -579,6 +579,7 @@ class ObservationsMixin(StoreBase):
                 assert old is not None  # read from the row found in this transaction
                 self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
             else:
+                vector_queue.forget_deleted(conn, "id", oid)
                 conn.execute(
                     "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
                     (now, now, hlc, oid),
