@@ -115,11 +115,11 @@ def search_by_meaning(
     for f in fused:
         if len(results) >= limit:
             break
-        found = by_id.get(f.id)
-        if found is None or found.id in pinned_ids:
+        candidate = by_id.get(f.id)
+        if candidate is None or candidate.id in pinned_ids:
             continue
-        found.rank, found.similarity, found.found_by = -f.score, f.similarity, list(f.found_by)
-        results.append(found)
+        candidate.rank, candidate.similarity, candidate.found_by = -f.score, f.similarity, list(f.found_by)
+        results.append(candidate)
     return results
 
 
