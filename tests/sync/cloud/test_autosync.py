@@ -289,11 +289,12 @@ def test_paused_forbidden_and_unauthorized_loops_report_their_reason(
     a, b = open_store("a"), open_store("b")
     enroll(a, b)
     enroll(a, project="widgets")
+    from engram.sync.cloud import refusals
     from engram.sync.cloud.config import save_cloud_config
 
     config = save_cloud_config(a.config.data_dir, server.url, TOKEN)
     server.admin("pause", "acme")
-    with autosync(a, config) as loop, autosync(b, config) as loop_b:
+    with autosync(a, config) as loop, autosync(b, config):
         a.add_observation(title="Paused", content="waits for the resume", project="acme")
         a.add_observation(title="Forbidden", content="never allowed", project="widgets")
         wait_until(lambda: project_status(a, "acme", manager=loop)["reason_code"] == "paused")
@@ -302,7 +303,11 @@ def test_paused_forbidden_and_unauthorized_loops_report_their_reason(
         )
         b.add_observation(title="From B", content="zebracorn", project="acme")
         # B tried to push it and was refused: the server never had it to hand to A.
-        wait_until(lambda: project_status(b, "acme", manager=loop_b)["reason_code"] == "paused")
+        wait_until(
+            lambda: (
+                getattr(refusals.active(b, config.target, "acme"), "reason_code", None) == "paused"
+            )
+        )
         # A refused project is not a failing loop: pulls go on (acme is still pulled).
         assert loop.snapshot()["consecutive_failures"] == 0
         assert a.search("zebracorn", project="acme") == []  # B's push is paused too
