@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engram.store.models import Observation, SaveResult, Stats, Timeline
+from engram.store.models import Observation, SaveResult, SearchMatch, Stats, Timeline
 
 if TYPE_CHECKING:
     from engram.store.vectors import VectorCoverage, VectorizeResult
@@ -63,11 +63,30 @@ def search_results(
             f"[{i}] #{obs.id} ({obs.type}) — {obs.title}",
             f"    {short}",
             f"    {obs.created_at}{where} | scope: {obs.scope}{found}",
-            "",
         ]
+        if obs.match is not None:
+            lines.append(f"    {match_line(obs.match)}")
+        lines.append("")
     if cut_any:
         lines.append(cut_hint)
     return "\n".join(lines).rstrip() + "\n"
+
+
+VIA_CONTEXT = "via session context"
+
+
+def match_line(match: SearchMatch) -> str:
+    """Why a result matched, in one line: "matched: postgres, auth (prefix)", "matched: topic
+    key", or, when only the session context held a query word, "via session context: login"."""
+    if match.tier == "topic":
+        return "matched: topic key"
+    words = [*match.words, *(f"{w} (prefix)" for w in match.prefix_words)]
+    if match.via_context or not words:
+        return f"{VIA_CONTEXT}: {', '.join(match.context_words)}".rstrip(": ")
+    line = f"matched: {', '.join(words)}"
+    if match.context_words:
+        line += f" (+ session context: {', '.join(match.context_words)})"
+    return line
 
 
 def content_blocks(content: str) -> str:

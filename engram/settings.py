@@ -68,6 +68,16 @@ VARIABLES: tuple[Variable, ...] = (
         "hybrid with the semantic extra, else lexical",
         "How `search` ranks by default: lexical, semantic or hybrid.",
     ),
+    Variable(
+        "ENGRAM_AUTO_PURGE",
+        "1",
+        "`0`: hard-deleted text is purged from the database files only by `engram purge`.",
+    ),
+    Variable(
+        "ENGRAM_PURGE_DELAY",
+        "30s",
+        "How long `engram serve`/`engram mcp` wait after the last write before purging.",
+    ),
     Variable("ENGRAM_TUI_THEME", "catppuccin-mocha", "The TUI's colour theme."),
     Variable("ENGRAM_SUMMARIZE_MODEL", "claude-sonnet-4-5", "The model `engram summarize` asks."),
     Variable("ANTHROPIC_API_KEY", "none", "The API key `engram summarize` uses."),
@@ -186,6 +196,14 @@ class Config:
     dedupe_window_minutes: int = 15
     #: BM25 weight of the session-context column (0 disables matching through it).
     search_context_weight: float = 0.5
+    #: Skip scoring rows that hold only very common query words once the top results cannot
+    #: change much (engram/store/ranking.py); False ranks every match exactly (benchmarks).
+    search_pruning: bool = True
+    #: Purge hard-deleted text from the database files by itself (engram/store/purge.py): the
+    #: CLI starts ``engram purge`` in the background after a command that hard-deleted, and
+    #: ``serve``/``mcp`` purge ``purge_delay_s`` seconds after the last write.
+    auto_purge: bool = True
+    purge_delay_s: float = 30.0
     #: Default search mode (lexical, semantic, hybrid); None: hybrid when the semantic extra is
     #: installed, else lexical (``ENGRAM_SEARCH_MODE``).
     search_mode: str | None = None
@@ -228,6 +246,11 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         max_clock_drift_ms=parse_duration_ms(
             "ENGRAM_MAX_CLOCK_DRIFT", raw("ENGRAM_MAX_CLOCK_DRIFT", env) or "10m"
         ),
+        auto_purge=raw("ENGRAM_AUTO_PURGE", env).lower() not in ("0", "false", "off"),
+        purge_delay_s=parse_duration_ms(
+            "ENGRAM_PURGE_DELAY", raw("ENGRAM_PURGE_DELAY", env) or "30s"
+        )
+        / 1000,
     )
 
 

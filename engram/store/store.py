@@ -21,6 +21,8 @@ from engram.store.observations import ObservationsMixin
 from engram.store.pattern import PatternSearchMixin
 from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
+from engram.store.purge import PurgeMixin
+from engram.store.ranking import TermCounts
 from engram.store.replication import ReplicationMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
@@ -38,6 +40,7 @@ class Store(
     ProjectsMixin,
     ExchangeMixin,
     ReplicationMixin,
+    PurgeMixin,
     VectorsMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
@@ -46,6 +49,7 @@ class Store(
         self.db = db
         self.config = config
         self.journal = Journal(db, config.max_clock_drift_ms)
+        self.term_counts = TermCounts()
         #: The vectors held in memory for semantic search (loaded on the first one).
         self.vector_index: Any = None
 
