@@ -1,4 +1,4 @@
-"""Session context is derived, never a second copy of the truth (DESIGN §3 "Search", issue 14):
+"""Session context is derived, never a second copy of the truth (docs/search.md, issue 14):
 only real agent sessions give it, it never crosses project or scope, and every edit or delete of
 a memory or prompt re-derives the rows whose context used it — locally and when the change
 arrives from another replica."""
@@ -20,7 +20,7 @@ from .replicas import exchange
 @pytest.fixture(autouse=True)
 def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each save one second after the previous: within one second, memories are ordered by
-    their random sync id (DESIGN §3), which would make these tests depend on luck."""
+    their random sync id (docs/architecture.md), which would make these tests depend on luck."""
     start = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
     ticks = itertools.count()
 

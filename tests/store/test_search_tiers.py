@@ -1,5 +1,5 @@
 """Search says why a memory matched, ranks by tiers, and finds the word forms people type
-(issue 14; DESIGN §3 "Search")."""
+(issue 14; docs/search.md)."""
 
 from __future__ import annotations
 
