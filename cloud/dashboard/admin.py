@@ -27,7 +27,7 @@ from engram_cloud.auth import normalize_project_name
 from engram_cloud.dashboard.auth import Viewer
 from engram_cloud.dashboard.common import filters, param, tail
 from engram_cloud.dashboard.errors import PageError, not_found
-from engram_cloud.dashboard.machines import ONLINE_SECONDS, machines_for
+from engram_cloud.dashboard.machines import liveness_of, machines_for
 from engram_cloud.dashboard.queries import admin as admin_q
 from engram_cloud.dashboard.queries import common as common_q
 from engram_cloud.dashboard.render import hx_redirect, is_fragment, render, with_query
@@ -100,7 +100,7 @@ def admin_home(
     rejected = admin_q.audit_log(
         db, admin_q.AuditFilter(outcome=controls.OUTCOME_PAUSED), common_q.Paging(1, 10)
     )
-    machines = machines_for(db, admin)
+    machines = machines_for(db, admin, liveness_of(request))
     return admin_page(
         request,
         admin,
@@ -120,7 +120,8 @@ def admin_home(
 def admin_health(
     request: Request, admin: NamedDependency[Viewer], db: NamedDependency[Connection]
 ) -> Template:
-    machines = machines_for(db, admin)
+    liveness = liveness_of(request)
+    machines = machines_for(db, admin, liveness)
     return admin_page(
         request,
         admin,
@@ -129,7 +130,8 @@ def admin_health(
             "title": "Health",
             "health": _health(request, db),
             "machines": machines,
-            "online_minutes": ONLINE_SECONDS // 60,
+            "unhealthy_minutes": max(1, liveness.unhealthy_after // 60),
+            "offline_minutes": max(1, liveness.offline_after // 60),
         },
     )
 

@@ -160,6 +160,7 @@ def observation_page(
             "title": found.title,
             "obs": found,
             "related": memories_q.related_observations(db, found),
+            "standing": memories_q.standing(db, found),
         },
     )
 

@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 
 from engram_cloud.dashboard.auth import Viewer
 from engram_cloud.dashboard.common import project_param
-from engram_cloud.dashboard.machines import machines_for
+from engram_cloud.dashboard.machines import liveness_of, machines_for
 from engram_cloud.dashboard.queries import common as common_q
 from engram_cloud.dashboard.queries import memories as memories_q
 from engram_cloud.dashboard.queries import overview as overview_q
@@ -40,7 +40,7 @@ def stats_page(
     from engram_cloud.dashboard.charts import stats_charts
 
     figures = overview_q.stats(db, viewer.scope)
-    machines = machines_for(db, viewer)
+    machines = machines_for(db, viewer, liveness_of(request))
     online = sum(1 for m in machines if m["online"])
     charts = stats_charts(db, viewer.scope, machines)
     return render(

@@ -36,6 +36,7 @@ from engram.errors import (
     StoreUnavailableError,
     ValidationError,
 )
+from engram.mcp.curation_tools import CurationTools
 from engram.mcp.instructions import INSTRUCTIONS
 from engram.mcp.tools import MERGE_DESCRIPTION, Envelope, MemoryTools, Workspace
 from engram.mcp.transport import AnsweringReadStream
@@ -56,6 +57,9 @@ AGENT_TOOLS = (
     "mem_update",
     "mem_current_project",
     "mem_list_projects",
+    "mem_review",
+    "mem_pin",
+    "mem_unpin",
 )
 ADMIN_TOOLS = (
     "mem_delete",
@@ -64,6 +68,8 @@ ADMIN_TOOLS = (
     "mem_merge_projects",
     "mem_ingest_git",
     "mem_summarize",
+    "mem_consolidate",
+    "mem_restore",
 )
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
 #: The second seed's names, served only when asked for (``--tools seed`` or by name), so the
@@ -106,6 +112,11 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "mem_timeline": _hints("Timeline around a memory", read_only=True, idempotent=True),
     "mem_merge_projects": _hints("Merge projects", read_only=False, destructive=True),
     "mem_ingest_git": _hints("Memories from git history", read_only=False, idempotent=True),
+    "mem_review": _hints("Memories to review", read_only=False, idempotent=True),
+    "mem_pin": _hints("Pin a memory", read_only=False, idempotent=True),
+    "mem_unpin": _hints("Unpin a memory", read_only=False, idempotent=True),
+    "mem_restore": _hints("Restore a memory", read_only=False, idempotent=True),
+    "mem_consolidate": _hints("Consolidate memories", read_only=False, destructive=True),
     # The only tool that may reach beyond this machine: a model provider, when a key is set.
     "mem_summarize": ToolAnnotations(
         title="Summarize learnings",
@@ -296,7 +307,7 @@ def build_server(
     """
     names = list(tools) if tools is not None else list(ALL_TOOLS)
     workspace = Workspace(store, cwd or os.getcwd(), project)
-    impl = MemoryTools(store, workspace)
+    impl = CurationTools(store, workspace)
     registered: list[Tool] = []
     for name in names:
         if name == "mem_merge_projects":

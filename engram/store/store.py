@@ -12,8 +12,12 @@ from typing import Any
 from engram import settings as config_module
 from engram.errors import StoreUnavailableError
 from engram.settings import Config
+from engram.store import scoring
+from engram.store.access import AccessLog
 from engram.store.clock_repair import ClockRepair
+from engram.store.consolidation import ConsolidationMixin
 from engram.store.context import ContextMixin
+from engram.store.curation import CurationMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
 from engram.store.journal import Journal
@@ -42,6 +46,8 @@ class Store(
     ReplicationMixin,
     PurgeMixin,
     VectorsMixin,
+    ConsolidationMixin,
+    CurationMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
@@ -52,6 +58,8 @@ class Store(
         self.term_counts = TermCounts()
         #: The vectors held in memory for semantic search (loaded on the first one).
         self.vector_index: Any = None
+        scoring.register(db.conn)
+        self.access = AccessLog(db, config)
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:

@@ -42,10 +42,12 @@ def _patch(point: str) -> None:
         real_write = git_sync.write_atomic
 
         def write_atomic(path: Any, data: bytes, **kw: Any) -> None:
-            if point == "mid-chunk" and path.name.endswith(".jsonl.gz"):
+            # Our chunks only (in log/), never a Go-format one (chunks/) --go-compat writes.
+            ours = path.name.endswith(".jsonl.gz") and path.parent.name == "log"
+            if point == "mid-chunk" and ours:
                 kw["midway"] = lambda: pause(point)
             real_write(path, data, **kw)
-            if point == "after-chunk" and path.name.endswith(".jsonl.gz"):
+            if point == "after-chunk" and ours:
                 pause(point)
 
         git_sync.write_atomic = write_atomic  # type: ignore[assignment]

@@ -24,6 +24,8 @@ CHUNK_FORMAT = 2
 #: Uncompressed size of one chunk; a larger export writes several chunks in one run.
 MAX_CHUNK_BYTES = 4 * 1024 * 1024
 ID_LENGTH = 16
+#: The Go tool names its chunks by the first 8 hex digits of their hash (go_writer.py).
+GO_ID_LENGTH = 8
 CHUNK_FILE = re.compile(r"^([0-9a-f]{16}|[0-9a-f]{8})\.jsonl\.gz$")
 CHUNK_ID = re.compile(r"^(?:[0-9a-f]{16}|[0-9a-f]{8})$")
 COUNT_NAMES = ("sessions", "observations", "prompts", "mutations")
