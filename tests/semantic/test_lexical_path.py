@@ -38,7 +38,7 @@ sys.meta_path.insert(0, _Hidden())
 #: out the other commands' parsers (the cloud server's among them) and the clock repair.
 LEXICAL_ENGRAM_MODULES = {
     "engram", "engram.cli", "engram.cli.common", "engram.cli.main", "engram.cli.cmd_memory",
-    "engram.cli.cmd_purge", "engram.config", "engram.errors",
+    "engram.cli.cmd_purge", "engram.settings", "engram.errors",
     "engram.formatting", "engram.platform", "engram.project", "engram.record", "engram.secrets",
     "engram.semantic", "engram.terminal", "engram.text", "engram.times",
     "engram.store", "engram.store.base", "engram.store.context",

@@ -14,7 +14,7 @@ import pytest
 
 from engram.store import Store
 from tests.support import free_port, run_engram
-from tests.sync.cloud.conftest import TOKEN, CloudServer
+from tests.support.sync_cloud import TOKEN, CloudServer
 
 
 def write_full_journal_text(db: Path) -> None:
