@@ -65,6 +65,9 @@ class ObservationOut(Struct, omit_defaults=True):
     updated_at: str
     deleted_at: str | None
     rank: float | None = None  # search results only: BM25, lower is better
+    #: search results and single memories: active supersessions and conflicts, each with a
+    #: one-line ``note`` (``supersedes #12 (…)``, ``contested by #40 (…) — pending review``)
+    relations: list[dict[str, Any]] | None = None
 
 
 class PromptOut(Struct, omit_defaults=True):
@@ -352,6 +355,7 @@ class ImportResultOut(Struct):
     observations_imported: int
     prompts_imported: int
     skipped: int
+    relations_imported: int = 0
 
 
 # --- sync status --------------------------------------------------------------------------------

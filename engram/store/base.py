@@ -6,13 +6,20 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import orjson
+
 from engram.config import Config
 from engram.record import FIELDS, KEY_FIELD, moved_key
 from engram.store import fts
 from engram.store.db import Database
 from engram.store.journal import Journal
 
-TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
+TABLES = {
+    "session": "sessions",
+    "observation": "observations",
+    "prompt": "user_prompts",
+    "relation": "memory_relations",
+}
 _STATE_SQL = {
     entity: f"SELECT {', '.join(FIELDS[entity])} FROM {TABLES[entity]} "
     f"WHERE project = ? AND {KEY_FIELD[entity]} = ?"
@@ -66,7 +73,21 @@ class StoreBase:
         """The replicated fields of ``(project, key)``, in payload order (``None`` if there is
         no row)."""
         row = conn.execute(_STATE_SQL[entity], (project, key)).fetchone()
-        return None if row is None else dict(zip(FIELDS[entity], tuple(row), strict=True))
+        if row is None:
+            return None
+        state = dict(zip(FIELDS[entity], tuple(row), strict=True))
+        if entity == "relation":
+            # Fields a newer version wrote travel on with this replica's edits (DESIGN §3
+            # "Forward compatibility"); known fields always win over a stale copy.
+            extra = conn.execute(
+                "SELECT extra, scope FROM memory_relations WHERE project = ? AND sync_id = ?",
+                (project, key),
+            ).fetchone()
+            if extra[0]:
+                unknown = orjson.loads(extra[0])
+                state.update((k, v) for k, v in unknown.items() if k not in state)
+            state["scope"] = extra[1]
+        return state
 
     # --- journaling local writes ------------------------------------------------------------
 
@@ -87,6 +108,11 @@ class StoreBase:
         if entity == "observation" and state["deleted_at"] is not None:
             op = "delete"
             state = {**state, "hard": False}
+        scope = state.get("scope", "project")
+        if entity == "relation":
+            # A relation's scope is the record's, not a payload field (the reference's
+            # relation payload has none).
+            state = {k: v for k, v in state.items() if k != "scope"}
         return self.journal.append(
             conn,
             hlc=hlc,
@@ -95,7 +121,7 @@ class StoreBase:
             key=key,
             op=op,
             project=state["project"],
-            scope=state.get("scope", "project"),
+            scope=scope,
             payload=state,
         )
 

@@ -13,6 +13,7 @@ from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
 from engram.store import fts
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
+from engram.store.conflicts import queue_check
 from engram.store.db import MAX_INTEGER
 from engram.store.models import (
     Observation,
@@ -250,6 +251,9 @@ class ObservationsMixin(StoreBase):
                     # beats the tombstone, here and on every replica.
                     drop_tombstone(conn, "observation", project, sync_id)
             self._journal_state(conn, "observation", project, sync_id, hlc, origin)
+            if action != "deduplicated":
+                # The conflict check runs later, off the save path (engram/store/conflicts.py).
+                queue_check(conn, rowid)
             row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
 
         suggestion = None if topic else suggest_topic_key(kind, title, content)
@@ -555,6 +559,8 @@ class ObservationsMixin(StoreBase):
             )
             fts.restore(conn, "observations", "id", oid)
             self._journal_state(conn, "observation", new["project"], key, hlc, origin)
+            if (new["title"], new["content"]) != (old["title"], old["content"]):
+                queue_check(conn, oid)
         return self.get_observation(oid)
 
     def delete_observation(self, observation_id: Any, *, hard: bool = False) -> Observation:

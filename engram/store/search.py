@@ -71,7 +71,8 @@ class SearchMixin(StoreBase):
             for row in self._ranked(match, where, params, limit + len(seen)):
                 if row["id"] not in seen and len(results) < limit:
                     results.append(Observation.from_row(row))
-        return results
+        # After ranking (issue 20): relation notes, and superseded memories below their successor.
+        return self.annotate_results(results)  # type: ignore[attr-defined]
 
     def _ranked(self, match: str, where: str, params: list[Any], limit: int) -> list:
         """The best ``limit`` live rows for an FTS expression, filtered by ``where``.

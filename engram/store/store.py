@@ -12,6 +12,7 @@ from engram import config as config_module
 from engram.config import Config
 from engram.errors import StoreUnavailableError
 from engram.store.clock_repair import ClockRepair
+from engram.store.conflicts import ConflictsMixin
 from engram.store.context import ContextMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
@@ -20,6 +21,7 @@ from engram.store.observations import ObservationsMixin
 from engram.store.pattern import PatternSearchMixin
 from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
+from engram.store.relations import RelationsMixin
 from engram.store.replication import ReplicationMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
@@ -36,6 +38,8 @@ class Store(
     ProjectsMixin,
     ExchangeMixin,
     ReplicationMixin,
+    RelationsMixin,
+    ConflictsMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 

@@ -1,0 +1,278 @@
+"""Conflict detection (issue 20): a memory saved here that is very similar to another memory of
+its project — same topic family, or most of its words in common — but says something the other
+does not is linked to it ``conflicts_with`` (pending), which marks both ``needs_review``.
+
+The check never runs on the save path: a save only queues the memory's id (one insert in its
+own transaction). The queue is drained by the next read that shows relations (search, a
+memory's relations, the graph commands) and, in long-running processes (``engram mcp``,
+``engram serve``), by a background thread shortly after each write (:class:`ConflictWorker`).
+Only memories saved on this machine are checked; the relation it makes replicates like any
+other, and its key is the pair's (:func:`engram.record.relation_key`), so two machines that
+flag the same pair make one relation.
+
+The rule, deterministic and model-free: compare the two memories' word sets (title and
+content, lowercased, stop words out, negations kept as ``not``).
+
+* ``similarity`` = Jaccard of the two sets; at or above :data:`SAME` the memories say the same
+  thing (a near-duplicate, not a conflict);
+* they are candidates at :data:`SIMILAR` or more, or :data:`SAME_FAMILY` or more when their
+  topic keys share a family (``decision/…`` and ``decision/…``);
+* they *say something different* when each has words the other lacks (a replacement: "use
+  Redis" / "use PostgreSQL") or exactly one of them is negated; one that only adds details to
+  the other is an extension, not a conflict.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+from engram.record import relation_key
+from engram.store.base import StoreBase
+from engram.store.models import Relation
+from engram.store.query import STOPWORDS, build_match
+from engram.times import now_text
+
+SAME = 0.9
+SIMILAR = 0.5
+SAME_FAMILY = 0.3
+MAX_CONFLICTS_PER_MEMORY = 3
+CANDIDATES = 20
+#: Words of a memory put into the candidate query (FTS5 ranks a long OR well, but each term
+#: costs a posting-list read).
+QUERY_WORDS = 24
+ACTOR = "engram"
+MODEL = "rules:word-overlap"
+NEGATIONS = frozenset(
+    "not no never nor don doesn didn isn aren wasn weren won shouldn cannot can't without".split()
+)
+_STOP = STOPWORDS - NEGATIONS
+_WORD = re.compile(r"[a-z0-9][a-z0-9_+#.-]*[a-z0-9+#]|[a-z0-9]")
+
+
+def words(text: str) -> frozenset[str]:
+    """The comparable words of ``text``: lowercased, stop words out, plural ``s`` dropped,
+    every negation as ``not``."""
+    out = set()
+    for word in _WORD.findall(text.lower()):
+        if word in NEGATIONS:
+            out.add("not")
+        elif word not in _STOP:
+            plural = len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "is", "us"))
+            out.add(word[:-1] if plural else word)
+    return frozenset(out)
+
+
+def family(topic_key: str | None) -> str | None:
+    """A topic key's family (``decision`` of ``decision/session-store``)."""
+    if not topic_key or "/" not in topic_key:
+        return None
+    return topic_key.split("/", 1)[0] or None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    similarity: float
+    reason: str
+
+
+def compare(a: frozenset[str], b: frozenset[str], *, same_family: bool = False) -> Verdict | None:
+    """Whether two memories (their :func:`words`) conflict, and why; ``None`` when not."""
+    union = a | b
+    if not union:
+        return None
+    similarity = len(a & b) / len(union)
+    if similarity >= SAME or similarity < (SAME_FAMILY if same_family else SIMILAR):
+        return None
+    negated = ("not" in a) != ("not" in b)
+    only_a, only_b = a - b - {"not"}, b - a - {"not"}
+    if not negated and not (only_a and only_b):
+        return None  # one only adds to the other
+    if negated:
+        why = "one of them says the opposite"
+    else:
+        why = f"one says {_few(only_a)} where the other says {_few(only_b)}"
+    where = "same topic family, " if same_family else ""
+    return Verdict(
+        round(similarity, 2), f"{where}{similarity:.0%} of their words in common, but {why}"
+    )
+
+
+def _few(found: frozenset[str], limit: int = 3) -> str:
+    shown = sorted(found)[:limit]
+    return ", ".join(shown) + (", …" if len(found) > limit else "")
+
+
+def queue_check(conn: sqlite3.Connection, observation_id: int) -> None:
+    """Queue a memory saved here for the conflict check (in the save's transaction)."""
+    conn.execute(
+        "INSERT OR REPLACE INTO graph_conflict_queue(observation_id, queued_at) VALUES (?, ?)",
+        (observation_id, now_text()),
+    )
+
+
+class ConflictsMixin(StoreBase):
+    def pending_conflict_checks(self) -> int:
+        return int(self.db.scalar("SELECT COUNT(*) FROM graph_conflict_queue") or 0)
+
+    def detect_conflicts(self, limit: int | None = 200) -> list[Relation]:
+        """Run the queued conflict checks (at most ``limit`` memories; ``None``: all) and
+        return the relations they made. Nothing queued costs one index probe."""
+        if self.db.one("SELECT 1 FROM graph_conflict_queue LIMIT 1") is None:
+            return []
+        sql = "SELECT observation_id FROM graph_conflict_queue ORDER BY queued_at, observation_id"
+        ids = [r[0] for r in self.db.rows(sql + ("" if limit is None else f" LIMIT {int(limit)}"))]
+        made: list[Relation] = []
+        for oid in ids:
+            with self.db.write() as conn:
+                made += self._check_one(conn, oid)
+                conn.execute("DELETE FROM graph_conflict_queue WHERE observation_id = ?", (oid,))
+        return made
+
+    def _check_one(self, conn: sqlite3.Connection, oid: int) -> list[Relation]:
+        row = conn.execute(
+            "SELECT * FROM observations WHERE id = ? AND deleted_at IS NULL", (oid,)
+        ).fetchone()
+        if row is None:
+            return []
+        mine = words(f"{row['title']}\n{row['content']}")
+        my_family = family(row["topic_key"])
+        found: list[tuple[float, str, sqlite3.Row, Verdict]] = []
+        for other in self._candidates(conn, row, mine, my_family):
+            if other["normalized_hash"] == row["normalized_hash"]:
+                continue
+            same = my_family is not None and family(other["topic_key"]) == my_family
+            verdict = compare(
+                mine, words(f"{other['title']}\n{other['content']}"), same_family=same
+            )
+            if verdict is not None:
+                found.append((-verdict.similarity, other["sync_id"], other, verdict))
+        made = []
+        for _, _, other, verdict in sorted(found, key=lambda f: (f[0], f[1])):
+            if len(made) >= MAX_CONFLICTS_PER_MEMORY:
+                break
+            if self._related(conn, row["project"], row["sync_id"], other["sync_id"]):
+                continue
+            key = relation_key(row["project"], row["sync_id"], other["sync_id"])
+            # The newer memory contests the older one (both may wait in the queue).
+            newer, older = sorted((row, other), key=lambda r: (r["updated_at"], r["id"]))[::-1]
+            self._write_relation(  # type: ignore[attr-defined]
+                conn,
+                key=key,
+                project=row["project"],
+                scope=row["scope"],
+                values={
+                    "source_id": newer["sync_id"],
+                    "target_id": older["sync_id"],
+                    "relation": "conflicts_with",
+                    "judgment_status": "pending",
+                    "reason": verdict.reason,
+                    "confidence": verdict.similarity,
+                    "marked_by_actor": ACTOR,
+                    "marked_by_kind": "system",
+                    "marked_by_model": MODEL,
+                },
+            )
+            made.append(self._load_relation(conn, row["project"], key))  # type: ignore[attr-defined]
+        return made
+
+    @staticmethod
+    def _related(conn: sqlite3.Connection, project: str, a: str, b: str) -> bool:
+        """Whether the pair already has a relation (someone's judgment is never overridden)."""
+        return (
+            conn.execute(
+                """SELECT 1 FROM memory_relations WHERE project = ?
+                     AND ((source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?))
+                   LIMIT 1""",
+                (project, a, b, b, a),
+            ).fetchone()
+            is not None
+        )
+
+    @staticmethod
+    def _candidates(
+        conn: sqlite3.Connection, row: sqlite3.Row, mine: frozenset[str], my_family: str | None
+    ) -> list[sqlite3.Row]:
+        """Live memories of the same project and scope that may conflict: the best full-text
+        matches of its words, and the latest of its topic family."""
+        found: dict[int, sqlite3.Row] = {}
+        chosen = sorted(mine - {"not"}, key=lambda w: (-len(w), w))[:QUERY_WORDS]
+        match = build_match(" ".join(chosen)) if chosen else None
+        same = "o.project = ? AND o.scope = ? AND o.deleted_at IS NULL AND o.id != ?"
+        params = (row["project"], row["scope"], row["id"])
+        if match:
+            for other in conn.execute(
+                f"""SELECT o.* FROM observations_fts f JOIN observations o ON o.id = f.rowid
+                    WHERE observations_fts MATCH ? AND {same}
+                    ORDER BY f.rank LIMIT {CANDIDATES}""",
+                (f"{{title content}} : ({match})", *params),
+            ):
+                found[other["id"]] = other
+        if my_family is not None:
+            pattern = my_family.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            for other in conn.execute(
+                f"""SELECT o.* FROM observations o WHERE {same}
+                      AND o.topic_key LIKE ? ESCAPE '\\'
+                    ORDER BY o.updated_at DESC LIMIT {CANDIDATES}""",
+                (*params, pattern + "/%"),
+            ):
+                found[other["id"]] = other
+        return list(found.values())
+
+
+class ConflictWorker:
+    """Runs the queued conflict checks in a background thread of a long-running process,
+    shortly after each committed write (``engram mcp``, ``engram serve``), so conflicts are
+    found even when nobody reads. Writes only nudge it; it never slows them."""
+
+    def __init__(self, store: ConflictsMixin, delay: float = 0.2) -> None:
+        self.store = store
+        self.delay = delay
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def nudge(self) -> None:
+        self._wake.set()
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self.store.add_write_listener(self.nudge)  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._run, name="engram-conflicts", daemon=True)
+        self._thread.start()
+        self.nudge()  # whatever earlier processes queued
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        listeners = self.store.db.write_listeners
+        if self.nudge in listeners:
+            listeners.remove(self.nudge)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self) -> None:
+        import logging
+
+        log = logging.getLogger(__name__)
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            self._stop.wait(self.delay)  # let a burst of saves finish first
+            self._wake.clear()
+            try:
+                self.store.detect_conflicts()
+            except Exception:  # a failed check is retried with the next write, never fatal
+                log.exception("conflict check failed")
+
+    def __enter__(self) -> ConflictWorker:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
