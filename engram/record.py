@@ -301,7 +301,8 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
         # naming another project would let a writer of one project plant memories in another.
         raise _fail(
             index,
-            f"payload.project {payload['project']!r} does not match project {record['project']!r}",
+            f"payload.project {payload['project']!r} does not match project "
+            f"{record['project']!r}",
         )
     for name, value in payload.items():
         if name in _INT_FIELDS:

@@ -1,4 +1,5 @@
-"""Keeping the FTS5 indexes in step with their tables.
+"""Keeping the FTS5 indexes (and the entity graph, engram/store/graph.py) in step with their
+tables.
 
 Done with explicit statements, not triggers: a trigger runs inside a statement savepoint, at
 which FTS5 flushes its pending terms, so every written row became its own index segment and bulk
@@ -53,8 +54,19 @@ def restore(conn: sqlite3.Connection, table: str, column: str, value: object) ->
 
 def remove(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
     """Take the row(s) where ``column = value`` out of the index, before they change."""
-    for row in conn.execute(_select(table, column), (value,)).fetchall():
+    rows = conn.execute(_select(table, column), (value,)).fetchall()
+    for row in rows:
         conn.execute(_REMOVE[table], tuple(row))
+    if table == "observations" and rows:
+        _forget_graph(conn, [row[0] for row in rows])
+
+
+def _forget_graph(conn: sqlite3.Connection, rowids: list[int]) -> None:
+    """The entity graph is derived from memories too: a changing memory leaves it (and is
+    ingested again later), so no old or deleted text stays in it."""
+    from engram.store.graph import forget
+
+    forget(conn, rowids)
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
@@ -80,8 +92,11 @@ class DeferredIndex:
     def before_change(self, table: str, column: str, value: object) -> None:
         """Call before updating or deleting the row(s) where ``column = value``."""
         old = self._old[table]
-        for row in self.conn.execute(_select(table, column), (value,)).fetchall():
+        rows = self.conn.execute(_select(table, column), (value,)).fetchall()
+        for row in rows:
             old.setdefault(row[0], tuple(row))
+        if table == "observations" and rows:
+            _forget_graph(self.conn, [row[0] for row in rows])
 
     def flush(self) -> None:
         for table, old in self._old.items():

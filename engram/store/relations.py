@@ -252,8 +252,14 @@ class RelationsMixin(StoreBase):
         cycle."""
         kind_name = _check_relation_name(relation)
         status = _check_status(status)
-        texts = _check_texts(reason=reason, evidence=evidence, actor=actor, kind=kind,
-                             model=model, session_id=session_id)  # fmt: skip
+        texts = _check_texts(
+            reason=reason,
+            evidence=evidence,
+            actor=actor,
+            kind=kind,
+            model=model,
+            session_id=session_id,
+        )
         score = _check_confidence(confidence)
         with self.db.write() as conn:
             a = self._memory_row(conn, source, project, "source_id")
@@ -315,8 +321,7 @@ class RelationsMixin(StoreBase):
         (``ignored``) or reopen it (``pending``)."""
         status = _check_status(status)
         kind_name = _check_relation_name(relation) if relation is not None else None
-        texts = _check_texts(reason=reason, evidence=evidence, actor=actor, kind=kind,
-                             model=model)  # fmt: skip
+        texts = _check_texts(reason=reason, evidence=evidence, actor=actor, kind=kind, model=model)
         score = _check_confidence(confidence)
         with self.db.write() as conn:
             row = self._relation_row(conn, relation_id, project)
@@ -343,9 +348,12 @@ class RelationsMixin(StoreBase):
                 ).fetchone()
                 self._refuse_cycle(conn, row["project"], a, b, row["sync_id"])
             self._write_relation(
-                conn, key=row["sync_id"], project=row["project"], scope=row["scope"],
+                conn,
+                key=row["sync_id"],
+                project=row["project"],
+                scope=row["scope"],
                 values=values,
-            )  # fmt: skip
+            )
             return self._load_relation(conn, row["project"], row["sync_id"])
 
     def _write_relation(
@@ -363,11 +371,18 @@ class RelationsMixin(StoreBase):
         hlc, origin = self.journal.tick(conn)
         old = self._state(conn, "relation", project, key)
         state: dict[str, Any] = {
-            "reason": None, "evidence": None, "confidence": None, "judgment_status": "pending",
-            "marked_by_actor": None, "marked_by_kind": None, "marked_by_model": None,
-            "session_id": None, "superseded_at": None, "superseded_by_relation_id": None,
+            "reason": None,
+            "evidence": None,
+            "confidence": None,
+            "judgment_status": "pending",
+            "marked_by_actor": None,
+            "marked_by_kind": None,
+            "marked_by_model": None,
+            "session_id": None,
+            "superseded_at": None,
+            "superseded_by_relation_id": None,
             "created_at": now,
-        }  # fmt: skip
+        }
         if old is not None:
             state.update({k: v for k, v in old.items() if k in RELATION_FIELDS})
         state.update(values)

@@ -16,6 +16,7 @@ from engram.store.conflicts import ConflictsMixin
 from engram.store.context import ContextMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
+from engram.store.graph import GraphMixin
 from engram.store.journal import Journal
 from engram.store.observations import ObservationsMixin
 from engram.store.pattern import PatternSearchMixin
@@ -40,6 +41,7 @@ class Store(
     ReplicationMixin,
     RelationsMixin,
     ConflictsMixin,
+    GraphMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
