@@ -71,10 +71,10 @@ def parse_reply(reply: str) -> Extraction:
         predicate = str(item.get("predicate") or "").strip().lower().replace(" ", "_")
         if not subject or not obj or not _PREDICATE.match(predicate):
             continue
+        if normalize(subject) == normalize(obj):
+            continue
         a = entities.setdefault(normalize(subject), Entity(subject, "module"))
         b = entities.setdefault(normalize(obj), Entity(obj, "module"))
-        if a.norm == b.norm:
-            continue
         weight = item.get("weight")
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
             weight = DEFAULT_WEIGHT

@@ -119,13 +119,13 @@ def relations_touching(
                     SELECT id FROM memory_relations WHERE project = ? AND source_id IN ({marks})
                     UNION
                     SELECT id FROM memory_relations WHERE project = ? AND target_id IN ({marks}))
-                ORDER BY r.created_at, r.sync_id""",
+                ORDER BY r.created_at, r.id""",
             [project, *part, project, *part],
         ).fetchall()
         for row in rows:
             if visible(row):
                 found[row["id"]] = relation_from_row(row)
-    return sorted(found.values(), key=lambda r: (r.created_at, r.sync_id))
+    return sorted(found.values(), key=lambda r: (r.created_at, r.id))
 
 
 def order_superseded(results: list[Observation], successor: dict[int, int]) -> list[Observation]:
