@@ -453,7 +453,11 @@ def relation_state(record: dict[str, Any]) -> dict[str, Any]:
         "relation": payload["relation"],
         "reason": payload.get("reason"),
         "evidence": payload.get("evidence"),
-        "confidence": None if confidence is None else float(confidence),
+        # A number becomes a float (1 and 1.0 are one state); anything else stays as it is
+        # for the validation to refuse.
+        "confidence": float(confidence)
+        if isinstance(confidence, int | float) and not isinstance(confidence, bool)
+        else confidence,
         "judgment_status": payload.get("judgment_status") or "pending",
         "marked_by_actor": payload.get("marked_by_actor"),
         "marked_by_kind": payload.get("marked_by_kind"),
