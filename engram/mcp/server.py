@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
@@ -56,6 +56,10 @@ AGENT_TOOLS = (
     "mem_update",
     "mem_current_project",
     "mem_list_projects",
+    "mem_relate",
+    "mem_relations",
+    "mem_judge",
+    "mem_graph_query",
 )
 ADMIN_TOOLS = (
     "mem_delete",
@@ -64,6 +68,7 @@ ADMIN_TOOLS = (
     "mem_merge_projects",
     "mem_ingest_git",
     "mem_summarize",
+    "mem_graph_ingest",
 )
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
 #: The second seed's names, served only when asked for (``--tools seed`` or by name), so the
@@ -106,6 +111,11 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "mem_timeline": _hints("Timeline around a memory", read_only=True, idempotent=True),
     "mem_merge_projects": _hints("Merge projects", read_only=False, destructive=True),
     "mem_ingest_git": _hints("Memories from git history", read_only=False, idempotent=True),
+    "mem_relate": _hints("Relate two memories", read_only=False, idempotent=True),
+    "mem_relations": _hints("A memory's relations", read_only=True, idempotent=True),
+    "mem_judge": _hints("Judge a relation", read_only=False, idempotent=True),
+    "mem_graph_query": _hints("Ask the memory graph", read_only=True, idempotent=True),
+    "mem_graph_ingest": _hints("Build the memory graph", read_only=False, idempotent=True),
     # The only tool that may reach beyond this machine: a model provider, when a key is set.
     "mem_summarize": ToolAnnotations(
         title="Summarize learnings",
@@ -329,12 +339,23 @@ def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     connected: the cloud autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before
     the first request and exited after the last; tool writes reach them through
     ``store.add_write_listener``."""
+    services: list[AbstractAsyncContextManager[Any]] = [conflict_checks(store)]
     if os.environ.get("ENGRAM_CLOUD_AUTOSYNC", "").strip() != "1":
-        return []  # the sync stack (httpx) is imported only when asked for
+        return services  # the sync stack (httpx) is imported only when asked for
     from engram.sync.cloud.autosync import autosync_from_env, autosync_running
 
     manager = autosync_from_env(store)
-    return [autosync_running(manager)] if manager is not None else []
+    return [*services, autosync_running(manager)] if manager is not None else services
+
+
+@asynccontextmanager
+async def conflict_checks(store: Store) -> AsyncIterator[None]:
+    """Conflict checks of saved memories, run by a background thread shortly after writes
+    (never on the save path; engram/store/conflicts.py)."""
+    from engram.store.conflicts import ConflictWorker
+
+    with ConflictWorker(store):
+        yield
 
 
 async def serve(server: MCPServer, store: Store) -> None:

@@ -297,6 +297,8 @@ class RelationsMixin(StoreBase):
                     "confidence": score,
                     "superseded_at": None,
                     "superseded_by_relation_id": None,
+                    # A new statement about the pair: nothing of the old one's explanation stays.
+                    **dict.fromkeys(_TEXT_FIELDS.values()),
                     **texts,
                 },
             )
