@@ -154,6 +154,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn  # the web stack is imported only once the settings are known to be good
 
         from engram.http.app import create_app
+        from engram.store.conflicts import ConflictService, ConflictWorker
         from engram.sync.cloud.autosync import AutosyncService, autosync_from_env
         from engram.sync.cloud.status import CloudStatus
 
@@ -162,7 +163,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             store,
             config=config,
             token=config.http_token,
-            services=[AutosyncService(autosync)] if autosync else [],
+            services=[
+                ConflictService(ConflictWorker(store)),
+                *([AutosyncService(autosync)] if autosync else []),
+            ],
             sync_source=CloudStatus(autosync),
         )
         server = uvicorn.Server(

@@ -29,6 +29,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 
+from engram.errors import StoreUnavailableError
 from engram.record import relation_key
 from engram.store.base import StoreBase
 from engram.store.models import Relation
@@ -116,6 +117,18 @@ def queue_check(conn: sqlite3.Connection, observation_id: int) -> None:
 class ConflictsMixin(StoreBase):
     def pending_conflict_checks(self) -> int:
         return int(self.db.scalar("SELECT COUNT(*) FROM graph_conflict_queue") or 0)
+
+    def settle_conflicts(self) -> None:
+        """Run the queued checks before a read shows relations, unless another process is
+        writing right now: the read never waits for it (the checks stay queued for the next
+        read or the background worker)."""
+        if self.db.one("SELECT 1 FROM graph_conflict_queue LIMIT 1") is None:
+            return
+        try:
+            with self.db.without_waiting():
+                self.detect_conflicts()
+        except StoreUnavailableError:
+            pass
 
     def detect_conflicts(self, limit: int | None = 200) -> list[Relation]:
         """Run the queued conflict checks (at most ``limit`` memories; ``None``: all) and
@@ -276,3 +289,19 @@ class ConflictWorker:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ConflictService:
+    """:class:`ConflictWorker` as a background service of ``engram serve`` (``start`` and
+    ``stop`` around the app's life)."""
+
+    def __init__(self, worker: ConflictWorker) -> None:
+        self.worker = worker
+
+    async def start(self) -> None:
+        self.worker.start()
+
+    async def stop(self) -> None:
+        import anyio
+
+        await anyio.to_thread.run_sync(self.worker.stop)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engram.errors import NotFoundError, ValidationError
+from engram.errors import NotFoundError, StoreUnavailableError, ValidationError
 from engram.graph.extract import Extraction, extract, normalize, question_entities
 from engram.project import project_name
 from engram.store.base import StoreBase
@@ -208,9 +208,14 @@ class GraphMixin(StoreBase):
     def _catch_up(self, project: str | None) -> int:
         """Ingest (rules only) what the graph lacks before answering, up to :data:`CATCH_UP`
         memories; returns how many still wait."""
-        if self.graph_pending(project) == 0:
+        pending = self.graph_pending(project)
+        if pending == 0:
             return 0
-        return self.graph_ingest(project=project, limit=CATCH_UP).remaining
+        try:
+            with self.db.without_waiting():  # a query never waits for another writer
+                return self.graph_ingest(project=project, limit=CATCH_UP).remaining
+        except StoreUnavailableError:
+            return pending
 
     def graph_query(
         self, question: str, *, project: str | None = None, limit: int = 10

@@ -485,7 +485,7 @@ class RelationsMixin(StoreBase):
         """A live memory (``#id`` or sync id) with every relation naming it, oldest first.
         Pending conflict checks run first, so a memory saved a moment ago already shows
         what it contradicts."""
-        self.detect_conflicts()  # type: ignore[attr-defined]
+        self.settle_conflicts()  # type: ignore[attr-defined]
         with self.db.read() as conn:
             row = self._memory_row(conn, memory, project, "id")
             found = relations_touching(conn, row["project"], [row["sync_id"]])
@@ -591,7 +591,7 @@ class RelationsMixin(StoreBase):
         right below its successor when both are in the results."""
         if not results:
             return results
-        self.detect_conflicts()  # type: ignore[attr-defined]
+        self.settle_conflicts()  # type: ignore[attr-defined]
         by_project: dict[str, list[str]] = {}
         for obs in results:
             by_project.setdefault(obs.project, []).append(obs.sync_id)
