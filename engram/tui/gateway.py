@@ -24,6 +24,7 @@ from engram import config as config_module
 from engram.config import Config
 from engram.errors import EngramError, NotFoundError
 from engram.store import Observation, ProjectInfo, Prompt, Session, Stats, Store, Timeline
+from engram.store.models import MemoryRelations
 
 T = TypeVar("T")
 
@@ -40,6 +41,8 @@ class ObservationRow:
 
     observation: Observation
     active: bool
+    #: Relations to other memories (the detail screen shows them; lists leave them out).
+    relations: MemoryRelations | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,8 +245,14 @@ class Gateway:
         return self.call(lambda s: s.session_prompts(session_id, limit, offset=offset))
 
     def observation(self, observation_id: int) -> ObservationRow:
-        """The live observation (``NotFoundError`` once it is deleted, by anyone)."""
-        return self.call(lambda s: self._rows(s, [s.get_observation(observation_id)])[0])
+        """The live observation (``NotFoundError`` once it is deleted, by anyone), with its
+        relations to other memories."""
+
+        def read(store: Store) -> ObservationRow:
+            row = self._rows(store, [store.get_observation(observation_id)])[0]
+            return dataclasses.replace(row, relations=store.relations_for(observation_id))
+
+        return self.call(read)
 
     def timeline(self, observation_id: int, before: int, after: int) -> Timeline:
         return self.call(lambda s: s.timeline(observation_id, before=before, after=after))
