@@ -54,6 +54,7 @@ from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from engram.errors import EngramError
 from engram_cloud.api import workers
 from engram_cloud.auth import INSECURE_PRINCIPAL, authenticate, normalize_project_name
+from engram_cloud.dashboard import graph as dgraph
 from engram_cloud.dashboard import queries as dq
 from engram_cloud.dashboard.auth import (
     COOKIE_NAME,
@@ -670,7 +671,7 @@ def projects_list(
     return _projects(request, viewer, db)
 
 
-PROJECT_TABS = ("observations", "sessions", "prompts")
+PROJECT_TABS = ("observations", "sessions", "prompts", "graph")
 
 
 @get("/projects/{rest:path}", sync_to_thread=True)
@@ -685,7 +686,10 @@ def project_page(
     if summary is None:
         raise not_found(f"There is no project {name!r} on this server.")
     tab = parts[1] if len(parts) == 2 else "observations"
-    rows = dq.project_rows(db, name, tab)
+    if tab == "graph":
+        rows: Any = dgraph.project_graph(db, name)
+    else:
+        rows = dq.project_rows(db, name, tab)
     return render(
         request,
         "project.html",
@@ -696,6 +700,7 @@ def project_page(
             "project": summary,
             "tab": tab,
             "rows": rows,
+            "kind_colors": dgraph.KIND_COLORS,
         },
         fragment=f"partials/project_{tab}.html",
     )
@@ -796,6 +801,7 @@ def observation_page(
         raise not_found(
             f"There is no observation {sync_id!r} in session {session_id!r} of project {project!r}."
         )
+    relations, needs_review = dgraph.memory_relations(db, found)
     return render(
         request,
         "observation.html",
@@ -805,6 +811,8 @@ def observation_page(
             "title": found.title,
             "obs": found,
             "related": dq.related_observations(db, found),
+            "relations": relations,
+            "needs_review": needs_review,
         },
     )
 
