@@ -10,6 +10,7 @@ from pathlib import Path
 
 from engram.store import Store, quarantine
 from engram.sync.git.gitdir import SyncDir
+from tests.sync.git.clones import world  # noqa: F401 - the real-git fixture
 from tests.sync.git.conftest import canonical, export, import_, pull
 from tests.sync.git.gofixtures import go_mutation, write_go_chunk
 
@@ -185,3 +186,39 @@ def test_relations_of_unbound_projects_are_held_back(make_store, sync_dir: SyncD
     report = import_(b, sync_dir)
     assert [(h.project, h.records) for h in report.held] == [("widgets", 4)]
     assert b.db.scalar("SELECT COUNT(*) FROM memory_relations") == 0
+
+
+def test_two_clones_share_relations_through_real_git(world) -> None:  # noqa: F811
+    """Alice relates two memories with the CLI, pushes; Bob pulls, imports and sees the
+    relation; his judgment comes back to Alice the same way."""
+    import orjson
+
+    from tests.sync.git.clones import Clone
+
+    root, remote, env = world
+    alice, bob = Clone(root, "alice", remote, env), Clone(root, "bob", remote, env)
+    old = alice.save("Sessions in Redis", "We keep sessions in Redis")
+    new = alice.save("Sessions in PostgreSQL", "We moved sessions to PostgreSQL")
+    made = orjson.loads(alice.engram("graph", "relate", str(new), "supersedes", str(old), "--json"))
+    alice.sync_and_commit("alice: relation")
+    alice.git("push", "-q")
+    bob.pull()
+    bob.engram("sync", "--import")
+    hit = bob.find("PostgreSQL")
+    shown = orjson.loads(bob.engram("get", str(hit["id"]), "--json"))
+    assert [(r["sync_id"], r["relation"], r["state"]) for r in shown["relations"]] == [
+        (made["sync_id"], "supersedes", "judged")
+    ]
+    found = orjson.loads(bob.engram("search", "sessions", "--json"))
+    assert [m["title"] for m in found] == ["Sessions in PostgreSQL", "Sessions in Redis"]
+    bob.engram("graph", "judge", made["sync_id"], "ignored", "--reason", "both still true")
+    bob.sync_and_commit("bob: judged")
+    bob.pull()
+    bob.git("push", "-q")
+    alice.pull()
+    alice.engram("sync", "--import")
+    judged = orjson.loads(alice.engram("graph", "show", str(new), "--json"))
+    assert [(r["state"], r["reason"]) for r in judged["relations"]] == [
+        ("ignored", "both still true")
+    ]
+    assert alice.canonical() == bob.canonical()
