@@ -17,6 +17,7 @@ machine derive the same graph from the same memories instead of syncing it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -128,6 +129,7 @@ _ERROR_PHRASE = re.compile(
     r"\b((?:[a-z][a-z0-9-]+ ){1,2}(?:error|timeout|deadlock|race condition|memory leak|crash"
     r"|regression|panic|outage|leak))\b"
 )
+_ERROR_HINT = re.compile(r"error|timeout|deadlock|race|leak|crash|regression|panic|outage")
 _DOTTED = re.compile(r"(?<![\w.])([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){1,6})(?![\w.(])")
 _MENTION = re.compile(r"(?<![\w@])@([A-Za-z][A-Za-z0-9_-]{1,38})\b")
 _PERSON = re.compile(
@@ -194,6 +196,7 @@ VERBS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # --- results -----------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=65_536)
 def normalize(name: str) -> str:
     """The key an entity is known by: lowercase, single spaces, no surrounding punctuation,
     the last word singular (``session stores`` and ``Session store`` are one entity)."""
@@ -210,10 +213,11 @@ def normalize(name: str) -> str:
 class Entity:
     name: str
     kind: str
+    norm: str = field(default="", compare=False)
 
-    @property
-    def norm(self) -> str:
-        return normalize(self.name)
+    def __post_init__(self) -> None:
+        if not self.norm:
+            object.__setattr__(self, "norm", normalize(self.name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,33 +360,36 @@ def mentions_in(sentence: str) -> list[_Mention]:
             return
         taken.append(_Mention(start, end, entity))
 
-    for match in _CODE.finditer(sentence):
+    # Cheap substring checks first: most sentences hold no code, URL, path or mention.
+    for match in _CODE.finditer(sentence) if "`" in sentence else ():
         inner = match.group(1).strip()
         if inner and not any(c.isspace() for c in inner):  # a command is not a name
             add(match.start(), match.end(), Entity(inner, _code_kind(inner)))
-    for match in _URL.finditer(sentence):
+    for match in _URL.finditer(sentence) if "://" in sentence else ():
         add(match.start(), match.end(), Entity(match.group(1).lower(), "service"))
     for match in _ERROR.finditer(sentence):
         add(match.start(1), match.end(1), Entity(match.group(1), "error"))
-    for match in _PATH.finditer(sentence):
+    for match in _PATH.finditer(sentence) if "/" in sentence or "." in sentence else ():
         value = match.group(1)
         if _looks_like_path(value):
             add(match.start(1), match.end(1), Entity(value, "file"))
-    for match in _DOTTED.finditer(sentence):
+    for match in _DOTTED.finditer(sentence) if "." in sentence else ():
         value = match.group(1)
         if not _PATH.fullmatch(value) and not _is_domain(value):
             add(match.start(1), match.end(1), Entity(value, "module"))
-    for match in _MENTION.finditer(sentence):
+    for match in _MENTION.finditer(sentence) if "@" in sentence else ():
         add(match.start(), match.end(), Entity("@" + match.group(1), "person"))
-    for match in _WORD.finditer(sentence):
+    words = list(_WORD.finditer(sentence))
+    for match in words:
         word = match.group(0)
-        display = _library(word)
-        if display is not None:
-            add(match.start(), match.end(), Entity(display, "library"))
-    for start, end, name, kind in _components(sentence):
+        if word.lower().rstrip(".") in LIBRARIES:
+            display = _library(word)
+            if display is not None:
+                add(match.start(), match.end(), Entity(display, "library"))
+    for start, end, name, kind in _components(sentence, words):
         add(start, end, Entity(name, kind))
     lowered = sentence.lower()
-    for match in _ERROR_PHRASE.finditer(lowered):
+    for match in _ERROR_PHRASE.finditer(lowered) if _ERROR_HINT.search(lowered) else ():
         words = match.group(1).split()
         if words[0] not in _NOT_MODIFIERS:
             add(match.start(1), match.end(1), Entity(match.group(1), "error"))
@@ -427,14 +434,13 @@ def _is_domain(value: str) -> bool:
     return value.rsplit(".", 1)[-1] in ("com", "org", "net", "io", "dev", "app", "ai", "co")
 
 
-def _components(sentence: str) -> list[tuple[int, int, str, str]]:
+def _components(sentence: str, words: list[re.Match[str]]) -> list[tuple[int, int, str, str]]:
     """``<modifier…> <head>`` phrases: up to two modifier words before a component head noun
-    ("auth middleware", "user session cache")."""
-    words = list(_WORD.finditer(sentence))
+    ("auth middleware", "user session cache"); ``words`` are the sentence's words."""
     found = []
     for i, match in enumerate(words):
         head = match.group(0).lower()
-        singular = head[:-1] if head.endswith("s") and head[:-1] in HEADS else head
+        singular = head if head in HEADS else head[:-1] if head[-1:] == "s" else ""
         if singular not in HEADS:
             continue
         mods: list[re.Match[str]] = []

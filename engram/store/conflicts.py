@@ -43,7 +43,7 @@ MAX_CONFLICTS_PER_MEMORY = 3
 CANDIDATES = 20
 #: Words of a memory put into the candidate query (FTS5 ranks a long OR well, but each term
 #: costs a posting-list read).
-QUERY_WORDS = 24
+QUERY_WORDS = 8
 ACTOR = "engram"
 MODEL = "rules:word-overlap"
 NEGATIONS = frozenset(

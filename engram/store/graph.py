@@ -18,6 +18,7 @@ machine derives the same graph from the same memories, DESIGN §3 "derived index
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import time
@@ -511,60 +512,105 @@ def _loose_entities(
     return list(found.values())
 
 
-_TRIPLES = """
-SELECT t.subject, t.predicate, t.object, t.weight, t.observation_id AS oid,
-       o.sync_id, o.title, s.name AS s_name, s.kind AS s_kind, s.norm AS s_norm,
-       x.name AS o_name, x.kind AS o_kind, x.norm AS o_norm, s.project
-FROM graph_triples t
-JOIN observations o ON o.id = t.observation_id AND o.deleted_at IS NULL
-JOIN graph_ingested g ON g.observation_id = t.observation_id AND g.hlc = o.hlc
-JOIN graph_entities s ON s.id = t.subject
-JOIN graph_entities x ON x.id = t.object
-"""
+# The graph tables hold live memories only (every change or deletion of a memory takes its rows
+# out, see :func:`forget`), so walking the graph needs no join to the memories; only the
+# triples shown are joined to their source memories.
 
 
-def _edges(conn: sqlite3.Connection, nodes: list[int]) -> list[sqlite3.Row]:
-    """Every live triple touching one of ``nodes``."""
-    found: list[sqlite3.Row] = []
+def _neighbours(conn: sqlite3.Connection, nodes: list[int]) -> dict[int, list[tuple[str, int]]]:
+    """Each node's neighbours (either direction), as ``(norm, id)`` sorted by name: the walk
+    visits them in the same order on every machine (local ids differ, names do not)."""
+    found: dict[int, set[tuple[str, int]]] = {}
     for start in range(0, len(nodes), 400):
         part = nodes[start : start + 400]
         marks = ", ".join("?" for _ in part)
-        found += conn.execute(
-            f"""{_TRIPLES} WHERE t.subject IN ({marks})
-                UNION ALL
-                {_TRIPLES} WHERE t.object IN ({marks}) AND t.subject NOT IN ({marks})""",
-            [*part, *part, *part],
+        rows = conn.execute(
+            f"""SELECT t.subject, t.object, s.norm, o.norm FROM graph_triples t
+                    JOIN graph_entities s ON s.id = t.subject
+                    JOIN graph_entities o ON o.id = t.object
+                WHERE t.subject IN ({marks})
+                UNION
+                SELECT t.subject, t.object, s.norm, o.norm FROM graph_triples t
+                    JOIN graph_entities s ON s.id = t.subject
+                    JOIN graph_entities o ON o.id = t.object
+                WHERE t.object IN ({marks})""",
+            [*part, *part],
         ).fetchall()
-    return found
+        for subject, obj, s_norm, o_norm in rows:
+            found.setdefault(subject, set()).add((o_norm, obj))
+            found.setdefault(obj, set()).add((s_norm, subject))
+    return {node: sorted(items) for node, items in found.items()}
 
 
-def _grouped(rows: Iterable[sqlite3.Row]) -> dict[tuple[int, str, int], dict[str, Any]]:
-    """Triples stated by several memories, once each: the best weight, up to
-    :data:`MAX_SOURCES` memories (lowest #id first: deterministic)."""
-    out: dict[tuple[int, str, int], dict[str, Any]] = {}
-    for row in sorted(rows, key=lambda r: r["oid"]):
-        key = (row["subject"], row["predicate"], row["object"])
-        item = out.get(key)
-        if item is None:
-            item = out[key] = {
-                "subject": row["s_name"],
-                "subject_kind": row["s_kind"],
-                "subject_norm": row["s_norm"],
-                "predicate": row["predicate"],
-                "object": row["o_name"],
-                "object_kind": row["o_kind"],
-                "object_norm": row["o_norm"],
-                "weight": row["weight"],
-                "project": row["project"],
-                "source": _source(row),
-                "sources": [],
-            }
-        item["weight"] = max(item["weight"], row["weight"])
-        if len(item["sources"]) < MAX_SOURCES and all(
-            s["id"] != row["oid"] for s in item["sources"]
-        ):
-            item["sources"].append(_source(row))
-    return out
+def _shortest(conn: sqlite3.Connection, start: int, goal: int) -> list[int] | None:
+    """The entities of a shortest chain from ``start`` to ``goal`` (at most :data:`MAX_HOPS`
+    triples), searched from both ends at once; ``None`` when there is none that short."""
+    if start == goal:
+        return None
+    sides = [{start: None}, {goal: None}]  # entity → the entity it was reached from
+    fronts = [[start], [goal]]
+    for _ in range(MAX_HOPS):
+        side = 0 if len(fronts[0]) <= len(fronts[1]) else 1
+        if not fronts[side]:
+            return None
+        mine, theirs = sides[side], sides[1 - side]
+        neighbours = _neighbours(conn, fronts[side])
+        nxt: list[int] = []
+        for node in fronts[side]:
+            for _, other in neighbours.get(node, []):
+                if other in mine:
+                    continue
+                mine[other] = node
+                nxt.append(other)
+                if other in theirs:
+                    half: list[int] = []
+                    step: int | None = other
+                    while step is not None:
+                        half.append(step)
+                        step = mine[step]
+                    rest: list[int] = []
+                    step = theirs[other]
+                    while step is not None:
+                        rest.append(step)
+                        step = theirs[step]
+                    chain = [*reversed(half), *rest]
+                    return chain if side == 0 else list(reversed(chain))
+        fronts[side] = nxt
+        if len(sides[0]) + len(sides[1]) > MAX_VISITED:
+            return None
+    return None
+
+
+_TRIPLE = """
+SELECT t.subject, t.predicate, t.object, MAX(t.weight) AS weight, COUNT(*) AS memories,
+       s.name AS s_name, s.kind AS s_kind, s.norm AS s_norm, s.project,
+       o.name AS o_name, o.kind AS o_kind, o.norm AS o_norm
+FROM graph_triples t
+JOIN graph_entities s ON s.id = t.subject
+JOIN graph_entities o ON o.id = t.object
+"""
+_ORDER = "weight DESC, memories DESC, s_norm, t.predicate, o_norm"
+
+
+def _item(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
+    """One triple as answers show it, with the memories that state it (lowest #id first)."""
+    sources = [
+        {"id": r[0], "sync_id": r[1], "title": r[2]}
+        for r in conn.execute(
+            """SELECT o.id, o.sync_id, o.title FROM graph_triples t
+               JOIN observations o ON o.id = t.observation_id AND o.deleted_at IS NULL
+               WHERE t.subject = ? AND t.predicate = ? AND t.object = ?
+               ORDER BY o.id LIMIT ?""",
+            (row["subject"], row["predicate"], row["object"], MAX_SOURCES),
+        )
+    ]
+    return {
+        "subject": row["s_name"], "subject_kind": row["s_kind"], "subject_norm": row["s_norm"],
+        "predicate": row["predicate"],
+        "object": row["o_name"], "object_kind": row["o_kind"], "object_norm": row["o_norm"],
+        "weight": row["weight"], "project": row["project"],
+        "source": sources[0] if sources else None, "sources": sources,
+    }  # fmt: skip
 
 
 def _public(item: dict[str, Any]) -> dict[str, Any]:
@@ -573,61 +619,41 @@ def _public(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _around(conn: sqlite3.Connection, ids: list[int], limit: int) -> list[dict[str, Any]]:
-    """The strongest triples touching the entities ``ids``."""
-    grouped = _grouped(_edges(conn, ids))
-    ranked = sorted(
-        grouped.values(),
-        key=lambda t: (
-            -t["weight"],
-            -len(t["sources"]),
-            t["subject_norm"],
-            t["predicate"],
-            t["object_norm"],
-        ),
-    )
-    return ranked[:limit]
+    """The strongest triples touching the entities ``ids`` (ranked in SQL: a much-named
+    entity's thousands of triples are never all read)."""
+    if not ids:
+        return []
+    marks = ", ".join("?" for _ in ids)
+    rows = conn.execute(
+        f"""{_TRIPLE} WHERE t.subject IN ({marks}) OR t.object IN ({marks})
+            GROUP BY t.subject, t.predicate, t.object ORDER BY {_ORDER} LIMIT ?""",
+        [*ids, *ids, limit],
+    ).fetchall()
+    return [_item(conn, row) for row in rows]
+
+
+def _link(conn: sqlite3.Connection, a: int, b: int) -> sqlite3.Row | None:
+    """The strongest triple between two entities, whichever way it points."""
+    return conn.execute(
+        f"""{_TRIPLE} WHERE (t.subject = ?1 AND t.object = ?2) OR (t.subject = ?2 AND t.object = ?1)
+            GROUP BY t.subject, t.predicate, t.object
+            ORDER BY t.predicate = 'related_to', {_ORDER} LIMIT 1""",
+        (a, b),
+    ).fetchone()
 
 
 def _paths(conn: sqlite3.Connection, ids: list[int], limit: int) -> list[dict[str, Any]]:
-    """The triples on the shortest chains (≤ :data:`MAX_HOPS`) between the named entities,
-    shortest chains first; ``path`` numbers the chain each triple belongs to."""
-    goals = set(ids)
+    """The triples of the shortest chains (≤ :data:`MAX_HOPS`) linking the named entities one
+    after the other; ``path`` numbers the chain each triple belongs to."""
     results: list[dict[str, Any]] = []
     seen: set[tuple[int, str, int]] = set()
-    chain = 0
-    for start in ids:
-        # Breadth first from ``start``, remembering how each entity was reached.
-        parent: dict[int, tuple[int, tuple[int, str, int]] | None] = {start: None}
-        frontier = [start]
-        rows_by_key: dict[tuple[int, str, int], dict[str, Any]] = {}
-        found_goals: list[int] = []
-        for _ in range(MAX_HOPS):
-            if not frontier or len(parent) > MAX_VISITED:
-                break
-            grouped = _grouped(_edges(conn, frontier))
-            rows_by_key.update(grouped)
-            nxt = []
-            for key in sorted(grouped, key=lambda k: (-grouped[k]["weight"], k)):
-                subject, _, obj = key
-                for here, there in ((subject, obj), (obj, subject)):
-                    if here in parent and there not in parent:
-                        parent[there] = (here, key)
-                        nxt.append(there)
-                        if there in goals and there != start:
-                            found_goals.append(there)
-            frontier = nxt
-        for goal in found_goals:
-            if goal < start and goal in ids:  # each pair once, from its smaller id
+    for chain_no, (start, goal) in enumerate(itertools.pairwise(ids), 1):
+        chain = _shortest(conn, start, goal)
+        for a, b in itertools.pairwise(chain or []):
+            row = _link(conn, a, b)
+            key = (row["subject"], row["predicate"], row["object"]) if row else None
+            if row is None or key in seen:
                 continue
-            chain += 1
-            step = parent[goal]
-            keys = []
-            while step is not None:
-                node, key = step
-                keys.append(key)
-                step = parent[node]
-            for key in reversed(keys):
-                if key not in seen:
-                    seen.add(key)
-                    results.append({**rows_by_key[key], "path": chain})
+            seen.add(key)  # type: ignore[arg-type]
+            results.append({**_item(conn, row), "path": chain_no})
     return results[:limit]

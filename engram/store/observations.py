@@ -15,6 +15,7 @@ from engram.store import fts
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.conflicts import queue_check
 from engram.store.db import MAX_INTEGER
+from engram.store.graph import forget as forget_graph
 from engram.store.models import (
     Observation,
     PassiveResult,
@@ -584,6 +585,7 @@ class ObservationsMixin(StoreBase):
                     "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
                     (now, now, hlc, oid),
                 )
+                forget_graph(conn, [oid])  # the entity graph holds live memories only
                 self._journal_state(
                     conn, "observation", row["project"], row["sync_id"], hlc, origin
                 )

@@ -32,7 +32,7 @@ from engram.record import (
     unknown_fields,
     validate_record,
 )
-from engram.store import fts, quarantine
+from engram.store import fts, graph, quarantine
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -427,6 +427,7 @@ class _ApplyBatch:
                 "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
                 (deleted_at, deleted_at, hlc, rowid),
             )
+            graph.forget(self.conn, [rowid])  # the entity graph holds live memories only
             return
         if rowid is not None:
             self._remove_row(entity, project, key, rowid)
