@@ -85,7 +85,11 @@ def test_edits_and_deletes_leave_the_graph(store: Store) -> None:
             == 0
         )
     assert store.db.scalar("SELECT COUNT(*) FROM graph_entities WHERE name = 'GitHub'") == 0
-    store.delete_observation(ids[1])
+    store.delete_observation(ids[1])  # soft: the row stays, its graph goes
+    assert (
+        store.db.scalar("SELECT COUNT(*) FROM graph_triples WHERE observation_id = ?", (ids[1],))
+        == 0
+    )
     answer = store.graph_query(
         "What connects the auth middleware to the session store?", project="acme"
     )
