@@ -103,14 +103,14 @@ class GraphMixin(StoreBase):
         return "1", []
 
     def graph_pending(self, project: str | None = None) -> int:
-        """Live memories (of ``project``, or all) the graph does not hold as they are now."""
+        """Live memories (of ``project``, or all) the graph does not hold. (Any change to a
+        memory's text takes it out of the graph, so held means held as it is now.)"""
         where, params = self._selection(project)
         return int(
             self.db.scalar(
                 f"""SELECT COUNT(*) FROM observations o
-                    LEFT JOIN graph_ingested g ON g.observation_id = o.id
-                    WHERE o.deleted_at IS NULL AND {where}
-                      AND (g.observation_id IS NULL OR g.hlc != o.hlc)""",
+                    WHERE o.deleted_at IS NULL AND {where} AND NOT EXISTS
+                      (SELECT 1 FROM graph_ingested g WHERE g.observation_id = o.id)""",
                 params,
             )
             or 0
@@ -145,13 +145,18 @@ class GraphMixin(StoreBase):
             if not ids:
                 raise NotFoundError(f"Observation #{oid} not found")
         else:
-            stale = "" if force else "AND (g.observation_id IS NULL OR g.hlc != o.hlc)"
+            stale = (
+                ""
+                if force
+                else (
+                    "AND NOT EXISTS (SELECT 1 FROM graph_ingested g WHERE g.observation_id = o.id)"
+                )
+            )
             tail = "" if limit is None else f" LIMIT {max(0, int(limit))}"
             ids = [
                 r[0]
                 for r in self.db.rows(
                     f"""SELECT o.id FROM observations o
-                    LEFT JOIN graph_ingested g ON g.observation_id = o.id
                     WHERE o.deleted_at IS NULL AND {where} {stale} ORDER BY o.id{tail}""",
                     params,
                 )
@@ -208,15 +213,24 @@ class GraphMixin(StoreBase):
 
     def _catch_up(self, project: str | None) -> int:
         """Ingest (rules only) what the graph lacks before answering, up to :data:`CATCH_UP`
-        memories; returns how many still wait."""
-        pending = self.graph_pending(project)
-        if pending == 0:
+        memories; returns how many still wait. Every change of a memory appends to the
+        journal, so while its last seq stays where the last complete catch-up saw it, there is
+        nothing to look for (one index probe instead of a pass over the memories)."""
+        mark = (project, self.db.scalar("SELECT MAX(seq) FROM sync_journal"))
+        caught: set[Any] = self.__dict__.setdefault("_graph_caught_up", set())
+        if mark in caught:
             return 0
-        try:
-            with self.db.without_waiting():  # a query never waits for another writer
-                return self.graph_ingest(project=project, limit=CATCH_UP).remaining
-        except StoreUnavailableError:
-            return pending
+        pending = self.graph_pending(project)
+        if pending:
+            try:
+                with self.db.without_waiting():  # a query never waits for another writer
+                    pending = self.graph_ingest(project=project, limit=CATCH_UP).remaining
+            except StoreUnavailableError:
+                return pending
+        if pending == 0:
+            caught.clear()
+            caught.add((project, self.db.scalar("SELECT MAX(seq) FROM sync_journal")))
+        return pending
 
     def graph_query(
         self, question: str, *, project: str | None = None, limit: int = 10
@@ -322,10 +336,7 @@ class GraphMixin(StoreBase):
 
         oid = _check_id(str(memory).strip().removeprefix("#"))
         obs = self.get_observation(oid)  # type: ignore[attr-defined]
-        current = self.db.one("SELECT hlc FROM graph_ingested WHERE observation_id = ?", (oid,))
-        if current is None or current[0] != self.db.scalar(
-            "SELECT hlc FROM observations WHERE id = ?", (oid,)
-        ):
+        if self.db.one("SELECT 1 FROM graph_ingested WHERE observation_id = ?", (oid,)) is None:
             self.graph_ingest(oid)
         with self.db.read() as conn:
             entities = [

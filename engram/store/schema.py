@@ -478,9 +478,10 @@ CREATE TABLE IF NOT EXISTS graph_triples (
     weight          REAL NOT NULL,
     PRIMARY KEY (observation_id, subject, predicate, object)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS graph_triples_subject ON graph_triples(subject);
-CREATE INDEX IF NOT EXISTS graph_triples_object ON graph_triples(object);
--- Which memory version (its hlc) the graph holds, and which extractor read it.
+CREATE INDEX IF NOT EXISTS graph_triples_subject ON graph_triples(subject, object);
+CREATE INDEX IF NOT EXISTS graph_triples_object ON graph_triples(object, subject);
+-- Which memories the graph holds (a memory's row goes whenever its text may have changed),
+-- the clock it was read at, and which extractor read it.
 CREATE TABLE IF NOT EXISTS graph_ingested (
     observation_id  INTEGER PRIMARY KEY,
     hlc             TEXT NOT NULL,
