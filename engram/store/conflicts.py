@@ -216,13 +216,35 @@ class ConflictsMixin(StoreBase):
         same = "o.project = ? AND o.scope = ? AND o.deleted_at IS NULL AND o.id != ?"
         params = (row["project"], row["scope"], row["id"])
         if match:
-            for other in conn.execute(
-                f"""SELECT o.* FROM observations_fts f JOIN observations o ON o.id = f.rowid
-                    WHERE observations_fts MATCH ? AND {same}
-                    ORDER BY f.rank LIMIT {CANDIDATES}""",
-                (f"{{title content}} : ({match})", *params),
-            ):
-                found[other["id"]] = other
+            # Ranked inside FTS alone first (several times cheaper than joining every match to
+            # its row), then the few best are filtered to the same project and scope.
+            ranked = [
+                r[0]
+                for r in conn.execute(
+                    f"""SELECT rowid FROM observations_fts WHERE observations_fts MATCH ?
+                        ORDER BY rank LIMIT {CANDIDATES * 4}""",
+                    (f"{{title content}} : ({match})",),
+                )
+            ]
+            if ranked:
+                marks = ", ".join("?" for _ in ranked)
+                rows = conn.execute(
+                    f"SELECT o.* FROM observations o WHERE o.id IN ({marks}) AND {same}",
+                    (*ranked, *params),
+                ).fetchall()
+                order = {rowid: i for i, rowid in enumerate(ranked)}
+                if len(rows) < CANDIDATES and len(ranked) == CANDIDATES * 4:
+                    # Other projects crowded the best matches: rank again within this one.
+                    rows = conn.execute(
+                        f"""SELECT o.* FROM observations_fts f JOIN observations o
+                              ON o.id = f.rowid
+                            WHERE observations_fts MATCH ? AND {same}
+                            ORDER BY f.rank LIMIT {CANDIDATES}""",
+                        (f"{{title content}} : ({match})", *params),
+                    ).fetchall()
+                    order = {r["id"]: i for i, r in enumerate(rows)}
+                for other in sorted(rows, key=lambda r: order[r["id"]])[:CANDIDATES]:
+                    found[other["id"]] = other
         if my_family is not None:
             pattern = my_family.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             for other in conn.execute(

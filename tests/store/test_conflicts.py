@@ -119,3 +119,20 @@ def test_the_background_worker_checks_without_any_read(store: Store) -> None:
         save(store, "Session store", "We keep sessions in PostgreSQL with a 30 minute TTL")
         assert done.wait(10)
     assert store.db.scalar("SELECT COUNT(*) FROM memory_relations") == 1
+
+
+def test_other_projects_never_crowd_out_the_candidates(store: Store) -> None:
+    """The best full-text matches may all be another project's: the check then looks within
+    its own project."""
+    for i in range(90):
+        save(
+            store,
+            "Session store",
+            f"We keep sessions in Redis with a 30 minute TTL {i}",
+            project=f"p{i}",
+        )
+    old = save(store, "Session store", "We keep sessions in Redis with a 30 minute TTL")
+    store.detect_conflicts(limit=None)
+    new = save(store, "Session store", "We keep sessions in PostgreSQL with a 30 minute TTL")
+    found = store.detect_conflicts()
+    assert [(r.source.id, r.target.id) for r in found] == [(new.id, old.id)]
