@@ -128,7 +128,7 @@ def test_other_projects_never_crowd_out_the_candidates(store: Store) -> None:
         save(
             store,
             "Session store",
-            f"We keep sessions in Redis with a 30 minute TTL {i}",
+            "We keep sessions in PostgreSQL with a 30 minute TTL",
             project=f"p{i}",
         )
     old = save(store, "Session store", "We keep sessions in Redis with a 30 minute TTL")
