@@ -224,7 +224,7 @@ class ExchangeMixin(StoreBase):
         result = ImportResult()
         total = sum(len(v) for v in sections.values())
         with self.db.write() as conn:
-            run = _ImportRun(conn, now_ms())
+            run = ImportRun(conn, now_ms())
             # Prompts before observations: a memory's session context includes its prompt.
             for section, importer in (("sessions", run.session), ("prompts", run.prompt),
                                       ("observations", run.observation),
@@ -277,7 +277,7 @@ class ExchangeMixin(StoreBase):
         return orjson.dumps(document, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
 
 
-class _ImportRun:
+class ImportRun:
     """One import transaction: keys already present are loaded once, journal rows are written
     in one batch at the end, and each row costs one insert plus its session-context lookups."""
 
