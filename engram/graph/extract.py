@@ -332,7 +332,9 @@ def _decision_entity(title: str, content: str, type: str) -> Entity | None:
     if not name:
         return None
     if type.strip().lower() in ("decision", "adr") or _DECISION_VERB.search(content[:2000]):
-        return Entity(name, "decision")
+        # Known apart from what it is about: a decision titled "Session store" is not the
+        # session store.
+        return Entity(name, "decision", norm="decision: " + normalize(name))
     return None
 
 

@@ -71,9 +71,9 @@ ADMIN_TOOLS = (
     "mem_graph_ingest",
 )
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
-#: The second seed's names, served only when asked for (``--tools seed`` or by name), so the
-#: default tool list has one name per tool.
-SEED_ALIASES = ("ingestGit", "summarize")
+#: The seeds' names (the second seed's ingest tools, the first seed's graph tools), served only
+#: when asked for (``--tools seed`` or by name), so the default tool list has one name per tool.
+SEED_ALIASES = ("ingestGit", "summarize", "graph_query", "graph_relationships", "graph_ingest")
 PROFILES: dict[str, tuple[str, ...]] = {
     "agent": AGENT_TOOLS,
     "admin": ADMIN_TOOLS,
@@ -127,6 +127,11 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
 }
 ANNOTATIONS["ingestGit"] = ANNOTATIONS["mem_ingest_git"]
 ANNOTATIONS["summarize"] = ANNOTATIONS["mem_summarize"]
+ANNOTATIONS["graph_query"] = ANNOTATIONS["mem_graph_query"]
+ANNOTATIONS["graph_relationships"] = _hints(
+    "An entity's relationships", read_only=True, idempotent=True
+)
+ANNOTATIONS["graph_ingest"] = ANNOTATIONS["mem_graph_ingest"]
 
 
 def select_tools(spec: str | Iterable[str] | None) -> list[str]:

@@ -816,6 +816,38 @@ class MemoryTools:
         """Alias of mem_summarize with the second seed's argument names."""
         return self.mem_summarize(days=days, min_confidence=minConfidence)
 
+    def graph_query(  # the first seed's tool name
+        self,
+        question: Annotated[str, Field(description="e.g. 'What connects edge to Tailscale?'")],
+        limit: Annotated[int, Field(ge=1, le=100, description="triples (default 10)")] = 10,
+    ) -> ToolResult:
+        """Alias of mem_graph_query with the first seed's argument names."""
+        return self.mem_graph_query(question=question, limit=limit)
+
+    def graph_relationships(  # the first seed's tool name
+        self,
+        entity_name: Annotated[str, Field(description="an entity (case-insensitive)")],
+    ) -> ToolResult:
+        """Every relationship of a named entity in the graph of this project's memories (the
+        first seed's graph_relationships); an empty list when the graph has no such entity."""
+        resolved = self.workspace.resolve(None, write=False)
+        found = self.store.graph_relationships(entity_name, project=resolved.project or None)
+        return envelope(resolved, found)
+
+    def graph_ingest(  # the first seed's tool name
+        self,
+        path: Annotated[
+            str | None,
+            Field(description="a memory's #id; omit for every memory not in the graph yet"),
+        ] = None,
+    ) -> ToolResult:
+        """Alias of mem_graph_ingest (the first seed took a vault file path; here a memory is
+        named by its #id)."""
+        ref = _ref(path) if path else None
+        if ref is not None and not isinstance(ref, int):
+            raise ValidationError("path must be a memory's #id (e.g. 12 or #12)", field="path")
+        return self.mem_graph_ingest(id=ref)
+
     def mem_merge_projects(self, sources: list[str], to: str) -> ToolResult:
         """Body of ``mem_merge_projects`` (its ``from`` argument is a Python keyword, so
         ``engram.mcp.server`` registers it with an explicit argument model)."""

@@ -142,3 +142,25 @@ async def test_bad_relations_are_tool_errors(data_dir: Path, workdir: Path) -> N
         ] == "invalid_argument"
         nothing = await call(session, "mem_graph_query", question='x" OR 1=1 --')
         assert nothing["result"]["triples"] == []
+
+
+async def test_the_first_seeds_graph_tools_on_request(data_dir: Path, workdir: Path) -> None:
+    async with engram_mcp(data_dir, workdir, "--tools", "agent,seed") as session:
+        for title, content, kind in MEMORIES:
+            await call(session, "mem_save", title=title, content=content, type=kind)
+        assert (await call(session, "graph_ingest"))["result"]["memories"] == 4
+        answer = await call(
+            session,
+            "graph_query",
+            question="What connects the auth middleware to the session store?",
+        )
+        assert answer["result"]["connected"] and answer["result"]["count"] == 2
+        found = await call(session, "graph_relationships", entity_name="Session Store")
+        assert found["result"]["entity"] == "session store"
+        predicates = {r["predicate"] for r in found["result"]["relationships"]}
+        assert {"reads_from", "runs_on", "concerns"} == predicates  # concerns: the decision
+        empty = await call(session, "graph_relationships", entity_name="nothing")
+        assert empty["result"]["relationships"] == []
+        assert (await fail(session, "graph_ingest", path="entities/foo.md"))[
+            "error_code"
+        ] == "invalid_argument"
