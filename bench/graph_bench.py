@@ -137,30 +137,27 @@ def main() -> None:
             f"p95 {pct(search_ms, 0.95):.1f} ms"
         )
 
-        # 3. the save path
+        # 3. the save path: the three variants take turns, so a busy machine slows all alike
         import engram.store.observations as observations_module
 
-        def saves(label: str, after=None) -> float:
-            spent = []
-            for i in range(args.saves):
-                title, content, kind = memory_text(rng, 1_000_000 + i)
-                started = time.perf_counter()
-                store.add_observation(title=title, content=content + label, type=kind,
-                                      project="acme")  # fmt: skip
-                if after is not None:
-                    after()
-                spent.append((time.perf_counter() - started) * 1000)
-            store.detect_conflicts(limit=None)  # leave nothing queued for the next round
-            return statistics.median(spent)
-
-        shipped = saves(" shipped")
         queue = observations_module.queue_check
-        observations_module.queue_check = lambda conn, oid: None
-        try:
-            before = saves(" no queue")
-        finally:
-            observations_module.queue_check = queue
-        inline = saves(" inline", after=store.detect_conflicts)
+        spent: dict[str, list[float]] = {"shipped": [], "no queue": [], "inline": []}
+        for i in range(args.saves):
+            for label in spent:
+                title, content, kind = memory_text(rng, 1_000_000 + 3 * i + len(spent[label]))
+                observations_module.queue_check = (
+                    (lambda conn, oid: None) if label == "no queue" else queue
+                )
+                started = time.perf_counter()
+                store.add_observation(title=title, content=f"{content} {label}", type=kind,
+                                      project="acme")  # fmt: skip
+                if label == "inline":
+                    store.detect_conflicts()
+                spent[label].append((time.perf_counter() - started) * 1000)
+                observations_module.queue_check = queue
+                if label == "shipped":
+                    store.detect_conflicts()  # off the clock: the next save starts clean
+        shipped, before, inline = (statistics.median(spent[k]) for k in spent)
         print(
             f"\n3. Save p50: {shipped:.2f} ms as shipped (check queued) vs {before:.2f} ms "
             f"without the queue ({shipped / before:.2f}x) vs {inline:.2f} ms with the check "
@@ -179,17 +176,17 @@ def main() -> None:
             f"{spent / max(queued, 1) * 1000:.1f} ms each; {made:,} conflicts in the store"
         )
 
-        # 5. search with and without the annotation step
+        # 5. search with and without the annotation step, query by query in turn
         words = [f"{rng.choice(COMPONENTS)} {rng.choice(LIBRARIES)}" for _ in range(args.queries)]
-        with_notes = []
+        annotate = type(store).annotate_results
+        with_notes, without = [], []
         for q in words:
             with_notes.append(timed(lambda q=q: store.search(q, project="acme")) * 1000)
-        annotate = type(store).annotate_results
-        type(store).annotate_results = lambda self, results: results
-        try:
-            without = [timed(lambda q=q: store.search(q, project="acme")) * 1000 for q in words]
-        finally:
-            type(store).annotate_results = annotate
+            type(store).annotate_results = lambda self, results: results
+            try:
+                without.append(timed(lambda q=q: store.search(q, project="acme")) * 1000)
+            finally:
+                type(store).annotate_results = annotate
         print(
             f"\n5. Search p50: {statistics.median(with_notes):.2f} ms with relation notes vs "
             f"{statistics.median(without):.2f} ms without "
