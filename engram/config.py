@@ -77,6 +77,17 @@ class Config:
     dedupe_window_minutes: int = 15
     #: BM25 weight of the session-context column (0 disables matching through it).
     search_context_weight: float = 0.5
+    #: Skip scoring rows that hold only very common query words once the top results cannot
+    #: change much (engram/store/ranking.py); False ranks every match exactly (benchmarks).
+    search_pruning: bool = True
+    #: Purge hard-deleted text from the database files by itself (engram/store/purge.py): the
+    #: CLI starts ``engram purge`` in the background after a command that hard-deleted, and
+    #: ``serve``/``mcp`` purge ``purge_delay_s`` seconds after the last write.
+    auto_purge: bool = True
+    purge_delay_s: float = 30.0
+    #: Default search mode (lexical, semantic, hybrid); None: hybrid when the semantic extra is
+    #: installed, else lexical (``ENGRAM_SEARCH_MODE``).
+    search_mode: str | None = None
     #: How long a write waits for another process's transaction before giving up.
     busy_timeout_ms: int = 10_000
     http_host: str = DEFAULT_HOST
@@ -112,7 +123,13 @@ def load(env: dict[str, str] | None = None) -> Config:
         api_token=env.get("ENGRAM_API_TOKEN", "").strip() or None,
         project_override=env.get("ENGRAM_PROJECT", "").strip() or None,
         busy_timeout_ms=_int_env(env, "ENGRAM_BUSY_TIMEOUT_MS", 10_000),
+        search_mode=env.get("ENGRAM_SEARCH_MODE", "").strip().lower() or None,
         max_clock_drift_ms=parse_duration_ms(
             "ENGRAM_MAX_CLOCK_DRIFT", env.get("ENGRAM_MAX_CLOCK_DRIFT", "").strip() or "10m"
         ),
+        auto_purge=env.get("ENGRAM_AUTO_PURGE", "").strip().lower() not in ("0", "false", "off"),
+        purge_delay_s=parse_duration_ms(
+            "ENGRAM_PURGE_DELAY", env.get("ENGRAM_PURGE_DELAY", "").strip() or "30s"
+        )
+        / 1000,
     )

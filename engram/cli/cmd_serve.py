@@ -153,20 +153,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         import uvicorn  # the web stack is imported only once the settings are known to be good
 
-        from engram.http.app import create_app
+        from engram.http.app import BackgroundService, create_app
+        from engram.semantic import background
         from engram.store.conflicts import ConflictService, ConflictWorker
         from engram.sync.cloud.autosync import AutosyncService, autosync_from_env
         from engram.sync.cloud.status import CloudStatus
 
+        # Conflict checks of saved memories run here, off the save path (docs/graph.md).
+        services: list[BackgroundService] = [ConflictService(ConflictWorker(store))]
+        if background.wanted(store):  # the semantic extra: new memories get their vectors
+            services.append(background.VectorizerService(background.BackgroundVectorizer(store)))
         autosync = autosync_from_env(store)  # None unless ENGRAM_CLOUD_AUTOSYNC=1
+        if autosync:
+            services.append(AutosyncService(autosync))
+        if config.auto_purge:  # hard-deleted text leaves the files a while after the delete
+            from engram.store.purge_worker import PurgeService, PurgeWorker
+
+            services.append(PurgeService(PurgeWorker(store)))
         app = create_app(
             store,
             config=config,
             token=config.http_token,
-            services=[
-                ConflictService(ConflictWorker(store)),
-                *([AutosyncService(autosync)] if autosync else []),
-            ],
+            services=services,
             sync_source=CloudStatus(autosync),
         )
         server = uvicorn.Server(

@@ -8,7 +8,6 @@ relations) keep reading what has none."""
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +22,7 @@ from engram.record import (
     JUDGMENT_STATUSES,
     RELATION_FIELDS,
     legacy_record,
+    new_key,
     relation_key,
     relation_state,
     validate_record,
@@ -32,7 +32,7 @@ from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
 from engram.store.models import ImportResult
-from engram.store.observations import session_context
+from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash, unstorable_reason
 from engram.times import now_text
 
@@ -283,6 +283,7 @@ class ImportRun:
 
     def __init__(self, conn: sqlite3.Connection, now_ms: int) -> None:
         self.conn = conn
+        self.context = ContextRefresh(conn)
         self.now_ms = now_ms
         self.done = 0
         self.newest = ""
@@ -371,7 +372,7 @@ class ImportRun:
         result.sessions_imported += 1
 
     def observation(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or "obs-" + secrets.token_hex(8)
+        sync_id = (item.get("sync_id") or "").strip() or new_key("obs-")
         project = project_name(item.get("project"))
         if self._skip("observation", project, sync_id, self.observations, result):
             return
@@ -391,7 +392,7 @@ class ImportRun:
         self._stub_session(state["session_id"], state["project"])
         op = "delete" if state["deleted_at"] else "upsert"
         hlc = self._journal("observation", op, state, state["updated_at"])
-        context = session_context(self.conn, state["session_id"], created)
+        context = derive_state(self.conn, state)
         cursor = self.conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
@@ -404,10 +405,12 @@ class ImportRun:
         )  # fmt: skip
         fts.add(self.conn, "observations", int(cursor.lastrowid or 0),
                 {**state, "search_context": context})  # fmt: skip
+        self.context.inserted(int(cursor.lastrowid or 0), state)  # may arrive out of order
+        self.context.settle()
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or "prompt-" + secrets.token_hex(8)
+        sync_id = (item.get("sync_id") or "").strip() or new_key("prompt-")
         project = project_name(item.get("project"))
         if self._skip("prompt", project, sync_id, self.prompts, result):
             return
@@ -424,6 +427,8 @@ class ImportRun:
             {**state, "hlc": hlc},
         )
         fts.add(self.conn, "user_prompts", int(cursor.lastrowid or 0), state)
+        self.context.prompt(int(cursor.lastrowid or 0))  # memories here may be saved after it
+        self.context.settle()
         result.prompts_imported += 1
 
     def relation(self, item: dict[str, Any], result: ImportResult) -> None:

@@ -1,5 +1,7 @@
-"""Keeping the FTS5 indexes (and the entity graph, engram/store/graph.py) in step with their
-tables.
+"""Keeping the derived indexes in step with their tables: the FTS5 indexes, the vector
+index's bookkeeping (a memory whose text changes loses its vector and is queued for a new one,
+see :mod:`engram.store.vectors`; no model ever runs here), and the entity graph (a memory whose
+text changes leaves it until the next ingest, see :mod:`engram.store.graph`).
 
 Done with explicit statements, not triggers: a trigger runs inside a statement savepoint, at
 which FTS5 flushes its pending terms, so every written row became its own index segment and bulk
@@ -13,6 +15,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from typing import Any
+
+from engram.store import graph_rows, vector_queue
 
 OBSERVATION_COLUMNS = ("title", "content", "tool_name", "type", "project", "topic_key",
                        "search_context")  # fmt: skip
@@ -44,6 +48,8 @@ def add(conn: sqlite3.Connection, table: str, rowid: int, values: Mapping[str, A
     """Index a row that was just inserted (``values`` holds at least the indexed columns)."""
     _, cols = _INDEXES[table]
     conn.execute(_ADD[table], (rowid, *(values.get(c) for c in cols)))
+    if table == "observations" and values.get("deleted_at") is None:
+        vector_queue.queue(conn, [rowid])
 
 
 def restore(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
@@ -52,27 +58,25 @@ def restore(conn: sqlite3.Connection, table: str, column: str, value: object) ->
         conn.execute(_ADD[table], tuple(row))
 
 
-def remove(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
-    """Take the row(s) where ``column = value`` out of the index, before they change."""
+def remove(
+    conn: sqlite3.Connection, table: str, column: str, value: object, *, own_text: bool = True
+) -> None:
+    """Take the row(s) where ``column = value`` out of the index, before they change.
+    ``own_text=False``: only the session context changes, so a memory keeps its vector and its
+    entity graph (made from its title and content)."""
     rows = conn.execute(_select(table, column), (value,)).fetchall()
     for row in rows:
         conn.execute(_REMOVE[table], tuple(row))
-    if table == "observations" and rows:
-        _forget_graph(conn, [row[0] for row in rows])
-
-
-def _forget_graph(conn: sqlite3.Connection, rowids: list[int]) -> None:
-    """The entity graph is derived from memories too: a changing memory leaves it (and is
-    ingested again later), so no old or deleted text stays in it."""
-    from engram.store.graph import forget
-
-    forget(conn, rowids)
+    if table == "observations" and own_text:
+        vector_queue.forget(conn, [row[0] for row in rows])
+        graph_rows.forget(conn, [row[0] for row in rows])
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
     """Re-index every row (after a bulk copy that bypassed the functions above)."""
     for fts, _ in _INDEXES.values():
         conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+    vector_queue.forget_all(conn)
 
 
 class DeferredIndex:
@@ -89,14 +93,18 @@ class DeferredIndex:
         self.conn = conn
         self._old: dict[str, dict[int, tuple[Any, ...]]] = {table: {} for table in _INDEXES}
 
-    def before_change(self, table: str, column: str, value: object) -> None:
-        """Call before updating or deleting the row(s) where ``column = value``."""
+    def before_change(
+        self, table: str, column: str, value: object, *, own_text: bool = True
+    ) -> None:
+        """Call before updating or deleting the row(s) where ``column = value`` (``own_text``
+        as in :func:`remove`)."""
         old = self._old[table]
         rows = self.conn.execute(_select(table, column), (value,)).fetchall()
         for row in rows:
             old.setdefault(row[0], tuple(row))
-        if table == "observations" and rows:
-            _forget_graph(self.conn, [row[0] for row in rows])
+        if table == "observations" and own_text:
+            vector_queue.forget(self.conn, [row[0] for row in rows])
+            graph_rows.forget(self.conn, [row[0] for row in rows])
 
     def flush(self) -> None:
         for table, old in self._old.items():

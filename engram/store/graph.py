@@ -22,7 +22,7 @@ import itertools
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from engram.errors import NotFoundError, StoreUnavailableError, ValidationError
 from engram.graph.extract import Extraction, extract, normalize, question_entities
 from engram.project import project_name
 from engram.store.base import StoreBase
+from engram.store.graph_rows import forget
 from engram.store.query import STOPWORDS
 from engram.text import require_storable
 from engram.times import now_text
@@ -46,32 +47,6 @@ BATCH = 200
 #: How many memories a query brings into the graph first, when some are not ingested yet.
 CATCH_UP = 2000
 _WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#._/-]*")
-
-
-def forget(conn: sqlite3.Connection, observation_ids: Iterable[int]) -> None:
-    """Take memories out of the graph before their row changes or goes (every write path calls
-    this through :mod:`engram.store.fts`); entities nobody mentions any more go too."""
-    for oid in observation_ids:
-        row = conn.execute(
-            "SELECT 1 FROM graph_ingested WHERE observation_id = ?", (oid,)
-        ).fetchone()
-        if row is None:
-            continue
-        entities = [
-            r[0]
-            for r in conn.execute(
-                "SELECT entity FROM graph_mentions WHERE observation_id = ?", (oid,)
-            )
-        ]
-        conn.execute("DELETE FROM graph_triples WHERE observation_id = ?", (oid,))
-        conn.execute("DELETE FROM graph_mentions WHERE observation_id = ?", (oid,))
-        conn.execute("DELETE FROM graph_ingested WHERE observation_id = ?", (oid,))
-        for entity in entities:
-            conn.execute(
-                """DELETE FROM graph_entities WHERE id = ?
-                   AND NOT EXISTS (SELECT 1 FROM graph_mentions WHERE entity = ?)""",
-                (entity, entity),
-            )
 
 
 @dataclass(slots=True)

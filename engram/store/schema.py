@@ -412,6 +412,77 @@ def migration_7(conn: sqlite3.Connection) -> None:
     copy_foreign_sessions(conn)
 
 
+VECTORS_TABLES = """
+-- Derived, never synced (like the FTS index): one embedding per live memory, made off the save
+-- path by engram/store/vectors.py. A memory whose indexed text changes loses its vector in the
+-- same transaction and is queued in vector_pending; seq only grows, so a process holding the
+-- vectors in memory reads only rows newer than the last seq it saw.
+CREATE TABLE IF NOT EXISTS observation_vectors (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    obs_id  INTEGER NOT NULL UNIQUE,
+    model   TEXT NOT NULL,
+    vector  BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS observation_vectors_model ON observation_vectors(model);
+-- Memories whose vector is missing or out of date.
+CREATE TABLE IF NOT EXISTS vector_pending (
+    obs_id  INTEGER PRIMARY KEY
+);
+"""
+
+
+def migration_8(conn: sqlite3.Connection) -> None:
+    """The vector index of semantic search, with every existing memory queued for it (the
+    queue is only worked through where the semantic extra is installed)."""
+    run_script(conn, VECTORS_TABLES)
+    conn.execute(
+        "INSERT OR IGNORE INTO vector_pending(obs_id)"
+        " SELECT id FROM observations WHERE deleted_at IS NULL"
+    )
+
+
+#: FTS5 prefix indexes: the prefix lengths (in characters) prefix queries of that length read
+#: from a ready-made index instead of merging every term that starts with them.
+FTS_PREFIX = "4 5 6"
+
+SEARCH_TRUTH = f"""
+-- Session context is looked up by session, project and scope in save order (both directions).
+CREATE INDEX IF NOT EXISTS observations_context
+    ON observations(session_id, project, scope, created_at, sync_id) WHERE deleted_at IS NULL;
+CREATE INDEX IF NOT EXISTS user_prompts_context
+    ON user_prompts(session_id, project, created_at, sync_id);
+DROP TABLE IF EXISTS observations_fts;
+DROP TABLE IF EXISTS prompts_fts;
+CREATE VIRTUAL TABLE observations_fts USING fts5(
+    title, content, tool_name, type, project, topic_key, search_context,
+    content='observations', content_rowid='id', tokenize='porter unicode61',
+    prefix='{FTS_PREFIX}'
+);
+CREATE VIRTUAL TABLE prompts_fts USING fts5(
+    content, project, content='user_prompts', content_rowid='id', tokenize='porter unicode61',
+    prefix='{FTS_PREFIX}'
+);
+-- How many rows hold each term: search takes the rarest query words first.
+CREATE VIRTUAL TABLE IF NOT EXISTS observations_fts_vocab USING fts5vocab(observations_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS prompts_fts_vocab USING fts5vocab(prompts_fts, 'row');
+"""
+
+
+def migration_9(conn: sqlite3.Connection) -> None:
+    """Search that tells the truth (issue 14): session context re-derived under the new rules
+    (agent sessions only, never across project or scope, nothing deleted), FTS indexes rebuilt
+    with prefix indexes, the vocabulary tables search plans with, and purge's bookkeeping."""
+    from engram.store.purge import create_purge_state
+    from engram.store.search_context import rederive_all
+
+    run_script(conn, SEARCH_TRUTH)
+    conn.execute(_weights_sql())
+    create_purge_state(conn)
+    rederive_all(conn)
+    for fts in ("observations_fts", "prompts_fts"):
+        conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+
+
 # --- memory graph (issue 20) --------------------------------------------------------------------
 
 GRAPH_TABLES = """
@@ -491,7 +562,7 @@ CREATE TABLE IF NOT EXISTS graph_ingested (
 """
 
 
-def migration_8(conn: sqlite3.Connection) -> None:
+def migration_10(conn: sqlite3.Connection) -> None:
     """The memory graph (issue 20): replicated relations between memories, the queue of saves
     whose conflict check is pending, and the derived entity graph. Self-contained: it only
     creates tables."""
@@ -507,6 +578,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_6,
     migration_7,
     migration_8,
+    migration_9,
+    migration_10,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

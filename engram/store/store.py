@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from engram import config as config_module
 from engram.config import Config
@@ -22,11 +23,14 @@ from engram.store.observations import ObservationsMixin
 from engram.store.pattern import PatternSearchMixin
 from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
+from engram.store.purge import PurgeMixin
+from engram.store.ranking import TermCounts
 from engram.store.relations import RelationsMixin
 from engram.store.replication import ReplicationMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
 from engram.store.sessions import SessionsMixin
+from engram.store.vectors import VectorsMixin
 
 
 class Store(
@@ -39,6 +43,8 @@ class Store(
     ProjectsMixin,
     ExchangeMixin,
     ReplicationMixin,
+    PurgeMixin,
+    VectorsMixin,
     RelationsMixin,
     ConflictsMixin,
     GraphMixin,
@@ -49,6 +55,9 @@ class Store(
         self.db = db
         self.config = config
         self.journal = Journal(db, config.max_clock_drift_ms)
+        self.term_counts = TermCounts()
+        #: The vectors held in memory for semantic search (loaded on the first one).
+        self.vector_index: Any = None
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:
