@@ -33,7 +33,7 @@ from engram.errors import StoreUnavailableError
 from engram.record import relation_key
 from engram.store.base import StoreBase
 from engram.store.models import Relation
-from engram.store.query import STOPWORDS, build_match
+from engram.store.query import STOPWORDS, build_match, plan_words
 from engram.times import now_text
 
 SAME = 0.9
@@ -211,8 +211,7 @@ class ConflictsMixin(StoreBase):
         """Live memories of the same project and scope that may conflict: the best full-text
         matches of its words, and the latest of its topic family."""
         found: dict[int, sqlite3.Row] = {}
-        chosen = sorted(mine - {"not"}, key=lambda w: (-len(w), w))[:QUERY_WORDS]
-        match = build_match(" ".join(chosen)) if chosen else None
+        match = _rare_words(conn, mine - {"not"})
         same = "o.project = ? AND o.scope = ? AND o.deleted_at IS NULL AND o.id != ?"
         params = (row["project"], row["scope"], row["id"])
         if match:
@@ -327,3 +326,26 @@ class ConflictService:
         import anyio
 
         await anyio.to_thread.run_sync(self.worker.stop)
+
+
+def _rare_words(conn: sqlite3.Connection, words: frozenset[str]) -> str | None:
+    """An FTS expression of the memory's :data:`QUERY_WORDS` rarest words that another memory
+    also holds (from the index's vocabulary: a word every memory holds costs a long read and
+    finds nothing in particular); ``None`` when it has none."""
+    planned = [w for w in plan_words(" ".join(sorted(words))) if len(w.stems) == 1]
+    terms = sorted({w.stems[0] for w in planned})
+    if not terms:
+        return None
+    parts = " UNION ALL ".join(
+        f"SELECT {n}, doc FROM observations_fts_vocab WHERE term = ?" for n in range(len(terms))
+    )
+    try:
+        found = dict(conn.execute(parts, terms).fetchall())
+    except sqlite3.OperationalError:  # no vocabulary table (a store before migration 9)
+        longest = sorted(words, key=lambda w: (-len(w), w))[:QUERY_WORDS]
+        return build_match(" ".join(longest))
+    docs = {term: int(found.get(n, 0)) for n, term in enumerate(terms)}
+    # Held by this memory and at least one other, rarest first.
+    shared = sorted((docs[w.stems[0]], w.text) for w in planned if docs[w.stems[0]] >= 2)
+    chosen = list(dict.fromkeys(text for _, text in shared))[:QUERY_WORDS]
+    return " OR ".join(f'"{w}"' for w in chosen) if chosen else None
