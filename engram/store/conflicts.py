@@ -15,8 +15,9 @@ content, lowercased, stop words out, negations kept as ``not``).
 
 * ``similarity`` = Jaccard of the two sets; at or above :data:`SAME` the memories say the same
   thing (a near-duplicate, not a conflict);
-* they are candidates at :data:`SIMILAR` or more, or :data:`SAME_FAMILY` or more when their
-  topic keys share a family (``decision/…`` and ``decision/…``);
+* they are candidates when they share at least :data:`MIN_SHARED` words and their similarity
+  is :data:`SIMILAR` or more, or :data:`SAME_FAMILY` or more when their topic keys share a
+  family (``decision/…`` and ``decision/…``);
 * they *say something different* when each has words the other lacks (a replacement: "use
   Redis" / "use PostgreSQL") or exactly one of them is negated; one that only adds details to
   the other is an extension, not a conflict.
@@ -39,6 +40,9 @@ from engram.times import now_text
 SAME = 0.9
 SIMILAR = 0.5
 SAME_FAMILY = 0.3
+#: Words two memories must share (besides a negation) before they can be about one thing:
+#: "written by the first process" and "… second process" are not a disagreement.
+MIN_SHARED = 3
 MAX_CONFLICTS_PER_MEMORY = 3
 CANDIDATES = 20
 #: Words of a memory put into the candidate query (FTS5 ranks a long OR well, but each term
@@ -60,7 +64,7 @@ def words(text: str) -> frozenset[str]:
     for word in _WORD.findall(text.lower()):
         if word in NEGATIONS:
             out.add("not")
-        elif word not in _STOP:
+        elif word not in _STOP and len(word) > 1:
             plural = len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "is", "us"))
             out.add(word[:-1] if plural else word)
     return frozenset(out)
@@ -82,8 +86,8 @@ class Verdict:
 def compare(a: frozenset[str], b: frozenset[str], *, same_family: bool = False) -> Verdict | None:
     """Whether two memories (their :func:`words`) conflict, and why; ``None`` when not."""
     union = a | b
-    if not union:
-        return None
+    if len(a & b - {"not"}) < MIN_SHARED:
+        return None  # too little in common to be about the same thing
     similarity = len(a & b) / len(union)
     if similarity >= SAME or similarity < (SAME_FAMILY if same_family else SIMILAR):
         return None
