@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 
 from engram.errors import StoreUnavailableError
@@ -43,6 +44,9 @@ SAME_FAMILY = 0.3
 #: Words two memories must share (besides a negation) before they can be about one thing:
 #: "written by the first process" and "… second process" are not a disagreement.
 MIN_SHARED = 3
+#: How long a read may spend on queued checks before showing its results (the rest wait for
+#: the next read or the background worker of a long-running process).
+READ_BUDGET_S = 0.05
 MAX_CONFLICTS_PER_MEMORY = 3
 CANDIDATES = 20
 #: Words of a memory put into the candidate query (FTS5 ranks a long OR well, but each term
@@ -130,22 +134,38 @@ class ConflictsMixin(StoreBase):
             return
         try:
             with self.db.without_waiting():
-                self.detect_conflicts()
+                # The newest saves first (what the reader just wrote), and a bounded share:
+                # after a bulk save the rest is left to the next reads or the worker.
+                self.detect_conflicts(newest_first=True, budget_s=READ_BUDGET_S)
         except StoreUnavailableError:
             pass
 
-    def detect_conflicts(self, limit: int | None = 200) -> list[Relation]:
-        """Run the queued conflict checks (at most ``limit`` memories; ``None``: all) and
-        return the relations they made. Nothing queued costs one index probe."""
+    def detect_conflicts(
+        self,
+        limit: int | None = 200,
+        *,
+        newest_first: bool = False,
+        budget_s: float | None = None,
+    ) -> list[Relation]:
+        """Run the queued conflict checks (at most ``limit`` memories; ``None``: all; with a
+        ``budget_s``, stop once that much time went — after at least one check) and return the
+        relations they made. Nothing queued costs one index probe."""
         if self.db.one("SELECT 1 FROM graph_conflict_queue LIMIT 1") is None:
             return []
-        sql = "SELECT observation_id FROM graph_conflict_queue ORDER BY queued_at, observation_id"
+        order = "DESC" if newest_first else ""
+        sql = (
+            "SELECT observation_id FROM graph_conflict_queue "
+            f"ORDER BY queued_at {order}, observation_id {order}"
+        )
         ids = [r[0] for r in self.db.rows(sql + ("" if limit is None else f" LIMIT {int(limit)}"))]
         made: list[Relation] = []
+        started = time.monotonic()
         for oid in ids:
             with self.db.write() as conn:
                 made += self._check_one(conn, oid)
                 conn.execute("DELETE FROM graph_conflict_queue WHERE observation_id = ?", (oid,))
+            if budget_s is not None and time.monotonic() - started >= budget_s:
+                break
         return made
 
     def _check_one(self, conn: sqlite3.Connection, oid: int) -> list[Relation]:

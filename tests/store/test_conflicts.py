@@ -146,3 +146,26 @@ def test_template_texts_with_little_in_common_are_not_conflicts(store: Store) ->
     save(store, "From second", "written through the second process")
     assert store.detect_conflicts() == []
     assert compare(words("alpha beta"), words("alpha gamma")) is None
+
+
+def test_a_read_after_a_bulk_save_does_a_bounded_share(store: Store) -> None:
+    """After many saves the first read runs the newest checks first and stops after its time
+    budget (at least one check); later reads and the worker do the rest."""
+    import engram.store.conflicts as conflicts
+
+    for i in range(30):
+        save(store, f"Note {i}", f"alpha bravo charlie delta number {i}")
+    old = save(store, "Session store", "We keep sessions in Redis with a 30 minute TTL")
+    store.detect_conflicts(limit=None)
+    for i in range(30):
+        save(store, f"More {i}", f"echo foxtrot golf hotel number {i}")
+    new = save(store, "Session store", "We keep sessions in PostgreSQL with a 30 minute TTL")
+    budget, conflicts.READ_BUDGET_S = conflicts.READ_BUDGET_S, 0.0
+    try:
+        results = store.search("session store", project="acme")
+    finally:
+        conflicts.READ_BUDGET_S = budget
+    assert store.pending_conflict_checks() == 30  # one check ran: the newest save's
+    assert {o.id: [n["note"] for n in o.relations or []] for o in results}[new.id] == [
+        f"conflicts with #{old.id} (Session store) — pending review"
+    ]
