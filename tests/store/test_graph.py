@@ -170,3 +170,32 @@ def test_an_llm_extractor_adds_to_the_rules(store: Store) -> None:
         (r["predicate"], r["target"]) for r in found["relationships"]
     }
     del ids
+
+
+def _graph_of(store: Store) -> set[tuple[str, str, str, str]]:
+    """The graph by names and memory keys (local ids differ between machines)."""
+    return {
+        tuple(r)
+        for r in store.db.rows(
+            """SELECT s.norm, t.predicate, o.norm, m.sync_id FROM graph_triples t
+               JOIN graph_entities s ON s.id = t.subject JOIN graph_entities o ON o.id = t.object
+               JOIN observations m ON m.id = t.observation_id"""
+        )
+    }
+
+
+def test_a_teammates_graph_converges(store: Store, make_store) -> None:
+    """Entities are never synced: two machines holding the same memories derive the same
+    graph, whatever order the memories and edits arrived in."""
+    from .replicas import exchange
+
+    other = make_store("other")
+    ids = seed(store)
+    seed(other, project="acme")
+    exchange(store, other)
+    exchange(other, store)
+    store.update_observation(ids[2], content="The session store runs on PostgreSQL now.")
+    exchange(store, other)
+    for replica in (store, other):
+        replica.graph_ingest(project="acme")
+    assert _graph_of(store) == _graph_of(other) and _graph_of(store)
