@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import NotFoundError, StoreUnavailableError, ValidationError
-from engram.graph.extract import Extraction, extract, normalize, question_entities
 from engram.project import project_name
 from engram.store.base import StoreBase
 from engram.store.graph_rows import forget
@@ -36,6 +35,7 @@ from engram.text import require_storable
 from engram.times import now_text
 
 if TYPE_CHECKING:
+    from engram.graph.extract import Extraction
     from engram.graph.llm import LLMExtractor
 
 RULES = "rules"
@@ -173,6 +173,8 @@ class GraphMixin(StoreBase):
     def _extract(
         row: sqlite3.Row, extractor: LLMExtractor | None, report: IngestReport
     ) -> Extraction:
+        from engram.graph.extract import extract  # the rules load only when a graph is built
+
         found = extract(row["title"], row["content"], row["type"], row["topic_key"])
         if extractor is None:
             return found
@@ -252,6 +254,8 @@ class GraphMixin(StoreBase):
         limit = _check_limit(limit, 500)
         name = project_name(project) if project else None
         self._catch_up(name)
+        from engram.graph.extract import normalize
+
         norm = normalize(entity)
         with self.db.read() as conn:
             clauses, params = ["e.norm = ?"], [norm]
@@ -400,6 +404,8 @@ def _merged(rules: Extraction, extra: Extraction) -> Extraction:
     triples = {(t.subject.norm, t.predicate, t.object.norm): t for t in rules.triples}
     for t in extra.triples:
         triples.setdefault((t.subject.norm, t.predicate, t.object.norm), t)
+    from engram.graph.extract import Extraction
+
     return Extraction(list(entities.values()), list(triples.values()))
 
 
@@ -434,6 +440,8 @@ def _check_limit(limit: Any, maximum: int = 100) -> int:
 def _candidate_norms(question: str) -> list[str]:
     """Names a question may use for entities: what the extractor finds in it, and its word
     runs of one to four words (stop words alone never count)."""
+    from engram.graph.extract import normalize, question_entities
+
     names = {e.norm for e in question_entities(question)}
     words = _WORDS.findall(question)
     for size in range(1, 5):
