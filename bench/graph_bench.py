@@ -17,6 +17,8 @@ baseline measured in the same run:
    after each save (what the issue says not to do).
 4. **Conflict checks** off the save path: ms per queued memory.
 5. **Search**: p50 with the relation annotation step vs. without it.
+
+Searches run in lexical mode (the semantic extra, when installed, would time a model instead).
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def main() -> None:
             query_ms.append((time.perf_counter() - started) * 1000)
             connected += answer["connected"]
             started = time.perf_counter()
-            store.search(question, project="acme")
+            store.search(question, project="acme", mode="lexical")
             search_ms.append((time.perf_counter() - started) * 1000)
         print(
             f"\n2. graph_query over {args.memories:,} memories: p50 {statistics.median(query_ms):.1f} ms, "
@@ -181,10 +183,14 @@ def main() -> None:
         annotate = type(store).annotate_results
         with_notes, without = [], []
         for q in words:
-            with_notes.append(timed(lambda q=q: store.search(q, project="acme")) * 1000)
+            with_notes.append(
+                timed(lambda q=q: store.search(q, project="acme", mode="lexical")) * 1000
+            )
             type(store).annotate_results = lambda self, results: results
             try:
-                without.append(timed(lambda q=q: store.search(q, project="acme")) * 1000)
+                without.append(
+                    timed(lambda q=q: store.search(q, project="acme", mode="lexical")) * 1000
+                )
             finally:
                 type(store).annotate_results = annotate
         print(
