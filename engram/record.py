@@ -239,6 +239,25 @@ def hlc_text(hlc: str) -> str:
     return datetime.fromtimestamp(wall / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def derived_sync_id(
+    entity: str,
+    *,
+    project: str,
+    session_id: str,
+    created_at: str,
+    content: str,
+    title: str | None = None,
+) -> str:
+    """The sync id of a memory or prompt that arrives without one (the Go tool has none):
+    ``sha256(project, session_id, created_at, title, content)`` of its stored values, so every
+    machine that imports the same row — from the same export or chunk, any number of times —
+    gives it the same key, and importing it again adds nothing. Never random, never the
+    importer's origin."""
+    parts = [project, session_id, created_at] + ([title or ""] if entity == "observation" else [])
+    digest = hashlib.sha256("\0".join([*parts, content]).encode()).hexdigest()[:16]
+    return ("obs-" if entity == "observation" else "prompt-") + digest
+
+
 def legacy_mid(key: str, updated_at: str, op: str) -> str:
     """Deterministic mid for rows that predate the journal (same on every machine)."""
     return hashlib.sha256(f"{key}\0{updated_at}\0{op}".encode()).hexdigest()[:32]
@@ -338,8 +357,7 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
         # naming another project would let a writer of one project plant memories in another.
         raise _fail(
             index,
-            f"payload.project {payload['project']!r} does not match project "
-            f"{record['project']!r}",
+            f"payload.project {payload['project']!r} does not match project {record['project']!r}",
         )
     for name, value in payload.items():
         if name in _INT_FIELDS:

@@ -210,6 +210,9 @@ class PassiveResultOut(Struct):
 
 
 class TimelineEntryOut(Struct):
+    """A memory beside the focus: every field of the memory (as the Go tool answers), and
+    ``is_focus``."""
+
     id: int
     type: str
     title: str
@@ -217,6 +220,16 @@ class TimelineEntryOut(Struct):
     created_at: str
     is_focus: bool
     sync_id: str
+    session_id: str
+    tool_name: str | None
+    project: str
+    scope: str
+    topic_key: str | None
+    revision_count: int
+    duplicate_count: int
+    last_seen_at: str | None
+    updated_at: str
+    deleted_at: str | None
 
 
 class TimelineOut(Struct):
@@ -394,6 +407,8 @@ class ImportResultOut(Struct):
     prompts_imported: int
     skipped: int
     relations_imported: int = 0
+    #: rows that came back through the Go tool next to their original, retired
+    copies_retired: int = 0
 
 
 # --- sync status --------------------------------------------------------------------------------

@@ -72,9 +72,11 @@ to recover the state, then continue.
 
 ### Projects
 Memories belong to the project of the directory the server runs in (or `--project` /
-`ENGRAM_PROJECT`). Only pass `project` to a tool when you must work on another, existing
-project; `mem_current_project` and `mem_list_projects` show what is known. If a tool reports
-`ambiguous_project` or `unknown_project`, pick one of the `available_projects` it lists.
+`ENGRAM_PROJECT`): saving tools always write there and ignore a `project` argument. Reading
+tools take `project` to look at another, existing project; `mem_current_project` and
+`mem_list_projects` show what is known. If a read reports `unknown_project`, pick one of the
+`available_projects` it lists; if a save reports `ambiguous_project`, the server runs in a
+folder of several repositories and must be started inside one (or with `--project`).
 """
 
 INSTRUCTIONS = """\
@@ -84,11 +86,13 @@ text). Save with mem_save right after fixing a bug, making a decision, discoveri
 non-obvious, establishing a pattern or learning a user preference — content as **What** / \
 **Why** / **Where** / **Learned**, with a topic_key for subjects that evolve. Before the session \
 ends, call mem_session_summary (Goal / Instructions / Discoveries / Accomplished / Next Steps / \
-Relevant Files). The project comes from the server's working directory: pass `project` only to \
-use another existing project (see mem_current_project)."""
+Relevant Files). Saves go to the project of the server's working directory (see \
+mem_current_project); pass `project` to reading tools only, to look at another existing project."""
 
 
-BEGIN_MARK = "<!-- engram:protocol (managed by 'engram protocol --install'; edits here are replaced) -->"
+BEGIN_MARK = (
+    "<!-- engram:protocol (managed by 'engram protocol --install'; edits here are replaced) -->"
+)
 END_MARK = "<!-- /engram:protocol -->"
 
 

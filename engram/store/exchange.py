@@ -21,8 +21,8 @@ from engram.record import (
     FIELDS,
     JUDGMENT_STATUSES,
     RELATION_FIELDS,
+    derived_sync_id,
     legacy_record,
-    new_key,
     relation_key,
     relation_state,
     validate_record,
@@ -237,6 +237,8 @@ class ExchangeMixin(StoreBase):
             run.flush_journal()
             if run.newest:
                 self.journal.observe(conn, run.newest)
+            # A row of a Go export may be a memory of ours that went through the Go tool.
+            result.copies_retired = self._settle_go_copies(conn, run.imported)  # type: ignore[attr-defined]
         if progress is not None:
             progress(total, total)
         return result
@@ -288,6 +290,8 @@ class ImportRun:
         self.done = 0
         self.newest = ""
         self.records: list[tuple] = []
+        #: (entity, project, key, state) of every memory and prompt inserted
+        self.imported: list[tuple[str, str, str, dict[str, Any]]] = []
         self.sessions = {(r[0], r[1]) for r in conn.execute("SELECT project, id FROM sessions")}
         self.observations = {
             (r[0], r[1]) for r in conn.execute("SELECT project, sync_id FROM observations")
@@ -372,11 +376,14 @@ class ImportRun:
         result.sessions_imported += 1
 
     def observation(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or new_key("obs-")
         project = project_name(item.get("project"))
+        created = item.get("created_at") or EPOCH_TEXT
+        sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+            "observation", project=project, session_id=item["session_id"].strip(),
+            created_at=created, title=item["title"], content=item["content"],
+        )  # fmt: skip
         if self._skip("observation", project, sync_id, self.observations, result):
             return
-        created = item.get("created_at") or EPOCH_TEXT
         state = {
             "sync_id": sync_id, "session_id": item["session_id"].strip(),
             "type": (item.get("type") or "").strip() or "manual",
@@ -405,13 +412,17 @@ class ImportRun:
         )  # fmt: skip
         fts.add(self.conn, "observations", int(cursor.lastrowid or 0),
                 {**state, "search_context": context})  # fmt: skip
+        self.imported.append(("observation", project, sync_id, state))
         self.context.inserted(int(cursor.lastrowid or 0), state)  # may arrive out of order
         self.context.settle()
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or new_key("prompt-")
         project = project_name(item.get("project"))
+        sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+            "prompt", project=project, session_id=item["session_id"].strip(),
+            created_at=item.get("created_at") or EPOCH_TEXT, content=item["content"],
+        )  # fmt: skip
         if self._skip("prompt", project, sync_id, self.prompts, result):
             return
         state = {
@@ -427,6 +438,7 @@ class ImportRun:
             {**state, "hlc": hlc},
         )
         fts.add(self.conn, "user_prompts", int(cursor.lastrowid or 0), state)
+        self.imported.append(("prompt", project, sync_id, state))
         self.context.prompt(int(cursor.lastrowid or 0))  # memories here may be saved after it
         self.context.settle()
         result.prompts_imported += 1

@@ -204,6 +204,9 @@ class SaveResult:
 
 @dataclass(slots=True)
 class TimelineEntry:
+    """A memory around a timeline's focus: the memory's own fields (as the Go tool gives them,
+    so its hooks read them), and whether it is the focus."""
+
     id: int
     type: str
     title: str
@@ -211,6 +214,28 @@ class TimelineEntry:
     created_at: str
     is_focus: bool = False
     sync_id: str = ""
+    session_id: str = ""
+    tool_name: str | None = None
+    project: str = ""
+    scope: str = "project"
+    topic_key: str | None = None
+    revision_count: int = 1
+    duplicate_count: int = 1
+    last_seen_at: str | None = None
+    updated_at: str = ""
+    deleted_at: str | None = None
+
+    @classmethod
+    def of(cls, memory: Observation, *, is_focus: bool = False) -> TimelineEntry:
+        return cls(
+            id=memory.id, type=memory.type, title=memory.title, content=memory.content,
+            created_at=memory.created_at, is_focus=is_focus, sync_id=memory.sync_id,
+            session_id=memory.session_id, tool_name=memory.tool_name, project=memory.project,
+            scope=memory.scope, topic_key=memory.topic_key,
+            revision_count=memory.revision_count, duplicate_count=memory.duplicate_count,
+            last_seen_at=memory.last_seen_at, updated_at=memory.updated_at,
+            deleted_at=memory.deleted_at,
+        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -297,6 +322,9 @@ class ImportResult:
     prompts_imported: int = 0
     skipped: int = 0
     relations_imported: int = 0
+    #: rows that came back through the Go tool next to their original, retired
+    #: (:mod:`engram.store.go_copies`)
+    copies_retired: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -317,6 +345,9 @@ class ApplyResult:
     quarantined: dict[str, int] = field(default_factory=dict)
     #: Records that waited in the quarantine and were applied (or found stale) by this call.
     released: int = 0
+    #: Copies of a memory that came back through the Go tool, retired next to their original
+    #: (:mod:`engram.store.go_copies`).
+    copies_retired: int = 0
 
     def add(self, other: ApplyResult) -> None:
         for name in (
@@ -328,6 +359,7 @@ class ApplyResult:
             "prompts",
             "relations",
             "released",
+            "copies_retired",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, count in other.quarantined.items():

@@ -422,12 +422,12 @@ class ObservationsMixin(StoreBase):
         with self.db.read() as conn:
             where = "project = ? AND session_id = ? AND deleted_at IS NULL"
             earlier = conn.execute(
-                f"""SELECT id, type, title, content, created_at, sync_id FROM observations
+                f"""SELECT * FROM observations
                     WHERE {where} AND id < ? ORDER BY id DESC LIMIT ?""",
                 (focus.project, focus.session_id, focus.id, before),
             ).fetchall()
             later = conn.execute(
-                f"""SELECT id, type, title, content, created_at, sync_id FROM observations
+                f"""SELECT * FROM observations
                     WHERE {where} AND id > ? ORDER BY id LIMIT ?""",
                 (focus.project, focus.session_id, focus.id, after),
             ).fetchall()
@@ -443,9 +443,7 @@ class ObservationsMixin(StoreBase):
             session = None
 
         def entry(r: sqlite3.Row) -> TimelineEntry:
-            return TimelineEntry(
-                r["id"], r["type"], r["title"], r["content"], r["created_at"], False, r["sync_id"]
-            )
+            return TimelineEntry.of(Observation.from_row(r))
 
         return Timeline(
             focus=focus,

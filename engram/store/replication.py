@@ -98,6 +98,16 @@ class ReplicationMixin(StoreBase):
             batch.finish()
         return result
 
+    def _settle_go_copies(
+        self, conn: sqlite3.Connection, rows: Iterable[tuple[str, str, str, dict[str, Any]]]
+    ) -> int:
+        """Inside the caller's transaction: retire the Go copies among ``rows`` (entity,
+        project, key, state) just written here (an import); how many were retired."""
+        batch = _ApplyBatch(self, conn, now_ms())
+        retired = sum(batch.settle_go_copy(*row) for row in rows)
+        batch.finish()
+        return retired
+
     def recheck_quarantine(self, ids: Iterable[int] | None = None) -> ApplyResult:
         """Check inbound-quarantined records again now (all, or those ``ids``): each one that
         has become applicable is applied, the others stay with their (new) reason."""
@@ -251,14 +261,42 @@ class _ApplyBatch:
         self._journal(record, text, source)
         if hlc <= current:
             result.stale += 1
-            return
+        else:
+            self.rewrite(record, where, rowid)
+            result.applied += 1
+            kind = {"session": "sessions", "observation": "observations", "prompt": "prompts",
+                    "relation": "relations"}  # fmt: skip
+            setattr(result, kind[entity], getattr(result, kind[entity]) + 1)
+            if entity == "observation":
+                self.memories_arrived = True  # a waiting relation may name it
+        if entity in ("observation", "prompt") and record["op"] == "upsert":
+            # Even a stale upsert: an original's first version is the one its Go copy matches.
+            result.copies_retired += self.settle_go_copy(entity, project, key, full_state(record))
+
+    def settle_go_copy(
+        self, entity: str, project: str, key: str, state: dict[str, Any] | None
+    ) -> int:
+        """Retire the copy of a memory that came back through the Go tool, when the row at
+        ``key`` (``state``: its arriving or imported version) and another one are one memory
+        (:mod:`engram.store.go_copies`); 1 when a copy was retired here."""
+        if state is None:
+            return 0
+        # Imported here, not at the top: `engram search` and `save` never apply anything, and
+        # their start-up imports only what they use (tests/semantic/test_lexical_path.py).
+        from engram.store import go_copies
+
+        pair = go_copies.copy_pair(self.conn, entity, project, key, state)
+        record = pair and go_copies.retire_record(self.conn, entity, project, *pair)
+        if not record or self.store.journal.has_mid(self.conn, record["mid"]):
+            return 0
+        # Journaled as this machine's own write, so it reaches every target the copy went to.
+        self.store.journal.append_record(self.conn, record, source="local")
+        self.newest = max(self.newest, record["hlc"])
+        current, where, rowid = self.version(entity, project, record["key"])
+        if record["hlc"] <= current:
+            return 0
         self.rewrite(record, where, rowid)
-        result.applied += 1
-        attr = {"session": "sessions", "observation": "observations", "prompt": "prompts",
-                "relation": "relations"}[entity]  # fmt: skip
-        setattr(result, attr, getattr(result, attr) + 1)
-        if entity == "observation":
-            self.memories_arrived = True
+        return 1
 
     def _missing_end(self, record: dict[str, Any]) -> str | None:
         """The endpoint of a relation that is not at its address in the relation's project

@@ -483,6 +483,32 @@ def migration_9(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
 
 
+GO_KEY_TABLES = """
+-- Which sessions, memories and prompts each Go-format chunk of a git sync directory holds
+-- (every key it names, applied here or not), and which chunks have been read for it: what
+-- `engram sync --go-compat` must not write for Go teammates again (the Go tool has no
+-- sync_id and would import a second copy). Owned by engram/sync/git/ledger.py.
+CREATE TABLE IF NOT EXISTS sync_git_go_chunks (
+    target    TEXT NOT NULL,
+    chunk_id  TEXT NOT NULL,
+    noted_at  TEXT NOT NULL,
+    PRIMARY KEY (target, chunk_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sync_git_go_keys (
+    target    TEXT NOT NULL,
+    chunk_id  TEXT NOT NULL,
+    entity    TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    PRIMARY KEY (target, entity, key, chunk_id)
+) WITHOUT ROWID;
+"""
+
+
+def migration_10(conn: sqlite3.Connection) -> None:
+    """Moving from the Go tool (issue 16): the keys each Go-format chunk holds."""
+    run_script(conn, GO_KEY_TABLES)
+
+
 # --- memory graph (issue 20) --------------------------------------------------------------------
 
 GRAPH_TABLES = """
@@ -562,7 +588,7 @@ CREATE TABLE IF NOT EXISTS graph_ingested (
 """
 
 
-def migration_10(conn: sqlite3.Connection) -> None:
+def migration_11(conn: sqlite3.Connection) -> None:
     """The memory graph (issue 20): replicated relations between memories, the queue of saves
     whose conflict check is pending, and the derived entity graph. Self-contained: it only
     creates tables."""
@@ -580,6 +606,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_8,
     migration_9,
     migration_10,
+    migration_11,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -288,9 +288,7 @@ class TimelineScreen(ObservationListScreen):
 
     def _show(self, timeline: Timeline) -> None:
         focus = timeline.focus
-        entry = TimelineEntry(
-            focus.id, focus.type, focus.title, focus.content, focus.created_at, True, focus.sync_id
-        )
+        entry = TimelineEntry.of(focus, is_focus=True)
         entries = [*timeline.before, entry, *timeline.after]
         session = timeline.session_info
         if session is None:

@@ -54,7 +54,9 @@ READ_ONLY_KEYS = ("id", "sync_id", "project", "scope", "created", "updated")
 MAX_NAME_CHARS = 80
 # Characters Obsidian refuses in note names, plus path separators and controls.
 _UNSAFE_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]+')
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*$\r?\n?", re.S | re.M)
+_FRONT_MATTER = re.compile(
+    r"\A---[ \t]*\r?\n(?P<yaml>.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*$\r?\n?", re.S | re.M
+)
 _TITLE = re.compile(r"\A#[ \t]+(?P<title>[^\n]*?)[ \t#]*(?:\n|\Z)")
 
 

@@ -108,9 +108,7 @@ class VaultReport:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["counts"] = {
-            key: len(value) for key, value in data.items() if isinstance(value, list)
-        }
+        data["counts"] = {key: len(value) for key, value in data.items() if isinstance(value, list)}
         return data
 
 
@@ -603,9 +601,7 @@ class VaultSync:
             return
         obs = saved.observation
         event.sync_id, event.id = obs.sync_id, obs.id
-        self.report.warnings.extend(
-            f"{note.path}: {w}" for w in saved.warnings if "REDACTED" in w
-        )
+        self.report.warnings.extend(f"{note.path}: {w}" for w in saved.warnings if "REDACTED" in w)
         fresh = self._reload(obs.sync_id)
         self.memories[obs.sync_id] = fresh
         self._write(obs.sync_id, fresh, note.path, [], rendered=self._render(fresh))
