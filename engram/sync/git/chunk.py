@@ -36,6 +36,17 @@ _ENTITY_COUNT = {
 }
 
 
+def shown_counts(counts: dict[str, int]) -> dict[str, int]:
+    """A chunk's counts as its header and our index write them: ``relations`` only when there
+    are some, so a chunk without them keeps the header (and the id) that versions before
+    relations write for the same records."""
+    return {
+        name: int(counts.get(name, 0))
+        for name in COUNT_NAMES
+        if name != "relations" or counts.get(name)
+    }
+
+
 class BadChunkError(UnsupportedFormatError):
     """A chunk that cannot be used: truncated, corrupt, not matching its id, malformed."""
 
@@ -70,13 +81,7 @@ class ChunkHeader:
             "engram_chunk": self.format,
             "created_by": self.created_by,
             "created_at": self.created_at,
-            # ``relations`` only when there are some: a chunk without them keeps the header
-            # (and so the id) that versions before relations write for the same records.
-            "counts": {
-                name: int(self.counts.get(name, 0))
-                for name in COUNT_NAMES
-                if name != "relations" or self.counts.get(name)
-            },
+            "counts": shown_counts(self.counts),
         }
 
 

@@ -52,9 +52,9 @@ def test_a_relation_chunk_before_its_memories_chunk_waits(make_store, tmp_path: 
     first = export(a, theirs).chunks[0].id  # the memories
     a.relate(new, old, "supersedes")
     second = export(a, theirs).chunks[0].id  # the relation
-    mine.chunks_dir.mkdir(parents=True)
+    mine.log_dir.mkdir(parents=True)
     name = f"{second}.jsonl.gz"
-    (mine.chunks_dir / name).write_bytes((theirs.chunks_dir / name).read_bytes())
+    (mine.log_dir / name).write_bytes((theirs.log_dir / name).read_bytes())
     report = import_(b, mine)
     assert report.chunks_imported == [second] and report.applied.quarantined == {
         "waiting_endpoint": 1
@@ -222,3 +222,23 @@ def test_two_clones_share_relations_through_real_git(world) -> None:  # noqa: F8
         ("ignored", "both still true")
     ]
     assert alice.canonical() == bob.canonical()
+
+
+def test_a_go_relation_of_another_project_moves_with_its_memories(
+    store: Store, sync_dir: SyncDir
+) -> None:
+    """The Go tool names a project after the clone's folder: rows of another name move into
+    the repository's project under moved keys (the Go bridge), and so does their relation,
+    whose ends still name them."""
+    observations = [{**o, "project": "acme-fork"} for o in GO_OBSERVATIONS]
+    relation = {**GO_RELATION, "project": "acme-fork"}
+    sessions = [{**s, "project": "acme-fork"} for s in GO_SESSIONS]
+    write_go_chunk(
+        sync_dir.path, sessions, observations, None,
+        [go_mutation(9, "relation", relation["sync_id"], "upsert", relation)],
+    )  # fmt: skip
+    report = import_(store, sync_dir)
+    assert report.failures == [] and report.applied.relations == 1
+    [rel] = store.list_relations("acme")
+    assert rel.sync_id != GO_RELATION["sync_id"] and rel.state == "judged"
+    assert (rel.source.title, rel.target.title) == ("Gateway refresh", "Token refresh")
