@@ -4,7 +4,7 @@ shell over one store method (``relate``, ``judge_relation``, ``relations_for``,
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import msgspec
 from litestar import Controller
@@ -30,13 +30,20 @@ from engram.http.routes import (
     StoreArg,
     _errors,
     _get,
-    _limit,
     _patch,
     _post,
 )
 
+
+def _limit(default: int, maximum: int) -> Any:
+    """A strict count: these routes are new, no Go-era script sends them junk to tolerate."""
+    return Annotated[
+        int, QueryParameter(ge=1, le=maximum, description=f"how many (default {default})")
+    ]
+
+
 GraphLimit = _limit(10, 100)
-ListLimit = _limit(50)
+ListLimit = _limit(50, 1000)
 RelationId = FromPath[str]
 
 
