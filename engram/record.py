@@ -6,6 +6,7 @@ full entity state that applying writes.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import secrets
 import threading
@@ -76,6 +77,24 @@ FIELDS = {
     "relation": RELATION_FIELDS,
 }
 KEY_FIELD = {"session": "id", "observation": "sync_id", "prompt": "sync_id", "relation": "sync_id"}
+#: The user's intent about a memory (docs/importance.md), carried in its payload so it travels
+#: with the memory: a pin, an importance override, when the memory was true, why it was
+#: deleted (``archived``), which memory superseded it and when someone last confirmed it. A
+#: payload leaves out those at their default (so memories that never used them keep their
+#: exact bytes); :func:`full_state` fills the defaults in.
+INTENT_DEFAULTS: dict[str, Any] = {
+    "pinned": False,
+    "importance_override": None,
+    "valid_from": None,
+    "valid_to": None,
+    "delete_reason": None,
+    "superseded_by": None,
+    "reviewed_at": None,
+}
+INTENT_FIELDS = tuple(INTENT_DEFAULTS)
+#: Every replicated field of an entity's state: its payload fields plus, for observations,
+#: the intent fields.
+STATE_FIELDS = {**FIELDS, "observation": OBSERVATION_FIELDS + INTENT_FIELDS}
 _INT_FIELDS = frozenset({"revision_count", "duplicate_count"})
 _NUMBER_FIELDS = frozenset({"confidence"})
 _REQUIRED_UPSERT = {
@@ -360,7 +379,10 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
             f"payload.project {payload['project']!r} does not match project {record['project']!r}",
         )
     for name, value in payload.items():
-        if name in _INT_FIELDS:
+        if entity == "observation" and name in INTENT_DEFAULTS:
+            if problem := intent_problem(name, value):
+                raise _fail(index, f"payload.{name} {problem}")
+        elif name in _INT_FIELDS:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise _fail(index, f"payload.{name} must be an integer")
         elif name in _NUMBER_FIELDS:
@@ -414,6 +436,43 @@ def _check_relation(record: dict[str, Any], index: int | None) -> None:
             f"payload.judgment_status {str(status)[:40]!r} must be one of "
             f"{', '.join(JUDGMENT_STATUSES)}",
         )
+
+
+def intent_problem(name: str, value: Any) -> str | None:
+    """What is wrong with the value of intent field ``name`` (``None`` when it is fine)."""
+    if name == "pinned":
+        return None if isinstance(value, bool) else "must be true or false"
+    if value is None:
+        return None
+    if name == "importance_override":
+        return importance_problem(value)
+    if not isinstance(value, str):
+        return "must be a string or null"
+    if len(value) > 256:
+        return "is longer than 256 characters"
+    return None
+
+
+def importance_problem(value: Any) -> str | None:
+    """Why ``value`` is not an importance (a finite number from 0 to 1), or ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number from 0 to 1, got {value!r}"
+    if not math.isfinite(value):
+        return f"must be a finite number from 0 to 1, got {value!r}"
+    if not 0 <= value <= 1:
+        return f"must be from 0 to 1, got {value!r}"
+    return None
+
+
+def compact_payload(entity: str, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` without the intent fields that hold their default (see :data:`INTENT_DEFAULTS`)."""
+    if entity != "observation":
+        return state
+    return {
+        name: value
+        for name, value in state.items()
+        if name not in INTENT_DEFAULTS or value != INTENT_DEFAULTS[name]
+    }
 
 
 def find_unstorable(value: Any, where: str) -> str | None:
@@ -493,6 +552,7 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
         "created_at": created,
         "updated_at": payload.get("updated_at") or created,
         "deleted_at": deleted_at,
+        **intent_state(payload),
     }
 
 
@@ -529,5 +589,12 @@ def relation_state(record: dict[str, Any]) -> dict[str, Any]:
 def unknown_fields(entity: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The payload fields this version does not know (DESIGN §3 "Forward compatibility"): kept
     beside the entity and written back with its next local edit."""
-    known = set(FIELDS[entity]) | {"hard"}
+    known = set(STATE_FIELDS[entity]) | {"hard"}
     return {name: value for name, value in payload.items() if name not in known}
+
+
+def intent_state(payload: dict[str, Any]) -> dict[str, Any]:
+    """The intent fields a payload sets, with the defaults for those it leaves out."""
+    state = {name: payload.get(name, default) for name, default in INTENT_DEFAULTS.items()}
+    state["pinned"] = state["pinned"] is True
+    return state

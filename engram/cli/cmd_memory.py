@@ -39,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="keep text that looks like a secret (by default it is saved as [REDACTED:kind])",
     )
+    p.add_argument(
+        "--importance",
+        help="how much it matters, 0-1 (default: computed from length, topics, links, "
+        "recency and reads)",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_save)
 
@@ -65,6 +70,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="words, meaning, or both (default: hybrid with the semantic extra, else lexical; "
         "ENGRAM_SEARCH_MODE changes it)",
+    )
+    p.add_argument(
+        "--as-of",
+        help="what was true then: a date (YYYY-MM-DD, the end of that day) or an ISO 8601 "
+        "date and time",
     )
     add_json_flag(p)
     p.set_defaults(func=cmd_search)
@@ -149,9 +159,19 @@ def cmd_save(args: argparse.Namespace) -> int:
             topic_key=args.topic_key,
             tool_name=args.tool_name,
             allow_secrets=args.allow_secrets,
+            importance=_importance(args.importance),
         )
     emit(args, formatting.save_result(result), result.to_dict())
     return 0
+
+
+def _importance(value: str | None) -> float | None:
+    """``--importance``: a number from 0 to 1 (checked by the store's rule)."""
+    if value is None:
+        return None
+    from engram.importance import check_importance
+
+    return check_importance(value)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -168,6 +188,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             since=args.since,
             until=args.until,
             mode=args.mode,
+            as_of=args.as_of,
         )
     emit(args, formatting.search_results(args.query, results), [o.to_dict() for o in results])
     return 0
@@ -177,7 +198,7 @@ def cmd_get(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
-        obs = store.get_observation(args.id)
+        obs = store.get_observation(args.id, record_access=True)
         found = store.relations_for(obs.id)
     data = {
         **obs.to_dict(),

@@ -74,6 +74,16 @@ class ObservationOut(Struct, omit_defaults=True):
     created_at: str
     updated_at: str
     deleted_at: str | None
+    importance: float  # 0-1: the override when set, else the computed score
+    importance_override: float | None
+    pinned: bool
+    access_count: int  # searches and reads on this machine (not synced)
+    last_accessed_at: str | None
+    valid_from: str | None
+    valid_to: str | None
+    delete_reason: str | None  # "archived" when consolidation or a person archived it
+    superseded_by: str | None  # sync id of the memory it was merged into
+    reviewed_at: str | None
     rank: float | None = None  # search results only: lower is better (BM25, or hybrid score)
     match: SearchMatchOut | None = None  # search results only: why it matched
     found_by: list[str] | None = None  # semantic/hybrid results: "lexical", "semantic"
@@ -151,6 +161,8 @@ class ObservationCreate(Struct):
     tool_name: str | None = None
     #: keep text that looks like a secret (by default it is saved as [REDACTED:kind])
     allow_secrets: bool = False
+    #: how much it matters, 0-1 (default: computed); the store refuses anything else
+    importance: float | None = None
 
 
 class ObservationSaved(Struct, omit_defaults=True):
@@ -178,6 +190,12 @@ class ObservationPatch(Struct):
     topic_key: str | None = None
     tool_name: str | None = None
     allow_secrets: bool = False
+    #: 0-1 set by hand, or "auto" for the computed score
+    importance: float | str | None = None
+    pinned: bool | None = None
+    #: when it was true (YYYY-MM-DD or RFC 3339; "" or "none" clears)
+    valid_from: str | None = None
+    valid_to: str | None = None
 
 
 class ObservationDeleted(Struct):
@@ -230,6 +248,16 @@ class TimelineEntryOut(Struct):
     last_seen_at: str | None
     updated_at: str
     deleted_at: str | None
+    importance: float
+    importance_override: float | None
+    pinned: bool
+    access_count: int
+    last_accessed_at: str | None
+    valid_from: str | None
+    valid_to: str | None
+    delete_reason: str | None
+    superseded_by: str | None
+    reviewed_at: str | None
 
 
 class TimelineOut(Struct):
@@ -355,6 +383,13 @@ class ExportObservation(Struct, kw_only=True):
     created_at: str | None = None
     updated_at: str | None = None
     deleted_at: str | None = None
+    pinned: bool = False
+    importance_override: float | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    delete_reason: str | None = None
+    superseded_by: str | None = None
+    reviewed_at: str | None = None
 
 
 class ExportPrompt(Struct, kw_only=True):

@@ -232,6 +232,7 @@ class ObservationRoutes(Controller):
             topic_key=data.topic_key,
             tool_name=data.tool_name,
             allow_secrets=data.allow_secrets,
+            importance=data.importance,
         )
         return ObservationSaved(
             id=result.observation.id,
@@ -300,7 +301,7 @@ class ObservationRoutes(Controller):
 
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
     def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
-        return to_wire(store.get_observation(observation_id), ObservationOut)
+        return to_wire(store.get_observation(observation_id, record_access=True), ObservationOut)
 
     @_patch(
         "/{observation_id:int}",
@@ -322,6 +323,10 @@ class ObservationRoutes(Controller):
             topic_key=data.topic_key,
             tool_name=data.tool_name,
             allow_secrets=data.allow_secrets,
+            importance=data.importance,
+            pinned=data.pinned,
+            valid_from=data.valid_from,
+            valid_to=data.valid_to,
         )
         return to_wire(changed, ObservationOut)
 
@@ -338,10 +343,18 @@ def search(
     since: Since = None,
     until: Until = None,
     mode: SearchMode = None,
+    as_of: Annotated[
+        str | None,
+        QueryParameter(
+            description="what was true then: YYYY-MM-DD (the end of that day) or an ISO 8601 "
+            "date and time"
+        ),
+    ] = None,
 ) -> list[ObservationOut]:
     """Best matches first (``rank``: lower is better); a query with ``/`` first matches topic
     keys exactly. In semantic and hybrid mode each result says what found it (``found_by``)
-    and how similar it is to the question (``similarity``)."""
+    and how similar it is to the question (``similarity``). Importance breaks near ties;
+    ``as_of`` answers with what was true then (a lexical search of that moment)."""
     found = store.search(
         q,
         type=type,
@@ -352,6 +365,7 @@ def search(
         since=since,
         until=until,
         mode=mode,
+        as_of=as_of,
     )
     return many(found, ObservationOut)
 

@@ -47,6 +47,15 @@ previews and #ids) → `mem_get_observation` with an #id for the full text. `mem
 what was saved around a memory in the same session. Fix a memory that turned out wrong with
 `mem_update` rather than saving a contradicting one.
 
+### Keeping memory useful
+`mem_pin` a memory that must never be forgotten (a rule of the project, a hard-won gotcha): it
+is listed first in every `mem_context`. Every memory has an importance (0-1, computed from its
+length, topics, links, age and reads); pass `importance` to `mem_save`/`mem_update` only when
+you know better. When the user asks to tidy memory, `mem_review` lists memories nobody has
+touched for months (check each, then `mark_reviewed`, `mem_update` or `mem_delete`), and
+`mem_consolidate` with `dry_run` first shows which near-duplicates it would merge and which
+trivia it would archive (archived memories can be brought back with `mem_restore`).
+
 ### Before ending a session (mandatory)
 Call `mem_session_summary` with this structure:
 

@@ -36,6 +36,7 @@ from engram.errors import (
     StoreUnavailableError,
     ValidationError,
 )
+from engram.mcp.curation_tools import CurationTools
 from engram.mcp.instructions import INSTRUCTIONS
 from engram.mcp.tools import MERGE_DESCRIPTION, Envelope, MemoryTools, Workspace
 from engram.mcp.transport import AnsweringReadStream
@@ -60,6 +61,9 @@ AGENT_TOOLS = (
     "mem_relations",
     "mem_judge",
     "mem_graph_query",
+    "mem_review",
+    "mem_pin",
+    "mem_unpin",
 )
 ADMIN_TOOLS = (
     "mem_delete",
@@ -69,6 +73,8 @@ ADMIN_TOOLS = (
     "mem_ingest_git",
     "mem_summarize",
     "mem_graph_ingest",
+    "mem_consolidate",
+    "mem_restore",
 )
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
 #: The seeds' names (the second seed's ingest tools, the first seed's graph tools), served only
@@ -116,6 +122,11 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "mem_judge": _hints("Judge a relation", read_only=False, idempotent=True),
     "mem_graph_query": _hints("Ask the memory graph", read_only=True, idempotent=True),
     "mem_graph_ingest": _hints("Build the memory graph", read_only=False, idempotent=True),
+    "mem_review": _hints("Memories to review", read_only=False, idempotent=True),
+    "mem_pin": _hints("Pin a memory", read_only=False, idempotent=True),
+    "mem_unpin": _hints("Unpin a memory", read_only=False, idempotent=True),
+    "mem_restore": _hints("Restore a memory", read_only=False, idempotent=True),
+    "mem_consolidate": _hints("Consolidate memories", read_only=False, destructive=True),
     # The only tool that may reach beyond this machine: a model provider, when a key is set.
     "mem_summarize": ToolAnnotations(
         title="Summarize learnings",
@@ -311,7 +322,7 @@ def build_server(
     """
     names = list(tools) if tools is not None else list(ALL_TOOLS)
     workspace = Workspace(store, cwd or os.getcwd(), project)
-    impl = MemoryTools(store, workspace)
+    impl = CurationTools(store, workspace)
     registered: list[Tool] = []
     for name in names:
         if name == "mem_merge_projects":

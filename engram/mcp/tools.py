@@ -246,6 +246,13 @@ SessionArg = Annotated[
     ),
 ]
 ScopeArg = Literal["project", "personal"]
+ImportanceArg = Annotated[
+    float | None,
+    Field(
+        description="how much it matters, 0-1, when you know better than the computed score "
+        "(length, topics, links, recency, reads); omit it normally"
+    ),
+]
 TYPE_HELP = "bugfix, decision, architecture, discovery, pattern, config, preference, learning"
 
 
@@ -295,6 +302,7 @@ class MemoryTools:
                 "private keys and passwords are saved as [REDACTED:kind]"
             ),
         ] = False,
+        importance: ImportanceArg = None,
     ) -> ToolResult:
         """Save a memory. Call it right after fixing a bug, making or explaining a decision,
         discovering something non-obvious, getting tricky configuration right, establishing a
@@ -315,6 +323,7 @@ class MemoryTools:
             scope=scope,
             topic_key=topic_key,
             allow_secrets=allow_secrets,
+            importance=importance,
         )
         return envelope(resolved, formatting.save_result(saved), **extra)
 
@@ -475,11 +484,19 @@ class MemoryTools:
                 "installed), 'semantic': meaning only, 'lexical': words only"
             ),
         ] = None,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="answer with what was true then: a date (YYYY-MM-DD) or an ISO 8601 "
+                "date and time; earlier texts of edited memories included"
+            ),
+        ] = None,
     ) -> ToolResult:
         """Search memories (best first), by words and, where semantic search is installed, by
         meaning: ask in your own words. Use it before re-investigating anything that may have
         been solved before. Results are previews with #ids: call mem_get_observation for the
-        full text. A query containing '/' also matches topic keys exactly."""
+        full text. A query containing '/' also matches topic keys exactly; importance breaks
+        near ties; as_of asks what was true then."""
         if all_projects:
             resolved, where = Resolved("", "all_projects", ""), None
         else:
@@ -493,6 +510,7 @@ class MemoryTools:
             limit=limit,
             match_mode=match_mode,
             mode=mode,
+            as_of=as_of,
         )
         return envelope(
             resolved, formatting.search_results(query, results, cut_hint=SEARCH_CUT_HINT)
@@ -501,7 +519,7 @@ class MemoryTools:
     def mem_get_observation(self, id: MemoryId) -> ToolResult:
         """Get one memory in full (search results only show previews), with its relations to
         other memories (supersedes, contested by …) and whether it needs review."""
-        obs = self.store.get_observation(id)
+        obs = self.store.get_observation(id, record_access=True)
         found = self.store.relations_for(obs.id)
         return envelope(self.workspace.default(), formatting.observation(obs, relations=found))
 
@@ -580,6 +598,17 @@ class MemoryTools:
         allow_secrets: Annotated[
             bool, Field(description="keep text that looks like a secret (see mem_save)")
         ] = False,
+        importance: Annotated[
+            float | Literal["auto"] | None,
+            Field(
+                description="how much it matters, 0-1, set by hand; 'auto' goes back to the "
+                "computed score"
+            ),
+        ] = None,
+        pinned: Annotated[
+            bool | None,
+            Field(description="pin (always in mem_context, never archived) or unpin it"),
+        ] = None,
     ) -> ToolResult:
         """Correct or extend a memory in place (give only the fields that change). Prefer this to
         saving a second memory that contradicts the first."""
@@ -596,6 +625,8 @@ class MemoryTools:
             topic_key=topic_key,
             allow_secrets=allow_secrets,
             warnings=warnings,
+            importance=importance,
+            pinned=pinned,
         )
         text = (
             f"Memory updated: #{obs.id} {formatting.quoted(obs.title)} "

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from engram.config import Config
-from engram.record import FIELDS, KEY_FIELD, moved_key
+from engram.record import KEY_FIELD, STATE_FIELDS, compact_payload, moved_key
 from engram.store import fts
 from engram.store.db import Database
 from engram.store.journal import Journal
@@ -21,9 +21,9 @@ TABLES = {
     "relation": "memory_relations",
 }
 _STATE_SQL = {
-    entity: f"SELECT {', '.join(FIELDS[entity])} FROM {TABLES[entity]} "
+    entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {TABLES[entity]} "
     f"WHERE project = ? AND {KEY_FIELD[entity]} = ?"
-    for entity in FIELDS
+    for entity in STATE_FIELDS
 }
 
 
@@ -75,7 +75,9 @@ class StoreBase:
         row = conn.execute(_STATE_SQL[entity], (project, key)).fetchone()
         if row is None:
             return None
-        state = dict(zip(FIELDS[entity], tuple(row), strict=True))
+        state = dict(zip(STATE_FIELDS[entity], tuple(row), strict=True))
+        if entity == "observation":
+            state["pinned"] = bool(state["pinned"])  # stored as 0/1, replicated as a boolean
         if entity == "relation":
             # Fields a newer version wrote travel on with this replica's edits (DESIGN §3
             # "Forward compatibility"); known fields always win over a stale copy.
@@ -113,6 +115,7 @@ class StoreBase:
             # A relation's scope is the record's, not a payload field (the reference's
             # relation payload has none).
             state = {k: v for k, v in state.items() if k != "scope"}
+        state = compact_payload(entity, state)
         return self.journal.append(
             conn,
             hlc=hlc,
@@ -172,7 +175,8 @@ class StoreBase:
         """A memory leaves the scope it was shared in (project → personal): targets of the old
         selection get a soft delete, ordered before the upsert of its new state (same key)."""
         hlc, origin = self.journal.tick(conn)
-        state = {**old, "deleted_at": now, "updated_at": now, "hard": False}
+        state = {**compact_payload("observation", old), "deleted_at": now, "updated_at": now,
+                 "hard": False}  # fmt: skip
         self.journal.append(
             conn,
             hlc=hlc,

@@ -19,15 +19,20 @@ from engram.project import project_name
 from engram.record import (
     EPOCH_TEXT,
     FIELDS,
+    INTENT_FIELDS,
     JUDGMENT_STATUSES,
     RELATION_FIELDS,
+    STATE_FIELDS,
+    compact_payload,
     derived_sync_id,
+    intent_problem,
+    intent_state,
     legacy_record,
     relation_key,
     relation_state,
     validate_record,
 )
-from engram.store import fts
+from engram.store import fts, scoring
 from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
@@ -143,6 +148,10 @@ def validate_export_item(section: str, i: int, item: Any) -> None:
         value = item.get(name)
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(f"{section}[{i}].{name} is required", field=section)
+    if section == "observations":
+        for name in INTENT_FIELDS:
+            if name in item and (problem := intent_problem(name, item[name])):
+                raise ValidationError(f"{section}[{i}].{name} {problem}", field=section)
     for name in _TEXT_FIELDS[section]:
         value = item.get(name)
         if name in ("revision_count", "duplicate_count"):
@@ -160,6 +169,14 @@ def _refuse_unstorable(section: str, i: int, item: dict[str, Any]) -> None:
         value = item.get(name)
         if isinstance(value, str) and (reason := unstorable_reason(value)):
             raise ValidationError(f"{section}[{i}].{name} {reason}", field=section)
+
+
+def _exported(row: dict[str, Any]) -> dict[str, Any]:
+    """An observation as the export document holds it: the reference's fields, plus the
+    intent fields that are set (a pin, an importance override…), so a backup keeps them."""
+    state = {k: row[k] for k in STATE_FIELDS["observation"]}
+    state["pinned"] = bool(state["pinned"])
+    return {"id": row["id"], **compact_payload("observation", state)}
 
 
 class ExchangeMixin(StoreBase):
@@ -196,9 +213,7 @@ class ExchangeMixin(StoreBase):
             "version": RELATIONS_VERSION if relations else EXPORT_VERSION,
             "exported_at": now_text(),
             "sessions": [{k: s[k] for k in keep_session} for s in sessions],
-            "observations": [
-                {"id": o["id"], **{k: o[k] for k in FIELDS["observation"]}} for o in observations
-            ],
+            "observations": [_exported(o) for o in observations],
             "prompts": [{k: p[k] for k in keep_prompt} for p in prompts],
         }
         if relations:
@@ -235,6 +250,8 @@ class ExchangeMixin(StoreBase):
                     if progress is not None and run.done % 1000 == 0:
                         progress(run.done, total)
             run.flush_journal()
+            scoring.rescore_ids(conn, run.scored)
+            scoring.rescore_successors(conn, run.scored)
             if run.newest:
                 self.journal.observe(conn, run.newest)
             # A row of a Go export may be a memory of ours that went through the Go tool.
@@ -266,8 +283,11 @@ class ExchangeMixin(StoreBase):
                 ("relation", "memory_relations", "sync_id"),
             ):
                 local = ("scope", "extra") if entity == "relation" else ()
-                cols = ", ".join((*FIELDS[entity], *local, "hlc"))
+                cols = ", ".join((*STATE_FIELDS[entity], *local, "hlc"))
                 rows = _rows(conn, f"SELECT {cols} FROM {table} ORDER BY {key}, project", [])
+                if entity == "observation":
+                    for row in rows:
+                        row["pinned"] = bool(row["pinned"])
                 document[f"{entity}s"] = [r for r in rows if keep(r)]
             tombstones = _rows(
                 conn,
@@ -307,6 +327,7 @@ class ImportRun:
             (r[0], r[1]) for r in conn.execute("SELECT project, sync_id FROM memory_relations")
         }
         self.now = now_text()
+        self.scored: list[int] = []  # imported memories, scored at the end
 
     def _skip(
         self,
@@ -395,26 +416,33 @@ class ImportRun:
             "duplicate_count": max(1, item.get("duplicate_count") or 1),
             "last_seen_at": item.get("last_seen_at"), "created_at": created,
             "updated_at": item.get("updated_at") or created, "deleted_at": item.get("deleted_at"),
+            **intent_state(item),
         }  # fmt: skip
         self._stub_session(state["session_id"], state["project"])
         op = "delete" if state["deleted_at"] else "upsert"
-        hlc = self._journal("observation", op, state, state["updated_at"])
+        hlc = self._journal("observation", op, compact_payload("observation", state),
+                            state["updated_at"])  # fmt: skip
         context = derive_state(self.conn, state)
         cursor = self.conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
-                   last_seen_at, created_at, updated_at, deleted_at, search_context, hlc)
+                   last_seen_at, created_at, updated_at, deleted_at, search_context, hlc,
+                   pinned, importance_override, valid_from, valid_to, delete_reason,
+                   superseded_by, reviewed_at)
                VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
-                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context, :hlc)""",
+                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context, :hlc,
+                   :pinned, :importance_override, :valid_from, :valid_to, :delete_reason,
+                   :superseded_by, :reviewed_at)""",
             {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
-             "search_context": context},
+             "search_context": context, "pinned": int(state["pinned"])},
         )  # fmt: skip
-        fts.add(self.conn, "observations", int(cursor.lastrowid or 0),
-                {**state, "search_context": context})  # fmt: skip
+        rowid = int(cursor.lastrowid or 0)
+        fts.add(self.conn, "observations", rowid, {**state, "search_context": context})
         self.imported.append(("observation", project, sync_id, state))
-        self.context.inserted(int(cursor.lastrowid or 0), state)  # may arrive out of order
+        self.context.inserted(rowid, state)  # may arrive out of order
         self.context.settle()
+        self.scored.append(rowid)
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from engram.platform import private_file
 from engram.project import project_name
 from engram.record import EPOCH_TEXT, derived_sync_id, legacy_record
-from engram.store import fts
+from engram.store import fts, scoring
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
 from engram.store.schema import apply_migrations, table_exists
@@ -46,6 +46,9 @@ OBSERVATION_COLUMNS = {
     "content": "''", "tool_name": "NULL", "project": "''", "scope": "'project'",
     "topic_key": "NULL", "revision_count": "1", "duplicate_count": "1", "last_seen_at": "NULL",
     "created_at": f"'{EPOCH_TEXT}'", "updated_at": "NULL", "deleted_at": "NULL",
+    # The Go tool's later versions pin memories on one machine; here a pin is the user's
+    # intent and travels with the memory (docs/importance.md).
+    "pinned": "0",
 }  # fmt: skip
 PROMPT_COLUMNS = {
     "id": "NULL", "sync_id": "NULL", "session_id": "''", "content": "''", "project": "''",
@@ -158,6 +161,7 @@ def _rebuild(store: Store) -> None:
         newest = _copy_rows(store, conn, set(present))
         rederive_all(conn)
         fts.rebuild(conn)
+        scoring.rescore_where(conn, "o.importance IS NULL")
         # The Go tool freed deleted rows without zeroing them: the first purge vacuums.
         conn.execute("UPDATE store_purge SET vacuum_needed = 1")
         if newest:
@@ -265,6 +269,8 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             "updated_at": row["updated_at"],
             "deleted_at": row["deleted_at"],
         }
+        if row["pinned"]:
+            state["pinned"] = True
         # Its session in its own project: a copy of the same-id session the Go tool recorded
         # under another project, else a stub.
         if not copy_session_into(conn, state["project"], state["session_id"]):
@@ -272,12 +278,14 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
         conn.execute(
             """INSERT INTO observations(id, sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
-                   last_seen_at, created_at, updated_at, deleted_at, search_context)
+                   last_seen_at, created_at, updated_at, deleted_at, search_context, pinned)
                VALUES (:id, :sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
-                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context)""",
+                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
+                   :pinned)""",
             {
                 **state,
+                "pinned": int(bool(state.get("pinned"))),
                 "id": row["id"],
                 "normalized_hash": normalized_hash(state["content"]),
                 "search_context": "",  # derived for every row once all are copied

@@ -7,15 +7,17 @@ import sqlite3
 from datetime import datetime, timedelta
 from typing import Any
 
-from engram.errors import NotFoundError, ValidationError
+from engram.errors import ConflictError, NotFoundError, ValidationError
+from engram.importance import check_importance
 from engram.project import normalize_project, project_name
 from engram.record import new_key
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts, vector_queue
+from engram.store import fts, scoring, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.conflicts import queue_check
 from engram.store.db import MAX_INTEGER
 from engram.store.graph_rows import forget as forget_graph
+from engram.store.intent import check_intent, check_window
 from engram.store.models import (
     Observation,
     PassiveResult,
@@ -40,6 +42,8 @@ from engram.text import (
 from engram.times import STORE_FORMAT, now_text, parse_user_date
 
 MAX_TITLE_BYTES = 1000
+#: Why a memory was soft-deleted, when it says (``None``: deleted by someone).
+DELETE_REASONS = ("archived",)
 
 
 def new_observation_sync_id() -> str:
@@ -134,11 +138,13 @@ class ObservationsMixin(StoreBase):
         topic_key: str | None = None,
         tool_name: str | None = None,
         allow_secrets: bool = False,
+        importance: float | None = None,
     ) -> SaveResult:
         """Save a memory. Same topic key ⇒ update that memory; same content within the dedupe
         window ⇒ count a duplicate; otherwise insert (or revive the topic's derived key). One
         transaction, journaled. Detected secrets become ``[REDACTED:kind]`` (with a warning)
-        unless ``allow_secrets``."""
+        unless ``allow_secrets``. ``importance`` (0-1) overrides the computed score."""
+        override = None if importance is None else check_importance(importance)
         for value, name in ((title, "title"), (content, "content"), (type, "type"),
                             (topic_key, "topic_key"), (tool_name, "tool_name"),
                             (project, "project")):  # fmt: skip
@@ -174,10 +180,12 @@ class ObservationsMixin(StoreBase):
                     """UPDATE observations SET type = ?, title = ?, content = ?,
                            tool_name = ?, topic_key = ?, normalized_hash = ?,
                            session_id = ?, revision_count = revision_count + 1,
-                           last_seen_at = ?, updated_at = ?, hlc = ?
+                           last_seen_at = ?, updated_at = ?, hlc = ?,
+                           importance_override = COALESCE(?, importance_override)
                        WHERE id = ?""",
-                    (kind, title, content, tool, topic, digest, session_id, now, now, hlc, rowid),
-                )
+                    (kind, title, content, tool, topic, digest, session_id, now, now, hlc,
+                     override, rowid),
+                )  # fmt: skip
                 fts.restore(conn, "observations", "id", rowid)
             if rowid is None and (
                 found := self._find_duplicate(conn, digest, project, scope, kind, title, now)
@@ -186,9 +194,10 @@ class ObservationsMixin(StoreBase):
                 hlc, origin = self.journal.tick(conn)
                 conn.execute(
                     """UPDATE observations SET duplicate_count = duplicate_count + 1,
-                           last_seen_at = ?, updated_at = ?, hlc = ?
+                           last_seen_at = ?, updated_at = ?, hlc = ?,
+                           importance_override = COALESCE(?, importance_override)
                        WHERE id = ?""",
-                    (now, now, hlc, rowid),
+                    (now, now, hlc, override, rowid),
                 )
             if rowid is None:
                 sync_id, deleted_row = self._new_sync_id(conn, project, scope, topic)
@@ -199,6 +208,7 @@ class ObservationsMixin(StoreBase):
                     "topic_key": topic, "normalized_hash": digest, "now": now, "hlc": hlc,
                     "search_context": derive(conn, session_id=session_id, project=project,
                                              scope=scope, created_at=now, sync_id=sync_id),
+                    "importance_override": override,
                 }  # fmt: skip
                 if deleted_row is not None:
                     # Topic revival (DESIGN §3): the derived key's memory was deleted here; this
@@ -213,7 +223,10 @@ class ObservationsMixin(StoreBase):
                                normalized_hash = :normalized_hash,
                                revision_count = revision_count + 1, duplicate_count = 1,
                                last_seen_at = :now, created_at = :now, updated_at = :now,
-                               deleted_at = NULL, search_context = :search_context, hlc = :hlc
+                               deleted_at = NULL, search_context = :search_context, hlc = :hlc,
+                               pinned = 0, importance_override = :importance_override,
+                               valid_from = NULL, valid_to = NULL, delete_reason = NULL,
+                               superseded_by = NULL, reviewed_at = NULL
                            WHERE id = :id""",
                         {**values, "id": rowid},
                     )
@@ -223,10 +236,10 @@ class ObservationsMixin(StoreBase):
                         """INSERT INTO observations(sync_id, session_id, type, title, content,
                                tool_name, project, scope, topic_key, normalized_hash,
                                revision_count, duplicate_count, last_seen_at, created_at,
-                               updated_at, search_context, hlc)
+                               updated_at, search_context, hlc, importance_override)
                            VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name,
                                :project, :scope, :topic_key, :normalized_hash, 1, 1, :now, :now,
-                               :now, :search_context, :hlc)""",
+                               :now, :search_context, :hlc, :importance_override)""",
                         values,
                     )
                     rowid = int(cursor.lastrowid or 0)
@@ -236,6 +249,7 @@ class ObservationsMixin(StoreBase):
                     # beats the tombstone, here and on every replica.
                     drop_tombstone(conn, "observation", project, sync_id)
             refresh.settle()  # the rows whose session context this save changes
+            scoring.rescore_ids(conn, [rowid], now)
             self._journal_state(conn, "observation", project, sync_id, hlc, origin)
             if action != "deduplicated":
                 # The conflict check runs later, off the save path (engram/store/conflicts.py).
@@ -322,12 +336,21 @@ class ObservationsMixin(StoreBase):
 
     # --- reading ----------------------------------------------------------------------------
 
-    def get_observation(self, observation_id: Any, *, include_deleted: bool = False) -> Observation:
+    def get_observation(
+        self, observation_id: Any, *, include_deleted: bool = False, record_access: bool = False
+    ) -> Observation:
+        """One memory by its local id. ``record_access``: someone reads it (the faces' "show
+        this memory"), which counts as an access (docs/importance.md)."""
         oid = _check_id(observation_id)
         row = self.db.one("SELECT * FROM observations WHERE id = ?", (oid,))
         if row is None or (row["deleted_at"] is not None and not include_deleted):
             raise NotFoundError(f"Observation #{oid} not found")
-        return Observation.from_row(row)
+        found = Observation.from_row(row)
+        if record_access:
+            # Counted in the access log; the count shown is the folded one, the same on every
+            # face (reads are folded in batches: docs/importance.md).
+            self.access.note([found])  # type: ignore[attr-defined]
+        return found
 
     def get_observation_by_sync_id(
         self, sync_id: str, *, project: str | None = None
@@ -357,8 +380,10 @@ class ObservationsMixin(StoreBase):
         since: str | None,
         until: str | None,
         alias: str = "o",
+        *,
+        live_only: bool = True,
     ) -> tuple[list[str], list[Any]]:
-        clauses = [f"{alias}.deleted_at IS NULL"]
+        clauses = [f"{alias}.deleted_at IS NULL"] if live_only else []
         params: list[Any] = []
         if project:
             clauses.append(f"{alias}.project = ?")
@@ -468,25 +493,35 @@ class ObservationsMixin(StoreBase):
         tool_name: str | None = None,
         allow_secrets: bool = False,
         warnings: list[str] | None = None,
+        importance: float | str | None = None,
+        pinned: bool | None = None,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
     ) -> Observation:
         """Change the given fields of a live observation (``topic_key=""`` clears it).
 
-        Detected secrets in a new title or content become ``[REDACTED:kind]`` unless
-        ``allow_secrets``; a list passed as ``warnings`` receives the warning saying so."""
+        ``importance`` (0-1) overrides the computed score, ``"auto"`` drops the override;
+        ``pinned`` pins or unpins; ``valid_from``/``valid_to`` (a date, ``""`` clears) say when
+        the memory was true. Detected secrets in a new title or content become
+        ``[REDACTED:kind]`` unless ``allow_secrets``; a list passed as ``warnings`` receives the
+        warning saying so."""
         oid = _check_id(observation_id)
-        if all(v is None for v in (title, content, type, project, scope, topic_key, tool_name)):
+        text_fields = (title, content, type, project, scope, topic_key, tool_name)
+        intent_fields = (importance, pinned, valid_from, valid_to)
+        if all(v is None for v in (*text_fields, *intent_fields)):
             raise ValidationError("provide at least one field to update")
         for value, name in ((title, "title"), (content, "content"), (type, "type"),
                             (project, "project"), (topic_key, "topic_key"),
                             (tool_name, "tool_name")):  # fmt: skip
             require_storable(value, name)
+        intent = check_intent(importance, pinned, valid_from, valid_to)
         with self.db.write() as conn:
             row = conn.execute(
                 "SELECT project, sync_id FROM observations WHERE id = ? AND deleted_at IS NULL",
                 (oid,),
             ).fetchone()
             if row is None:
-                raise NotFoundError(f"Observation #{oid} not found")
+                raise self._missing(conn, oid, "change")
             old = self._state(conn, "observation", row[0], row[1])
             assert old is not None
             new = dict(old)
@@ -514,6 +549,8 @@ class ObservationsMixin(StoreBase):
                 new["topic_key"] = normalize_topic_key(topic_key)
             if tool_name is not None:
                 new["tool_name"] = tool_name.strip() or None
+            new.update(intent)
+            check_window(new["valid_from"], new["valid_to"])
             now = now_text()
             refresh = ContextRefresh(conn)
             refresh.observation(oid)
@@ -525,10 +562,13 @@ class ObservationsMixin(StoreBase):
             elif new["scope"] != old["scope"]:
                 self._journal_exit(conn, old, now)
             hlc, origin = self.journal.tick(conn)
+            # Only a change of what the memory says is a revision; a pin or an importance is not.
+            revised = any(v is not None for v in text_fields)
             conn.execute(
                 """UPDATE observations SET title = ?, content = ?, type = ?,
                        scope = ?, topic_key = ?, tool_name = ?, normalized_hash = ?,
-                       revision_count = revision_count + 1, updated_at = ?, hlc = ?
+                       revision_count = revision_count + ?, updated_at = ?, hlc = ?,
+                       pinned = ?, importance_override = ?, valid_from = ?, valid_to = ?
                    WHERE id = ?""",
                 (
                     new["title"],
@@ -538,22 +578,51 @@ class ObservationsMixin(StoreBase):
                     new["topic_key"],
                     new["tool_name"],
                     normalized_hash(new["content"]),
+                    1 if revised else 0,
                     now,
                     hlc,
+                    int(new["pinned"]),
+                    new["importance_override"],
+                    new["valid_from"],
+                    new["valid_to"],
                     oid,
                 ),
             )
             fts.restore(conn, "observations", "id", oid)
             refresh.settle()
+            scoring.rescore_ids(conn, [oid], now)
             self._journal_state(conn, "observation", new["project"], key, hlc, origin)
             if (new["title"], new["content"]) != (old["title"], old["content"]):
                 queue_check(conn, oid)
         return self.get_observation(oid)
 
-    def delete_observation(self, observation_id: Any, *, hard: bool = False) -> Observation:
+    @staticmethod
+    def _missing(conn: sqlite3.Connection, oid: int, verb: str) -> Exception:
+        """The error for a memory that cannot be changed: gone, or deleted (say how to get it
+        back rather than pretend it never existed)."""
+        row = conn.execute(
+            "SELECT deleted_at, delete_reason FROM observations WHERE id = ?", (oid,)
+        ).fetchone()
+        if row is None:
+            return NotFoundError(f"Observation #{oid} not found")
+        how = "archived" if row[1] == "archived" else "deleted"
+        return ConflictError(
+            f"Memory #{oid} is {how}: restore it first (engram restore {oid}), then {verb} it"
+        )
+
+    def delete_observation(
+        self, observation_id: Any, *, hard: bool = False, reason: str | None = None
+    ) -> Observation:
         """Soft delete (hidden everywhere, replicated as a tombstone) or hard delete (the row is
-        gone; only its key and clock remain). Returns the observation as it was."""
+        gone; only its key and clock remain). Returns the observation as it was.
+
+        ``reason`` is recorded with a soft delete (``archived``: consolidation or by hand)."""
         oid = _check_id(observation_id)
+        if reason is not None and reason not in DELETE_REASONS:
+            raise ValidationError(
+                f"reason must be one of {', '.join(DELETE_REASONS)}, got {reason!r}",
+                field="reason",
+            )
         with self.db.write() as conn:
             row = conn.execute("SELECT * FROM observations WHERE id = ?", (oid,)).fetchone()
             if row is None or (row["deleted_at"] is not None and not hard):
@@ -571,8 +640,9 @@ class ObservationsMixin(StoreBase):
             else:
                 vector_queue.forget_deleted(conn, "id", oid)
                 conn.execute(
-                    "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
-                    (now, now, hlc, oid),
+                    """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
+                           delete_reason = ? WHERE id = ?""",
+                    (now, now, hlc, reason, oid),
                 )
                 forget_graph(conn, [oid])  # the entity graph holds live memories only
                 self._journal_state(
@@ -580,6 +650,44 @@ class ObservationsMixin(StoreBase):
                 )
             refresh.settle()
         return before
+
+    def restore_observation(self, observation_id: Any) -> Observation:
+        """Bring back a soft-deleted or archived memory (journaled, so it comes back on every
+        replica). A memory a consolidation merged away stops being superseded: its successor
+        link and the end of its validity that the merge set are cleared."""
+        oid = _check_id(observation_id)
+        with self.db.write() as conn:
+            row = conn.execute(
+                "SELECT project, sync_id, deleted_at, superseded_by FROM observations WHERE id = ?",
+                (oid,),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(
+                    f"Observation #{oid} not found (a memory deleted with --hard cannot be "
+                    "restored)"
+                )
+            if row["deleted_at"] is None:
+                raise ValidationError(f"Memory #{oid} is not deleted: nothing to restore")
+            now = now_text()
+            hlc, origin = self.journal.tick(conn)
+            refresh = ContextRefresh(conn)
+            refresh.observation(oid)
+            merged = row["superseded_by"] is not None
+            vector_queue.queue(conn, [oid])  # it needs a vector again (deletes dropped it)
+            conn.execute(
+                f"""UPDATE observations SET deleted_at = NULL, delete_reason = NULL,
+                       superseded_by = NULL, {"valid_to = NULL," if merged else ""}
+                       updated_at = ?, hlc = ? WHERE id = ?""",
+                (now, hlc, oid),
+            )
+            refresh.settle()  # its own session context and its neighbours' include it again
+            scoring.rescore_ids(conn, [oid], now)
+            if merged:  # its successor lost a link
+                scoring.rescore_where(
+                    conn, "o.project = ? AND o.sync_id = ?", [row["project"], row["superseded_by"]]
+                )
+            self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
+        return self.get_observation(oid)
 
     # --- passive capture --------------------------------------------------------------------
 

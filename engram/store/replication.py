@@ -32,7 +32,7 @@ from engram.record import (
     unknown_fields,
     validate_record,
 )
-from engram.store import fts, graph_rows, quarantine, vector_queue
+from engram.store import fts, graph_rows, quarantine, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -136,6 +136,9 @@ class _ApplyBatch:
         self.newest = ""
         #: Whether this batch created or deleted a memory a waiting relation may name.
         self.memories_arrived = False
+        #: Memories written by this batch: scored once at the end (their successors too: a
+        #: memory that became superseded changes its successor's link count).
+        self.rescore: set[int] = set()
 
     # --- the batch -----------------------------------------------------------------------------
 
@@ -201,6 +204,9 @@ class _ApplyBatch:
     def finish(self) -> None:
         self.context.flush()
         self.index.flush()
+        if self.rescore:
+            scoring.rescore_ids(self.conn, self.rescore, self.now)
+            scoring.rescore_successors(self.conn, self.rescore, self.now)
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
             [(source, seq, self.now) for source, seq in self.delivered],
@@ -404,7 +410,8 @@ class _ApplyBatch:
             fts.add(conn, "user_prompts", int(cursor.lastrowid or 0), state)
             self._noted("prompt", int(cursor.lastrowid or 0))  # memories saved after it
             return
-        values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
+        values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
+                  "pinned": int(state["pinned"])}  # fmt: skip
         if rowid is not None:
             self._noted("observation", rowid)
             self.index.before_change("observations", "id", rowid)
@@ -415,25 +422,33 @@ class _ApplyBatch:
                        normalized_hash = :normalized_hash, revision_count = :revision_count,
                        duplicate_count = :duplicate_count, last_seen_at = :last_seen_at,
                        created_at = :created_at, updated_at = :updated_at,
-                       deleted_at = :deleted_at, hlc = :hlc
+                       deleted_at = :deleted_at, hlc = :hlc, pinned = :pinned,
+                       importance_override = :importance_override, valid_from = :valid_from,
+                       valid_to = :valid_to, delete_reason = :delete_reason,
+                       superseded_by = :superseded_by, reviewed_at = :reviewed_at
                    WHERE id = :id""",
                 {**values, "id": rowid},
             )
+            self.rescore.add(rowid)
             return
         values["search_context"] = derive_state(conn, state)
         cursor = conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count,
                    duplicate_count, last_seen_at, created_at, updated_at, deleted_at,
-                   search_context, hlc)
+                   search_context, hlc, pinned, importance_override, valid_from, valid_to,
+                   delete_reason, superseded_by, reviewed_at)
                VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
                    :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
-                   :hlc)""",
+                   :hlc, :pinned, :importance_override, :valid_from, :valid_to,
+                   :delete_reason, :superseded_by, :reviewed_at)""",
             values,
         )
-        fts.add(conn, "observations", int(cursor.lastrowid or 0), values)
-        self.context.inserted(int(cursor.lastrowid or 0), state)  # it may arrive out of order
+        rowid = int(cursor.lastrowid or 0)
+        fts.add(conn, "observations", rowid, values)
+        self.context.inserted(rowid, state)  # it may arrive out of order
+        self.rescore.add(rowid)
 
     def _write_relation(
         self, state: dict[str, Any], hlc: str, payload: dict[str, Any] | None

@@ -509,6 +509,50 @@ def migration_10(conn: sqlite3.Connection) -> None:
     run_script(conn, GO_KEY_TABLES)
 
 
+# --- importance, consolidation and decay (docs/importance.md) --------------------------------
+
+#: Columns added to ``observations``: the user's intent, replicated in payloads (pin, importance
+#: override, validity, why it was deleted, its successor, last confirmation), then local
+#: derived data that never travels (the computed score and the access count).
+IMPORTANCE_COLUMNS = (
+    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
+    ("importance_override", "REAL"),
+    ("valid_from", "TEXT"),
+    ("valid_to", "TEXT"),
+    ("delete_reason", "TEXT"),
+    ("superseded_by", "TEXT"),
+    ("reviewed_at", "TEXT"),
+    ("importance", "REAL"),
+    ("access_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("last_accessed_at", "TEXT"),
+)
+IMPORTANCE_INDEXES = """
+CREATE INDEX IF NOT EXISTS observations_superseded
+    ON observations(project, superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX IF NOT EXISTS observations_pinned
+    ON observations(project, updated_at DESC) WHERE pinned = 1 AND deleted_at IS NULL;
+-- Access-log files already folded into access counts (engram/store/access.py): a fold that
+-- stopped after its commit but before deleting its file never counts that file twice.
+CREATE TABLE IF NOT EXISTS access_folds (
+    name       TEXT PRIMARY KEY,
+    folded_at  TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def migration_importance(conn: sqlite3.Connection) -> None:
+    """Importance, pins, validity and access counts (issue 21); every memory is scored."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(observations)")}
+    for name, definition in IMPORTANCE_COLUMNS:
+        if name not in columns:
+            conn.execute(f"ALTER TABLE observations ADD COLUMN {name} {definition}")
+    run_script(conn, IMPORTANCE_INDEXES)
+    from engram.store import scoring
+
+    scoring.register(conn)
+    scoring.rescore_where(conn, "o.importance IS NULL")
+
+
 # --- memory graph (issue 20) --------------------------------------------------------------------
 
 GRAPH_TABLES = """
@@ -588,7 +632,7 @@ CREATE TABLE IF NOT EXISTS graph_ingested (
 """
 
 
-def migration_11(conn: sqlite3.Connection) -> None:
+def migration_graph(conn: sqlite3.Connection) -> None:
     """The memory graph (issue 20): replicated relations between memories, the queue of saves
     whose conflict check is pending, and the derived entity graph. Self-contained: it only
     creates tables."""
@@ -606,7 +650,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_8,
     migration_9,
     migration_10,
-    migration_11,
+    migration_importance,
+    migration_graph,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

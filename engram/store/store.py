@@ -12,9 +12,13 @@ from typing import Any
 from engram import config as config_module
 from engram.config import Config
 from engram.errors import StoreUnavailableError
+from engram.store import scoring
+from engram.store.access import AccessLog
 from engram.store.clock_repair import ClockRepair
 from engram.store.conflicts import ConflictsMixin
+from engram.store.consolidation import ConsolidationMixin
 from engram.store.context import ContextMixin
+from engram.store.curation import CurationMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
 from engram.store.graph import GraphMixin
@@ -48,6 +52,8 @@ class Store(
     RelationsMixin,
     ConflictsMixin,
     GraphMixin,
+    ConsolidationMixin,
+    CurationMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
@@ -58,6 +64,8 @@ class Store(
         self.term_counts = TermCounts()
         #: The vectors held in memory for semantic search (loaded on the first one).
         self.vector_index: Any = None
+        scoring.register(db.conn)
+        self.access = AccessLog(db, config)
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:

@@ -115,12 +115,19 @@ class VaultReport:
 # --- the memories of a vault -----------------------------------------------------------------
 
 
+def shown_importance(memory: dict[str, Any]) -> float | None:
+    """The importance a note shows: one decimal, so scores drifting with every read and day
+    (docs/importance.md) do not rewrite the note each time."""
+    value = memory.get("importance")
+    return None if value is None else round(float(value), 1)
+
+
 def memory_hash(memory: dict[str, Any]) -> str:
     """What, in a memory, a note shows and may edit: if this changes, the note is stale."""
     fields = [
         memory.get("title"), memory.get("content"), memory.get("type"), memory.get("topic_key"),
         memory.get("project"), memory.get("scope"), bool(memory.get("deleted_at")),
-        memory.get("importance"), memory.get("relations"),
+        shown_importance(memory), bool(memory.get("pinned")), memory.get("relations"),
     ]  # fmt: skip
     return digest(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS))
 
@@ -141,9 +148,18 @@ def _selection(store: Store, state: VaultState) -> dict[str, dict[str, Any]]:
     """Every memory of the vault's project (archived ones included; personal ones only when
     the vault includes them), by sync id, with relations resolved to sync ids."""
     memories: dict[str, dict[str, Any]] = {}
+    scores = {
+        r[0]: r[1]
+        for r in store.db.rows(
+            "SELECT sync_id, COALESCE(importance_override, importance) FROM observations"
+            " WHERE project = ?",
+            (state.project,),
+        )
+    }
     for row in store.export_data(state.project)["observations"]:
         if row["project"] != state.project:
             continue
+        row["importance"] = scores.get(row["sync_id"])
         if row["scope"] == "personal" and not state.include_personal:
             continue
         relations = _relations(store, row)
@@ -640,7 +656,7 @@ class VaultSync:
             for target in targets:
                 entry = self.state.notes.get(target)
                 names.setdefault(kind, []).append(Path(entry.path).stem if entry else target)
-        return render_note(memory, importance=memory.get("importance"), relations=names)
+        return render_note(memory, importance=shown_importance(memory), relations=names)
 
     def _reload(self, key: str) -> dict[str, Any]:
         obs = self.store.get_observation_by_sync_id(key, project=self.state.project).to_dict()

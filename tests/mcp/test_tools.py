@@ -26,7 +26,7 @@ READ_ONLY = {
     "mem_relations",
     "mem_graph_query",
 }
-DESTRUCTIVE = {"mem_update", "mem_delete", "mem_merge_projects"}
+DESTRUCTIVE = {"mem_update", "mem_delete", "mem_merge_projects", "mem_consolidate"}
 
 
 async def test_tools_have_typed_schemas_annotations_and_teaching_descriptions(
@@ -100,7 +100,8 @@ async def test_every_tool_answers_with_the_project_envelope(data_dir: Path, work
             "result": f'Memory saved: #{saved_id(saved)} "Fixed login timeout" (bugfix)\n'
             "Suggested topic_key: bug/fixed-login-timeout\n"
             '⚠️ Project "acme" has no memories. Similar project found: "acme-old" (1 memories).'
-            " Consider using that name instead.",
+            " Consider using that name instead.\n"
+            "Importance: 0.31",
         }
         first = saved_id(saved)
         full = await call(s, "mem_get_observation", id=first)

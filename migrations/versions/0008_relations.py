@@ -3,8 +3,8 @@ state of every relation per project, applied from the mutation log like the othe
 Existing relation records (none: earlier servers refused them) need no backfill; ``engram cloud
 rebuild`` recomputes the table from the log anyway.
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-11-24
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007"
-down_revision: str | None = "0006"
+revision: str = "0008"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
