@@ -112,6 +112,14 @@ JUDGMENT_STATUSES = ("pending", "judged", "ignored", "orphaned")
 _RELATION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
+def orphans(relation: str, end: str, delete_reason: str | None) -> bool:
+    """Whether a deleted memory at ``end`` (``source`` or ``target``) orphans a relation: it
+    does, except the target of a ``supersedes`` relation that was archived (consolidation
+    merges memories that way, and archiving what a newer memory replaced is the supersession
+    running its course). One rule for the store, the importance links and the dashboard."""
+    return not (relation == "supersedes" and end == "target" and delete_reason == "archived")
+
+
 def new_mid() -> str:
     """128 random bits: never derived from local state, so copies and restores cannot reuse it."""
     return secrets.token_hex(16)

@@ -32,7 +32,7 @@ from engram.record import (
     relation_state,
     validate_record,
 )
-from engram.store import fts, scoring
+from engram.store import fts, links, scoring
 from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
@@ -251,7 +251,7 @@ class ExchangeMixin(StoreBase):
                         progress(run.done, total)
             run.flush_journal()
             scoring.rescore_ids(conn, run.scored)
-            scoring.rescore_successors(conn, run.scored)
+            scoring.rescore_linked(conn, run.scored)  # memories here before, now related
             if run.newest:
                 self.journal.observe(conn, run.newest)
             # A row of a Go export may be a memory of ours that went through the Go tool.
@@ -531,4 +531,5 @@ class ImportRun:
                    :created_at, :updated_at, :hlc)""",
             {**state, "scope": scope, "hlc": record["hlc"]},
         )
+        self.scored.extend(links.ids_of(self.conn, project, (source, target)))  # a link each
         result.relations_imported += 1

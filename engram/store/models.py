@@ -503,6 +503,8 @@ class Relation:
             tail = " — pending review"
         elif self.state != "judged":
             tail = f" — {self.state}"
+        elif other.deleted:
+            tail = " — archived"  # a supersession whose replaced memory was archived
         return f"{verb} {who}{tail}"
 
     def summary(self, sync_id: str) -> dict[str, Any]:

@@ -9,7 +9,9 @@ upserts only). Engram makes one relation per pair of memories, keyed by the pair
 ``supersedes``, say — updates that relation on every replica instead of adding a second one.
 
 What a relation means here is derived, never stored (so every replica agrees without writing):
-it is ``orphaned`` once either memory is deleted (and active again if one comes back), and a
+it is ``orphaned`` once either memory is deleted (and active again if one comes back; a
+``supersedes`` relation whose target was archived, as consolidation leaves the memories it
+merged, stays as it was), and a
 project-scoped relation that touches a personal memory is not shown at all. Only ``pending``
 and ``judged`` relations are *active*: they annotate search results (one line each:
 ``supersedes #12 (…)``, ``contested by #40 (…) — pending review``), order a superseded memory
@@ -25,7 +27,14 @@ from typing import Any
 
 from engram.errors import NotFoundError, ValidationError
 from engram.project import project_name
-from engram.record import JUDGMENT_STATUSES, RELATION_FIELDS, RELATION_TYPES, relation_key
+from engram.record import (
+    JUDGMENT_STATUSES,
+    RELATION_FIELDS,
+    RELATION_TYPES,
+    orphans,
+    relation_key,
+)
+from engram.store import scoring
 from engram.store.base import StoreBase
 from engram.store.models import MemoryRelations, Observation, Relation, RelationEnd
 from engram.text import require_storable
@@ -43,7 +52,7 @@ _ENDS = """
     s.id AS s_id, s.title AS s_title, s.type AS s_type, s.scope AS s_scope,
     s.deleted_at AS s_deleted,
     t.id AS t_id, t.title AS t_title, t.type AS t_type, t.scope AS t_scope,
-    t.deleted_at AS t_deleted"""
+    t.deleted_at AS t_deleted, t.delete_reason AS t_reason"""
 _FROM = """memory_relations r
     LEFT JOIN observations s ON s.project = r.project AND s.sync_id = r.source_id
     LEFT JOIN observations t ON t.project = r.project AND t.sync_id = r.target_id"""
@@ -53,9 +62,12 @@ def effective_state(row: sqlite3.Row | dict[str, Any]) -> str:
     """What a relation row means on this replica (see the module docstring)."""
     if row["superseded_at"]:
         return "superseded"
-    for end in ("s", "t"):
-        if row[f"{end}_id"] is None or row[f"{end}_deleted"] is not None:
-            return "orphaned"
+    if row["s_id"] is None or row["t_id"] is None:
+        return "orphaned"
+    if row["s_deleted"] is not None and orphans(row["relation"], "source", None):
+        return "orphaned"
+    if row["t_deleted"] is not None and orphans(row["relation"], "target", row["t_reason"]):
+        return "orphaned"
     status = row["judgment_status"]
     return status if status in JUDGMENT_STATUSES else "ignored"
 
@@ -126,6 +138,18 @@ def relations_touching(
             if visible(row):
                 found[row["id"]] = relation_from_row(row)
     return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+
+
+def pair_key(conn: sqlite3.Connection, project: str, a: str, b: str) -> str:
+    """The key of the relation between memories ``a`` and ``b``: the one they have (either
+    way round; the newest if another version made several), else the pair's derived key."""
+    existing = conn.execute(
+        """SELECT sync_id FROM memory_relations WHERE project = ?
+             AND ((source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?))
+           ORDER BY updated_at DESC, sync_id LIMIT 1""",
+        (project, a, b, b, a),
+    ).fetchone()
+    return str(existing[0]) if existing else relation_key(project, a, b)
 
 
 def order_superseded(results: list[Observation], successor: dict[int, int]) -> list[Observation]:
@@ -274,13 +298,7 @@ class RelationsMixin(StoreBase):
                     field="target_id",
                 )
             name = a["project"]
-            existing = conn.execute(
-                """SELECT sync_id FROM memory_relations WHERE project = ?
-                     AND ((source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?))
-                   ORDER BY updated_at DESC, sync_id LIMIT 1""",
-                (name, a["sync_id"], b["sync_id"], b["sync_id"], a["sync_id"]),
-            ).fetchone()
-            key = existing[0] if existing else relation_key(name, a["sync_id"], b["sync_id"])
+            key = pair_key(conn, name, a["sync_id"], b["sync_id"])
             if kind_name == "supersedes" and status != "ignored":
                 self._refuse_cycle(conn, name, a, b, key)
             personal = "personal" in (a["scope"], b["scope"])
@@ -412,7 +430,63 @@ class RelationsMixin(StoreBase):
                    hlc = excluded.hlc""",
             state,
         )
+        # Both memories' link counts may have changed (importance, engram/store/links.py).
+        scoring.rescore_keys(conn, project, {state["source_id"], state["target_id"]}, now)
         self._journal_state(conn, "relation", project, key, hlc, origin)
+
+    def _supersede(
+        self,
+        conn: sqlite3.Connection,
+        project: str,
+        scope: str,
+        successor: str,
+        replaced: str,
+        reason: str,
+        model: str,
+    ) -> None:
+        """Record, in the caller's transaction, that memory ``successor`` supersedes memory
+        ``replaced`` (judged, by Engram itself: consolidation's merges)."""
+        self._write_relation(
+            conn,
+            key=pair_key(conn, project, successor, replaced),
+            project=project,
+            scope=scope,
+            values={
+                "source_id": successor,
+                "target_id": replaced,
+                "relation": "supersedes",
+                "judgment_status": "judged",
+                "confidence": None,
+                "superseded_at": None,
+                "superseded_by_relation_id": None,
+                "reason": reason,
+                "evidence": None,
+                "marked_by_actor": "engram",
+                "marked_by_kind": "system",
+                "marked_by_model": model,
+                "session_id": None,
+            },
+        )
+
+    def _end_supersession(
+        self, conn: sqlite3.Connection, project: str, successor: str, key: str
+    ) -> None:
+        """Judge ``ignored`` the active ``supersedes`` relation of ``successor`` over the memory
+        ``key`` (a memory merged away by consolidation was restored: nothing replaces it now)."""
+        row = conn.execute(
+            """SELECT sync_id, scope FROM memory_relations
+               WHERE project = ? AND source_id = ? AND target_id = ? AND relation = 'supersedes'
+                 AND judgment_status IN ('pending', 'judged') AND superseded_at IS NULL""",
+            (project, successor, key),
+        ).fetchone()
+        if row is not None:
+            self._write_relation(
+                conn,
+                key=row["sync_id"],
+                project=project,
+                scope=row["scope"],
+                values={"judgment_status": "ignored", "reason": "restored: no longer merged"},
+            )
 
     def _refuse_cycle(
         self,

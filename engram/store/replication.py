@@ -32,7 +32,7 @@ from engram.record import (
     unknown_fields,
     validate_record,
 )
-from engram.store import fts, graph_rows, quarantine, scoring, vector_queue
+from engram.store import fts, graph_rows, links, quarantine, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -136,8 +136,9 @@ class _ApplyBatch:
         self.newest = ""
         #: Whether this batch created or deleted a memory a waiting relation may name.
         self.memories_arrived = False
-        #: Memories written by this batch: scored once at the end (their successors too: a
-        #: memory that became superseded changes its successor's link count).
+        #: Memories written by this batch, and the ends of relations it wrote: scored once at
+        #: the end (with the memories related to them: a memory deleted or archived changes
+        #: the link count of the memories it is related to, engram/store/links.py).
         self.rescore: set[int] = set()
 
     # --- the batch -----------------------------------------------------------------------------
@@ -206,7 +207,7 @@ class _ApplyBatch:
         self.index.flush()
         if self.rescore:
             scoring.rescore_ids(self.conn, self.rescore, self.now)
-            scoring.rescore_successors(self.conn, self.rescore, self.now)
+            scoring.rescore_linked(self.conn, self.rescore, self.now)
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
             [(source, seq, self.now) for source, seq in self.delivered],
@@ -350,8 +351,14 @@ class _ApplyBatch:
             self.conn.execute("DELETE FROM sessions WHERE project = ? AND id = ?", (project, key))
             return
         if entity == "relation":
+            ends = self.conn.execute(
+                "SELECT source_id, target_id FROM memory_relations WHERE id = ?", (rowid,)
+            ).fetchone()
             self.conn.execute("DELETE FROM memory_relations WHERE id = ?", (rowid,))
+            self.rescore |= links.ids_of(self.conn, project, tuple(ends))
             return
+        if entity == "observation":
+            self.rescore |= links.linked_ids(self.conn, [rowid])  # they lose a link
         self._noted(entity, rowid)
         self.index.before_change(TABLES[entity], "id", rowid)
         self.conn.execute(f"DELETE FROM {TABLES[entity]} WHERE id = ?", (rowid,))
@@ -480,6 +487,9 @@ class _ApplyBatch:
                    extra = excluded.extra, hlc = excluded.hlc""",
             {**state, "extra": extra, "hlc": hlc},
         )
+        self.rescore |= links.ids_of(
+            self.conn, state["project"], (state["source_id"], state["target_id"])
+        )
 
     def _delete(self, record: dict[str, Any], rowid: int | None) -> None:
         """A hard delete, or a soft delete that carries only key fields."""
@@ -500,6 +510,7 @@ class _ApplyBatch:
                 (deleted_at, deleted_at, hlc, rowid),
             )
             graph_rows.forget(self.conn, [rowid])  # the entity graph holds live memories only
+            self.rescore.add(rowid)  # and the memories related to it
             return
         if rowid is not None:
             self._remove_row(entity, project, key, rowid)

@@ -547,6 +547,8 @@ def migration_importance(conn: sqlite3.Connection) -> None:
         if name not in columns:
             conn.execute(f"ALTER TABLE observations ADD COLUMN {name} {definition}")
     run_script(conn, IMPORTANCE_INDEXES)
+    if not table_exists(conn, "memory_relations"):
+        return  # a score counts relations as links: the graph migration that follows scores
     from engram.store import scoring
 
     scoring.register(conn)
@@ -634,9 +636,14 @@ CREATE TABLE IF NOT EXISTS graph_ingested (
 
 def migration_graph(conn: sqlite3.Connection) -> None:
     """The memory graph (issue 20): replicated relations between memories, the queue of saves
-    whose conflict check is pending, and the derived entity graph. Self-contained: it only
-    creates tables."""
+    whose conflict check is pending, and the derived entity graph. It creates tables, then
+    scores the memories the importance migration before it could not (a score counts
+    relations as links, engram/store/links.py)."""
     run_script(conn, GRAPH_TABLES)
+    from engram.store import scoring
+
+    scoring.register(conn)
+    scoring.rescore_where(conn, "o.importance IS NULL")
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
