@@ -19,6 +19,7 @@ from markupsafe import Markup
 from sqlalchemy import Connection, and_, or_, select
 
 from engram.graph.extract import extract
+from engram.record import orphans
 from engram_cloud import models
 
 GRAPH_MEMORIES = 500
@@ -58,9 +59,14 @@ def memory_relations(conn: Connection, obs: Any) -> tuple[list[dict[str, Any]], 
     found = {
         m.sync_id: m
         for m in conn.execute(
-            select(o.c.sync_id, o.c.session_id, o.c.title, o.c.scope, o.c.deleted_at).where(
-                and_(o.c.project == obs.project, o.c.sync_id.in_(sorted(others)))
-            )
+            select(
+                o.c.sync_id,
+                o.c.session_id,
+                o.c.title,
+                o.c.scope,
+                o.c.deleted_at,
+                o.c.delete_reason,
+            ).where(and_(o.c.project == obs.project, o.c.sync_id.in_(sorted(others))))
         )
     }
     out = []
@@ -76,7 +82,7 @@ def memory_relations(conn: Connection, obs: Any) -> tuple[list[dict[str, Any]], 
             state = "superseded"
         elif other is None:
             state = "waiting"  # its memory has not arrived on the server yet
-        elif other.deleted_at is not None or obs.deleted_at is not None:
+        elif _orphaned(row.relation, outgoing, obs, other):
             state = "orphaned"
         else:
             state = row.judgment_status
@@ -96,6 +102,20 @@ def memory_relations(conn: Connection, obs: Any) -> tuple[list[dict[str, Any]], 
         )
     review = any(x["relation"] == "conflicts_with" and x["state"] == "pending" for x in out)
     return out, review
+
+
+def _orphaned(relation: str, outgoing: bool, obs: Any, other: Any) -> bool:
+    """The store's rule (:func:`engram.record.orphans`) for the relation between ``obs`` and
+    ``other``, ``obs`` being its source when ``outgoing``."""
+    source, target = (obs, other) if outgoing else (other, obs)
+    return (source.deleted_at is not None and orphans(relation, "source", None)) or (
+        target.deleted_at is not None and orphans(relation, "target", target.delete_reason)
+    )
+
+
+def link_count(relations: list[dict[str, Any]]) -> int:
+    """The importance formula's links among a memory's relations (engram/store/links.py)."""
+    return sum(r["state"] in ("pending", "judged") for r in relations)
 
 
 # --- a project's entity graph -----------------------------------------------------------------

@@ -812,7 +812,7 @@ def observation_page(
             "related": dq.related_observations(db, found),
             "relations": relations,
             "needs_review": needs_review,
-            "standing": dq.standing(db, found),
+            "standing": dq.standing(db, found, dgraph.link_count(relations)),
         },
     )
 

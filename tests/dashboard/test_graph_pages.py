@@ -97,3 +97,43 @@ def test_graph_pages_follow_grants(seed, make_user, logged_in) -> None:
     assert client.get("/dashboard/projects/acme/graph").status_code == 200
     assert client.get("/dashboard/projects/secret/graph").status_code in (403, 404)
     assert "payment gateway" not in client.get("/dashboard/projects/secret/graph").text
+
+
+def test_a_merged_memory_page_counts_its_relations_as_links(seed, admin: TestClient) -> None:
+    """Consolidation's supersession is a relation (one relation model): the merged memory's page
+    shows it as active although its source was archived, and its computed importance counts it
+    as a link, as every client does (engram/store/links.py); a deleted memory orphans."""
+    import re
+
+    seed(
+        [
+            rec.session("s-1", project="acme"),
+            rec.observation("o-merged", title="Pool size, merged", content="pool size 20"),
+            rec.observation("o-twin", title="Pool size, twin", content="pool size 20"),
+            rec.observation("o-old", title="Old pool note", content="pool",
+                            deleted_at="2026-11-21 11:00:00", delete_reason="archived",
+                            superseded_by="o-merged"),
+            rec.observation("o-gone", title="Gone", content="x",
+                            deleted_at="2026-11-21 11:00:00"),
+            rec.observation("o-peer", title="Peer", content="pool metrics"),
+            relation("acme", "o-merged", "o-old", "supersedes", reason="merged by consolidation"),
+            relation("acme", "o-merged", "o-gone", "related"),
+            relation("acme", "o-peer", "o-merged", "related"),
+        ]
+    )  # fmt: skip
+
+    def importance(page: str) -> float:
+        found = re.search(r'observation-importance">(\d\.\d\d)', page)
+        assert found is not None
+        return float(found.group(1))
+
+    merged = admin.get("/dashboard/observations/acme/s-1/o-merged").text
+    items = re.findall(r'data-testid="relation">(.*?)</li>', merged, flags=re.S)
+    assert len(items) == 3
+    old = next(i for i in items if "Old pool note" in i)
+    gone = next(i for i in items if "Gone" in i)
+    assert "supersedes" in old and "orphaned" not in old and "merged by consolidation" in old
+    assert "orphaned" in gone
+    twin = admin.get("/dashboard/observations/acme/s-1/o-twin").text
+    # Two links (the orphaned relation is none): 2 × 0.20 / 3 more than the same memory alone.
+    assert abs(importance(merged) - importance(twin) - 0.1333) <= 0.011
