@@ -34,8 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engram.config import Config  # noqa: E402
 from engram.graph.extract import extract  # noqa: E402
+from engram.settings import Config  # noqa: E402
 from engram.store import Store  # noqa: E402
 
 COMPONENTS = [

@@ -392,8 +392,7 @@ def mentions_in(sentence: str) -> list[_Mention]:
         add(start, end, Entity(name, kind))
     lowered = sentence.lower()
     for match in _ERROR_PHRASE.finditer(lowered) if _ERROR_HINT.search(lowered) else ():
-        words = match.group(1).split()
-        if words[0] not in _NOT_MODIFIERS:
+        if match.group(1).split()[0] not in _NOT_MODIFIERS:
             add(match.start(1), match.end(1), Entity(match.group(1), "error"))
     for match in _PERSON.finditer(sentence):
         name = match.group(1)

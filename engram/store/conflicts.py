@@ -186,7 +186,7 @@ class ConflictsMixin(StoreBase):
             )
             if verdict is not None:
                 found.append((-verdict.similarity, other["sync_id"], other, verdict))
-        made = []
+        made: list[Relation] = []
         for _, _, other, verdict in sorted(found, key=lambda f: (f[0], f[1])):
             if len(made) >= MAX_CONFLICTS_PER_MEMORY:
                 break

@@ -1,6 +1,6 @@
 """The entity graph (issue 20): entities and typed relationships extracted from memories,
 stored per machine and re-derivable from the memories at any time (never synced: a teammate's
-machine derives the same graph from the same memories, DESIGN §3 "derived indexes").
+machine derives the same graph from the same memories, docs/graph.md).
 
 * **Ingest** (:meth:`GraphMixin.graph_ingest`) reads memories with the rule extractor
   (:mod:`engram.graph.extract`, optionally helped by an LLM extractor,
@@ -541,7 +541,8 @@ def _shortest(conn: sqlite3.Connection, start: int, goal: int) -> list[int] | No
     triples), searched from both ends at once; ``None`` when there is none that short."""
     if start == goal:
         return None
-    sides = [{start: None}, {goal: None}]  # entity → the entity it was reached from
+    # entity → the entity it was reached from
+    sides: list[dict[int, int | None]] = [{start: None}, {goal: None}]
     fronts = [[start], [goal]]
     for _ in range(MAX_HOPS):
         side = 0 if len(fronts[0]) <= len(fronts[1]) else 1

@@ -3,7 +3,7 @@ endpoints, and what they mean for search results.
 
 A relation links two memories of **one project** (``source_id`` and ``target_id`` are
 observation sync ids of the relation's own project, so no relation can ever reach another
-project's memories: DESIGN §3). It replicates as its own entity (``relation``, key ``rel-…``,
+project's memories: docs/graph.md). It replicates as its own entity (``relation``, key ``rel-…``,
 upserts only). Engram makes one relation per pair of memories, keyed by the pair
 (:func:`engram.record.relation_key`), so re-relating a pair — judging a conflict as
 ``supersedes``, say — updates that relation on every replica instead of adding a second one.

@@ -1,6 +1,6 @@
 """Applying mutations that arrive from other replicas (git chunks, the cloud).
 
-Every record is addressed by ``(project, key)`` (DESIGN §3 "Identity is per project"): a record
+Every record is addressed by ``(project, key)`` (docs/architecture.md, "Identity, the journal and replication"): a record
 of project P reads and writes only P's rows, so nobody can reach another project's memories by
 naming their ids. Last writer wins per address by ``hlc`` (string order; ties broken by origin
 inside the hlc). A payload is written verbatim — no ``now()``, no counter bumps — so every replica
@@ -254,7 +254,7 @@ class _ApplyBatch:
         )
         current, where, rowid = self.version(entity, project, key)
         if entity == "relation" and hlc > current and (missing := self._missing_end(record)):
-            # Its memory has not arrived yet (DESIGN §3): the relation waits, unjournaled, and
+            # Its memory has not arrived yet (docs/graph.md, "Replication"): the relation waits, unjournaled, and
             # applies when the memory does; it never blocks what comes after it.
             self._hold(
                 quarantine.WAITING_ENDPOINT,
@@ -461,7 +461,7 @@ class _ApplyBatch:
         self, state: dict[str, Any], hlc: str, payload: dict[str, Any] | None
     ) -> None:
         """A relation's full state, verbatim; payload fields this version does not know are
-        kept beside it (DESIGN §3 "Forward compatibility")."""
+        kept beside it (docs/graph.md, "Replication")."""
         unknown = unknown_fields("relation", payload or {})
         extra = orjson.dumps(unknown, option=orjson.OPT_SORT_KEYS).decode() if unknown else None
         self.conn.execute(

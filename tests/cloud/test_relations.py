@@ -12,10 +12,10 @@ import orjson
 from litestar.testing import TestClient
 from sqlalchemy import Engine, select
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram_cloud import models, read_model
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 AUTH = bearer(LEGACY_TOKEN)
 

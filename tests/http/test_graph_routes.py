@@ -100,7 +100,7 @@ def test_graph_over_http(client: TestClient) -> None:
 
 def test_import_of_a_0_2_0_document(client: TestClient, make_store) -> None:
     from engram.http.app import create_app
-    from tests.http.conftest import BASE_URL
+    from tests.support.http import BASE_URL
 
     a = save(client, "A", "first")
     b = save(client, "B", "second")

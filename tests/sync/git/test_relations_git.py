@@ -10,8 +10,8 @@ from pathlib import Path
 
 from engram.store import Store, quarantine
 from engram.sync.git.gitdir import SyncDir
+from tests.support.sync_git import canonical, export, import_, pull
 from tests.sync.git.clones import world  # noqa: F401 - the real-git fixture
-from tests.sync.git.conftest import canonical, export, import_, pull
 from tests.sync.git.gofixtures import go_mutation, write_go_chunk
 
 
