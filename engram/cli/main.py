@@ -32,7 +32,7 @@ COMMAND_MODULES = {
     "vault": "cmd_vault", "archive": "cmd_curate", "archived": "cmd_curate",
     "consolidate": "cmd_curate", "importance": "cmd_curate", "pin": "cmd_curate",
     "restore": "cmd_curate", "review": "cmd_curate", "unpin": "cmd_curate",
-    "validity": "cmd_curate",
+    "validity": "cmd_curate", "graph": "cmd_graph",
 }  # fmt: skip
 
 

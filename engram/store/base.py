@@ -15,7 +15,9 @@ from engram.store.journal import ENTITY_TABLES, Journal
 if TYPE_CHECKING:
     from engram.store.models import Observation, Prompt, Session
 
-TABLES = ENTITY_TABLES
+#: Every replicated entity's table (relations are journaled with their text: see
+#: _journal_state; the others elided, engram/store/journal.py).
+TABLES = {**ENTITY_TABLES, "relation": "memory_relations"}
 _STATE_SQL = {
     entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {TABLES[entity]} "
     f"WHERE project = ? AND {KEY_FIELD[entity]} = ?"
@@ -139,6 +141,19 @@ class StoreBase(StoreParts):
         state = dict(zip(STATE_FIELDS[entity], tuple(row), strict=True))
         if entity == "observation":
             state["pinned"] = bool(state["pinned"])  # stored as 0/1, replicated as a boolean
+        if entity == "relation":
+            # Fields a newer version wrote travel on with this replica's edits (docs/graph.md,
+            # "Replication"); known fields always win over a stale copy.
+            extra = conn.execute(
+                "SELECT extra, scope FROM memory_relations WHERE project = ? AND sync_id = ?",
+                (project, key),
+            ).fetchone()
+            if extra[0]:
+                import orjson  # (relations only: a plain save or search never loads it)
+
+                unknown = orjson.loads(extra[0])
+                state.update((k, v) for k, v in unknown.items() if k not in state)
+            state["scope"] = extra[1]
         return state
 
     # --- journaling local writes ------------------------------------------------------------
@@ -157,9 +172,13 @@ class StoreBase(StoreParts):
     ) -> int:
         """Journal the entity's state after a local write (its row, now stamped ``hlc``): an
         upsert, or for a soft-deleted observation a delete that still carries the full state.
-        The record is stored elided (engram/store/journal.py): the row is its payload.
+        Sessions, memories and prompts are stored elided (engram/store/journal.py: the row is
+        the payload); relations, whose payload also carries fields a newer version wrote (the
+        row's ``extra``), keep their text.
 
         ``scope`` (with ``deleted``): what the caller just wrote, which saves reading it back."""
+        if entity not in ENTITY_TABLES:
+            return self._journal_text(conn, entity, project, key, hlc, origin)
         if scope is None:
             row = conn.execute(_HEAD_SQL[entity], (project, key)).fetchone()
             assert row is not None, f"{entity} {project}/{key} vanished inside its own write"
@@ -174,6 +193,40 @@ class StoreBase(StoreParts):
             op="delete" if entity == "observation" and deleted else "upsert",
             project=project,
             scope=scope,
+        )
+
+    def _journal_text(
+        self,
+        conn: sqlite3.Connection,
+        entity: str,
+        project: str,
+        key: str,
+        hlc: str,
+        origin: str,
+    ) -> int:
+        """Journal the entity's state after a local write with its full text."""
+        state = self._state(conn, entity, project, key)
+        assert state is not None, f"{entity} {project}/{key} vanished inside its own write"
+        op = "upsert"
+        if entity == "observation" and state["deleted_at"] is not None:
+            op = "delete"
+            state = {**state, "hard": False}
+        scope = state.get("scope", "project")
+        if entity == "relation":
+            # A relation's scope is the record's, not a payload field (the Go tool's
+            # relation payload has none).
+            state = {k: v for k, v in state.items() if k != "scope"}
+        state = compact_payload(entity, state)
+        return self.journal.append(
+            conn,
+            hlc=hlc,
+            origin=origin,
+            entity=entity,
+            key=key,
+            op=op,
+            project=state["project"],
+            scope=scope,
+            payload=state,
         )
 
     def _journal_hard_delete(

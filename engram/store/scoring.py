@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram import importance
+from engram.store import links
 from engram.store.links import LINKS_SQL
 from engram.times import now_text
 
@@ -35,21 +36,14 @@ def register(conn: sqlite3.Connection) -> None:
         conn.create_function("engram_importance", 7, importance.sql_function())
 
 
-def new_memory_score(conn: sqlite3.Connection, values: Mapping[str, Any], *, linked: bool) -> float:
-    """The computed importance of a memory about to be inserted with ``values`` (its
-    ``content``, ``topic_key``, ``type``, ``project``, ``sync_id`` and ``now``): what
-    :func:`rescore_ids` would write right after the insert (changed now, never read), without
-    the extra statement. ``linked``: whether another memory may already name its key as
-    ``superseded_by`` (a derived key; a fresh random key cannot be named yet)."""
-    links = 0
-    if linked:  # (the row is not there yet: LINKS_SQL reads its project and key from ``o``)
-        links = conn.execute(
-            f"SELECT {LINKS_SQL} FROM (SELECT ? AS project, ? AS sync_id) o",
-            (values["project"], values["sync_id"]),
-        ).fetchone()[0]
+def new_memory_score(values: Mapping[str, Any]) -> float:
+    """The computed importance of a memory about to be inserted under a fresh random key with
+    ``values`` (its ``content``, ``topic_key``, ``type`` and ``now``): what :func:`rescore_ids`
+    would write right after the insert (changed now, never read, and no links: nothing can name
+    a key minted this instant), without the extra statement."""
     moment = datetime.fromisoformat(values["now"]).replace(tzinfo=UTC)
     return importance.compute(
-        values["content"], values["topic_key"], values["type"], links, values["now"], 0, moment
+        values["content"], values["topic_key"], values["type"], 0, values["now"], 0, moment
     )
 
 
@@ -79,20 +73,14 @@ def rescore_where(
     ).rowcount
 
 
-def rescore_successors(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:
-    """Score the memories that the memories with these ids name as ``superseded_by`` (their
-    link count changed)."""
-    moment = now or now_text()
-    wanted = sorted(set(ids))
-    done = 0
-    for start in range(0, len(wanted), _CHUNK):
-        part = wanted[start : start + _CHUNK]
-        marks = ", ".join("?" for _ in part)
-        done += conn.execute(
-            f"""UPDATE observations AS o SET importance = {SCORE_SQL}
-                WHERE o.id IN (SELECT t.id FROM observations s JOIN observations t
-                    ON t.project = s.project AND t.sync_id = s.superseded_by
-                    WHERE s.id IN ({marks}) AND s.superseded_by IS NOT NULL)""",
-            [moment, *part],
-        ).rowcount
-    return done
+def rescore_linked(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:
+    """Score the memories that share a relation with the memories with these ids (a change of
+    these memories — deleted, archived, restored, removed — may change their link count)."""
+    return rescore_ids(conn, links.linked_ids(conn, ids), now)
+
+
+def rescore_keys(
+    conn: sqlite3.Connection, project: str, keys: Iterable[str], now: str | None = None
+) -> int:
+    """Score the memories ``keys`` of ``project`` (the ends of a relation that changed)."""
+    return rescore_ids(conn, links.ids_of(conn, project, keys), now)

@@ -14,11 +14,13 @@ from engram.errors import StoreUnavailableError
 from engram.settings import Config
 from engram.store import scoring
 from engram.store.access import AccessLog
+from engram.store.conflicts import ConflictsMixin
 from engram.store.consolidation import ConsolidationMixin
 from engram.store.context import ContextMixin
 from engram.store.curation import CurationMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
+from engram.store.graph import GraphMixin
 from engram.store.journal import Journal
 from engram.store.observations import ObservationsMixin
 from engram.store.pattern import PatternSearchMixin
@@ -26,6 +28,7 @@ from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
 from engram.store.purge import PurgeMixin
 from engram.store.ranking import TermCounts
+from engram.store.relations import RelationsMixin
 from engram.store.replication import ReplicationMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
@@ -48,6 +51,9 @@ class Store(
     ReplicationMixin,
     PurgeMixin,
     VectorsMixin,
+    RelationsMixin,
+    ConflictsMixin,
+    GraphMixin,
     ConsolidationMixin,
     CurationMixin,
 ):
