@@ -109,6 +109,7 @@ class SearchMixin(StoreBase):
         mode: str | None = None,
         as_of: str | None = None,
         record_access: bool = True,
+        check_conflicts: bool = False,
     ) -> list[Observation]:
         """Observations matching ``query``, best first (importance breaks near ties), each with
         ``match`` saying why.
@@ -120,13 +121,18 @@ class SearchMixin(StoreBase):
         never interpreted. Importance breaks near ties (:mod:`engram.store.tiebreak`).
         ``as_of`` (a date, or a date and time) answers with what was true then, by words (see
         :mod:`engram.store.asof`). Each result counts as an access unless ``record_access`` is
-        false (docs/importance.md).
+        false (docs/importance.md). Results carry their relation notes (issue 20);
+        ``check_conflicts`` first runs the queued conflict checks, newest first, for at most
+        :data:`engram.store.conflicts.READ_BUDGET_S` — what the faces that show people the
+        notes ask for. By default a search takes on no such work: a backlog of checks (after a
+        bulk save) cost every read its whole budget, and a search is a read that writes
+        nothing (the workers of ``engram mcp`` and ``engram serve`` run the queue).
         """
         if not query or not query.strip():
             raise ValidationError("search: query cannot be empty", field="query")
         found = self._search_any(
             query, type=type, project=project, scope=scope, limit=limit, match_mode=match_mode,
-            since=since, until=until, mode=mode, as_of=as_of,
+            since=since, until=until, mode=mode, as_of=as_of, check_conflicts=check_conflicts,
         )  # fmt: skip
         if self.config.importance_tiebreak and not (as_of and str(as_of).strip()):
             # Within the page the ranking chose: the set of results is the ranking's own, so
@@ -149,6 +155,7 @@ class SearchMixin(StoreBase):
         until: str | None,
         mode: str | None,
         as_of: str | None,
+        check_conflicts: bool = False,
     ) -> list[Observation]:
         """The results of :meth:`search`, by the kind of search asked for."""
         if as_of is not None and str(as_of).strip():
@@ -187,7 +194,9 @@ class SearchMixin(StoreBase):
                 until=until,
             )
         # After ranking (issue 20): relation notes, and superseded memories below their successor.
-        return self.annotate_results(results)  # type: ignore[attr-defined]
+        return self.annotate_results(  # type: ignore[attr-defined]
+            results, check_conflicts=check_conflicts
+        )
 
     def _search_lexical(
         self,
