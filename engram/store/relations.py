@@ -674,9 +674,12 @@ class RelationsMixin(StoreBase):
         for obs in results:
             by_project.setdefault(obs.project, []).append(obs.sync_id)
         with self.db.read() as conn:
+            # (Most stores hold no relation: one probe instead of a lookup per project.)
+            related = conn.execute("SELECT 1 FROM memory_relations LIMIT 1").fetchone()
             found = {
                 project: relations_touching(conn, project, keys)
                 for project, keys in by_project.items()
+                if related is not None
             }
         successor: dict[int, int] = {}
         for obs in results:
