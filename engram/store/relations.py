@@ -694,7 +694,7 @@ class RelationsMixin(StoreBase):
                 if superseded and rel.source.id is not None:
                     successor.setdefault(obs.id, rel.source.id)
             obs.relations = notes
-        return order_superseded(results, successor)
+        return order_superseded(results, successor) if successor else results
 
 
 def _needs_review(found: list[Relation]) -> bool:
