@@ -31,35 +31,33 @@ from engram.http.models import (
     ErrorBody,
     ExportDocument,
     Health,
-    ImportResultOut,
-    MergeResultOut,
+    ImportResult,
+    MergeResult,
+    Observation,
     ObservationCreate,
     ObservationDeleted,
-    ObservationOut,
     ObservationPage,
     ObservationPatch,
     ObservationSaved,
     PassiveCapture,
-    PassiveResultOut,
-    ProjectInfoOut,
+    PassiveResult,
     ProjectList,
     ProjectMerge,
     ProjectMigrate,
+    Prompt,
     PromptCreate,
     PromptDeleted,
-    PromptOut,
     PromptSaved,
+    Session,
     SessionCreate,
     SessionDetail,
     SessionEnd,
-    SessionOut,
     SessionStatus,
-    StatsOut,
+    Stats,
     SyncStatus,
-    TimelineOut,
+    Timeline,
     TopicKey,
     TopicKeyRequest,
-    many,
     to_wire,
 )
 from engram.project import ProjectResolution, detect_project, normalize_project
@@ -202,18 +200,18 @@ class SessionRoutes(Controller):
         until: Until = None,
         limit: SessionLimit = None,
         offset: Offset = 0,
-    ) -> list[SessionOut]:
+    ) -> list[Session]:
         count = whole_number(limit, 5, LIST_MAX)
         sessions = store.recent_sessions(project, count, since=since, until=until, offset=offset)
-        return many(sessions, SessionOut)
+        return sessions
 
     @_get("/{session_id:str}", responses=_errors(400, 404), summary="A session and its memories")
     def detail(self, store: StoreArg, session_id: SessionId) -> SessionDetail:
         session = store.get_session(session_id)
         return SessionDetail(
-            session=to_wire(session, SessionOut),
-            observations=many(store.session_observations(session_id), ObservationOut),
-            prompts=many(store.session_prompts(session_id), PromptOut),
+            session=session,
+            observations=store.session_observations(session_id),
+            prompts=store.session_prompts(session_id),
         )
 
 
@@ -241,7 +239,7 @@ class ObservationRoutes(Controller):
             id=result.observation.id,
             status="saved",
             action=result.action,
-            observation=to_wire(result.observation, ObservationOut),
+            observation=result.observation,
             warnings=result.warnings,
             truncated=result.truncated,
             suggested_topic_key=result.suggested_topic_key,
@@ -255,14 +253,14 @@ class ObservationRoutes(Controller):
         responses=_errors(400, 413),
         summary="Save the items of a 'Key Learnings' section",
     )
-    def passive(self, store: StoreArg, data: JSONBody[PassiveCapture]) -> PassiveResultOut:
+    def passive(self, store: StoreArg, data: JSONBody[PassiveCapture]) -> PassiveResult:
         result = store.capture_passive(
             data.content,
             session_id=data.session_id,
             project=data.project,
             source=data.source or "http-passive",
         )
-        return to_wire(result, PassiveResultOut)
+        return result
 
     @_get("/recent", responses=_errors(400), summary="Newest memories")
     def recent(
@@ -274,12 +272,12 @@ class ObservationRoutes(Controller):
         since: Since = None,
         until: Until = None,
         limit: RecentLimit = None,
-    ) -> list[ObservationOut]:
+    ) -> list[Observation]:
         found = store.recent_observations(
             project, scope_filter, whole_number(limit, 20, LIST_MAX), type=type, since=since,
             until=until,
         )  # fmt: skip
-        return many(found, ObservationOut)
+        return found
 
     @_get("/", responses=_errors(400), summary="Memories, newest first, a page at a time")
     def page(
@@ -299,12 +297,12 @@ class ObservationRoutes(Controller):
         )
         total = store.count_observations(project, scope_filter, type=type, since=since, until=until)
         return ObservationPage(
-            observations=many(found, ObservationOut), total=total, offset=offset, limit=count
+            observations=found, total=total, offset=offset, limit=count
         )
 
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
-    def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
-        return to_wire(store.get_observation(observation_id, record_access=True), ObservationOut)
+    def one(self, store: StoreArg, observation_id: ObservationId) -> Observation:
+        return store.get_observation(observation_id, record_access=True)
 
     @_patch(
         "/{observation_id:int}",
@@ -313,7 +311,7 @@ class ObservationRoutes(Controller):
     )
     def update(
         self, store: StoreArg, observation_id: ObservationId, data: JSONBody[ObservationPatch]
-    ) -> ObservationOut:
+    ) -> Observation:
         """The body is the memory after the change: secrets in new text show as
         ``[REDACTED:kind]`` (``allow_secrets`` keeps them)."""
         changed = store.update_observation(
@@ -331,7 +329,7 @@ class ObservationRoutes(Controller):
             valid_from=data.valid_from,
             valid_to=data.valid_to,
         )
-        return to_wire(changed, ObservationOut)
+        return changed
 
 
 @_get("/search", tags=["search"], responses=_errors(400), summary="Search memories")
@@ -353,7 +351,7 @@ def search(
             "date and time"
         ),
     ] = None,
-) -> list[ObservationOut]:
+) -> list[Observation]:
     """Best matches first (``rank``: lower is better); a query with ``/`` first matches topic
     keys exactly. In semantic and hybrid mode each result says what found it (``found_by``)
     and how similar it is to the question (``similarity``). Importance breaks near ties;
@@ -370,7 +368,7 @@ def search(
         mode=mode,
         as_of=as_of,
     )
-    return many(found, ObservationOut)
+    return found
 
 
 @_get(
@@ -386,12 +384,9 @@ def timeline(
     ],
     before: TimelineCount = None,
     after: TimelineCount = None,
-) -> TimelineOut:
-    return to_wire(
-        store.timeline(
-            observation_id, whole_number(before, 5, LIST_MAX), whole_number(after, 5, LIST_MAX)
-        ),
-        TimelineOut,
+) -> Timeline:
+    return store.timeline(
+        observation_id, whole_number(before, 5, LIST_MAX), whole_number(after, 5, LIST_MAX)
     )
 
 
@@ -407,7 +402,7 @@ class PromptRoutes(Controller):
             project=data.project,
             allow_secrets=data.allow_secrets,
         )
-        return PromptSaved(id=prompt.id, status="saved", prompt=to_wire(prompt, PromptOut))
+        return PromptSaved(id=prompt.id, status="saved", prompt=prompt)
 
     @_get("/recent", responses=_errors(400), summary="Newest prompts")
     def recent(
@@ -416,9 +411,9 @@ class PromptRoutes(Controller):
         project: Project = None,
         limit: RecentLimit = None,
         offset: Offset = 0,
-    ) -> list[PromptOut]:
+    ) -> list[Prompt]:
         count = whole_number(limit, 20, LIST_MAX)
-        return many(store.recent_prompts(project, count, offset=offset), PromptOut)
+        return store.recent_prompts(project, count, offset=offset)
 
     @_get("/search", responses=_errors(400), summary="Search prompts")
     def search(
@@ -428,10 +423,10 @@ class PromptRoutes(Controller):
         project: Project = None,
         limit: SearchLimit = None,
         match_mode: MatchMode = "any",
-    ) -> list[PromptOut]:
+    ) -> list[Prompt]:
         count = whole_number(limit, 10, LIST_MAX)
         found = store.search_prompts(q, project=project, limit=count, match_mode=match_mode)
-        return many(found, PromptOut)
+        return found
 
 
 SectionLimit = Annotated[
@@ -473,13 +468,13 @@ def context(
 
 
 @_get("/stats", tags=["projects"], responses=_errors(400), summary="How much is stored")
-def stats(store: StoreArg, project: Project = None) -> StatsOut:
-    return to_wire(store.stats(project), StatsOut)
+def stats(store: StoreArg, project: Project = None) -> Stats:
+    return store.stats(project)
 
 
 @_get("/projects", tags=["projects"], responses=_errors(), summary="Projects with their counts")
 def projects(store: StoreArg) -> ProjectList:
-    found = many(store.list_projects(), ProjectInfoOut)
+    found = store.list_projects()
     return ProjectList(projects=found, count=len(found))
 
 
@@ -591,10 +586,10 @@ def export(store: StoreArg, project: Project = None) -> Response[ExportDocument]
     responses=_errors(400, 401, 413),
     summary="Import a JSON export (all or nothing; rows already present are skipped)",
 )
-def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResultOut:
+def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResult:
     import msgspec
 
-    return to_wire(store.import_data(msgspec.to_builtins(data)), ImportResultOut)
+    return store.import_data(msgspec.to_builtins(data))
 
 
 @_post(
@@ -604,8 +599,8 @@ def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResultOut:
     responses=_errors(400, 401, 413),
     summary="Move every memory of some projects into another",
 )
-def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResultOut:
-    return to_wire(store.merge_projects(data.sources, data.to), MergeResultOut)
+def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResult:
+    return store.merge_projects(data.sources, data.to)
 
 
 @_post(
@@ -615,8 +610,8 @@ def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResult
     responses=_errors(400, 401, 413),
     summary="Rename a project (moves everything of old_project into new_project)",
 )
-def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeResultOut:
-    return to_wire(store.merge_projects([data.old_project], data.new_project), MergeResultOut)
+def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeResult:
+    return store.merge_projects([data.old_project], data.new_project)
 
 
 OPEN_ROUTES = [
