@@ -185,8 +185,10 @@ def git_export(args: argparse.Namespace) -> int:
             projects=projects, include_personal=args.include_personal, go_compat=go_compat
         )
         shown = sync.dir.display()
-        unknown = projects is not None and not store.project_exists(projects[0])
-        known = store.project_names() if unknown else []
+        unknown = (
+            projects[0] if projects is not None and not store.project_exists(projects[0]) else None
+        )
+        known = store.project_names() if unknown is not None else []
     _warn(report.problems)
     _warn(report.warnings)
     data = report.to_dict()
@@ -195,9 +197,9 @@ def git_export(args: argparse.Namespace) -> int:
         human = (
             f"Nothing new to sync — every mutation of {_describe(projects)} is already in {shown}"
         )
-        if unknown:
+        if unknown is not None:
             human = (
-                f'Nothing to sync: this machine has no memories of project "{projects[0]}"'
+                f'Nothing to sync: this machine has no memories of project "{unknown}"'
                 f" (projects here: {', '.join(known) or 'none'}; use --project NAME or --all)"
             )
         if report.go_compat and report.go_project and not report.go_chunks:

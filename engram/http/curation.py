@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import delete, put
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import JSONBody, QueryParameter
+from litestar.types import ControllerRouterHandler
 from msgspec import Meta, Struct
 
 from engram.http.lenient import whole_number
@@ -190,6 +192,13 @@ def consolidate(store: StoreArg, data: JSONBody[ConsolidateRequest]) -> Consolid
     return to_wire(report, ConsolidationOut)
 
 
-CURATION_OPEN_ROUTES = [pin, unpin, restore, archived, review, mark_reviewed]
+CURATION_OPEN_ROUTES: list[ControllerRouterHandler] = [
+    pin,
+    unpin,
+    restore,
+    archived,
+    review,
+    mark_reviewed,
+]
 #: Behind ENGRAM_HTTP_TOKEN like the other deletes: both archive memories.
-CURATION_GUARDED_ROUTES = [archive, consolidate]
+CURATION_GUARDED_ROUTES: list[HTTPRouteHandler] = [archive, consolidate]

@@ -14,16 +14,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import partial
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.di import NamedDependency
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery, JSONBody, PathParameter, QueryParameter
+from litestar.types import ControllerRouterHandler
 
 from engram import __version__
 from engram.errors import ProjectResolutionError, ValidationError
-from engram.http.lenient import LenientFlag, go_bool, lenient_count, whole_number
+from engram.http.lenient import LenientFlag, count_parameter, go_bool, whole_number
 from engram.http.models import (
     MAX_INT,
     ContextOut,
@@ -116,10 +118,12 @@ SessionId = FromPath[str]
 
 # Counts are read as the Go tool reads them (engram/http/lenient.py): not a whole number or
 # below 1 means the default, so hooks written for that tool keep working.
-RecentLimit = lenient_count(20, LIST_MAX)
-SessionLimit = lenient_count(5, LIST_MAX)
-SearchLimit = lenient_count(10, LIST_MAX, "how many (at most 20 are returned)")
-TimelineCount = lenient_count(5, LIST_MAX, "memories on this side")
+RecentLimit = Annotated[str | None, count_parameter(20, LIST_MAX)]
+SessionLimit = Annotated[str | None, count_parameter(5, LIST_MAX)]
+SearchLimit = Annotated[
+    str | None, count_parameter(10, LIST_MAX, "how many (at most 20 are returned)")
+]
+TimelineCount = Annotated[str | None, count_parameter(5, LIST_MAX, "memories on this side")]
 
 
 def _errors(*codes: int) -> dict[int, ResponseSpec]:
@@ -171,7 +175,7 @@ def health(store: StoreArg) -> Health:
 
 class SessionRoutes(Controller):
     path = "/sessions"
-    tags: ClassVar[list[str]] = ["sessions"]
+    tags = ("sessions",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Start a session")
     def create(self, store: StoreArg, data: JSONBody[SessionCreate]) -> SessionStatus:
@@ -217,7 +221,7 @@ class SessionRoutes(Controller):
 
 class ObservationRoutes(Controller):
     path = "/observations"
-    tags: ClassVar[list[str]] = ["observations"]
+    tags = ("observations",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save a memory")
     def create(self, store: StoreArg, data: JSONBody[ObservationCreate]) -> ObservationSaved:
@@ -392,7 +396,7 @@ def timeline(
 
 class PromptRoutes(Controller):
     path = "/prompts"
-    tags: ClassVar[list[str]] = ["prompts"]
+    tags = ("prompts",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save what the user asked")
     def create(self, store: StoreArg, data: JSONBody[PromptCreate]) -> PromptSaved:
@@ -573,7 +577,7 @@ def delete_prompt(store: StoreArg, prompt_id: PromptId) -> PromptDeleted:
 def export(store: StoreArg, project: Project = None) -> Response[ExportDocument]:
     # The store's document is returned as is: the same bytes as `engram export`.
     return Response(
-        store.export_data(project),
+        store.export_data(project),  # type: ignore[arg-type]  # that document's dict, as is
         headers={"Content-Disposition": 'attachment; filename="engram-export.json"'},
     )
 
@@ -614,7 +618,7 @@ def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeRes
     return store.merge_projects([data.old_project], data.new_project)
 
 
-OPEN_ROUTES = [
+OPEN_ROUTES: list[ControllerRouterHandler] = [
     health,
     SessionRoutes,
     ObservationRoutes,
@@ -628,7 +632,7 @@ OPEN_ROUTES = [
     suggest_topic,
     sync_state,
 ]
-GUARDED_ROUTES = [
+GUARDED_ROUTES: list[HTTPRouteHandler] = [
     delete_session,
     delete_observation,
     delete_prompt,

@@ -182,7 +182,7 @@ class ExchangeMixin(StoreBase):
             if run.newest:
                 self.journal.observe(conn, run.newest)
             # A row of a Go export may be a memory of ours that went through the Go tool.
-            result.copies_retired = self._settle_go_copies(conn, run.imported)  # type: ignore[attr-defined]
+            result.copies_retired = self._settle_go_copies(conn, run.imported)
         if progress is not None:
             progress(total, total)
         return result
@@ -234,7 +234,7 @@ class _ImportRun:
         self.now_ms = now_ms
         self.done = 0
         self.newest = ""
-        self.records: list[tuple] = []
+        self.records: list[tuple[Any, ...]] = []
         #: (entity, project, key, state) of every memory and prompt inserted
         self.imported: list[tuple[str, str, str, dict[str, Any]]] = []
         self.sessions = {(r[0], r[1]) for r in conn.execute("SELECT project, id FROM sessions")}
@@ -278,7 +278,7 @@ class _ImportRun:
              record["project"], record["scope"], orjson.dumps(record).decode(), self.now)
         )  # fmt: skip
         self.newest = max(self.newest, record["hlc"])
-        return record["hlc"]
+        return str(record["hlc"])
 
     def flush_journal(self) -> None:
         self.conn.executemany(

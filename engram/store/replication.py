@@ -41,7 +41,9 @@ _ROWID = {
 }
 
 
-def parse_record(item: dict[str, Any] | str | bytes, index: int | None = None):
+def parse_record(
+    item: dict[str, Any] | str | bytes, index: int | None = None
+) -> tuple[dict[str, Any], str | None]:
     """``(record, exact_text)`` from a dict or the JSON text of one mutation; raises
     :class:`InvalidMutationError` naming the problem."""
     if isinstance(item, dict):

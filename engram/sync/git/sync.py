@@ -323,13 +323,13 @@ class GitSync:
                 )
                 stream = chain(extra, chain.from_iterable(batches))
                 with self.progress("Exporting mutations", total) as advance:
-                    for chunk, items in pack_chunks(
+                    for encoded, items in pack_chunks(
                         stream,
                         created_by=self.author,
                         created_at=rfc3339(),
                         limit=self.chunk_limit,
                     ):
-                        report.chunks.append(self._write_chunk(chunk, items))
+                        report.chunks.append(self._write_chunk(encoded, items))
                         written.update(item.project for item in items if item.entity != "session")
                         advance(len(items))
                 listed, _ = self._list(manifests)
