@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
@@ -57,6 +57,10 @@ AGENT_TOOLS = (
     "mem_update",
     "mem_current_project",
     "mem_list_projects",
+    "mem_relate",
+    "mem_relations",
+    "mem_judge",
+    "mem_graph_query",
     "mem_review",
     "mem_pin",
     "mem_unpin",
@@ -68,13 +72,14 @@ ADMIN_TOOLS = (
     "mem_merge_projects",
     "mem_ingest_git",
     "mem_summarize",
+    "mem_graph_ingest",
     "mem_consolidate",
     "mem_restore",
 )
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
-#: The second seed's names, served only when asked for (``--tools seed`` or by name), so the
-#: default tool list has one name per tool.
-SEED_ALIASES = ("ingestGit", "summarize")
+#: The seeds' names (the second seed's ingest tools, the first seed's graph tools), served only
+#: when asked for (``--tools seed`` or by name), so the default tool list has one name per tool.
+SEED_ALIASES = ("ingestGit", "summarize", "graph_query", "graph_relationships", "graph_ingest")
 PROFILES: dict[str, tuple[str, ...]] = {
     "agent": AGENT_TOOLS,
     "admin": ADMIN_TOOLS,
@@ -112,6 +117,11 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "mem_timeline": _hints("Timeline around a memory", read_only=True, idempotent=True),
     "mem_merge_projects": _hints("Merge projects", read_only=False, destructive=True),
     "mem_ingest_git": _hints("Memories from git history", read_only=False, idempotent=True),
+    "mem_relate": _hints("Relate two memories", read_only=False, idempotent=True),
+    "mem_relations": _hints("A memory's relations", read_only=True, idempotent=True),
+    "mem_judge": _hints("Judge a relation", read_only=False, idempotent=True),
+    "mem_graph_query": _hints("Ask the memory graph", read_only=True, idempotent=True),
+    "mem_graph_ingest": _hints("Build the memory graph", read_only=False, idempotent=True),
     "mem_review": _hints("Memories to review", read_only=False, idempotent=True),
     "mem_pin": _hints("Pin a memory", read_only=False, idempotent=True),
     "mem_unpin": _hints("Unpin a memory", read_only=False, idempotent=True),
@@ -128,6 +138,11 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
 }
 ANNOTATIONS["ingestGit"] = ANNOTATIONS["mem_ingest_git"]
 ANNOTATIONS["summarize"] = ANNOTATIONS["mem_summarize"]
+ANNOTATIONS["graph_query"] = ANNOTATIONS["mem_graph_query"]
+ANNOTATIONS["graph_relationships"] = _hints(
+    "An entity's relationships", read_only=True, idempotent=True
+)
+ANNOTATIONS["graph_ingest"] = ANNOTATIONS["mem_graph_ingest"]
 
 
 def select_tools(spec: str | Iterable[str] | None) -> list[str]:
@@ -338,11 +353,12 @@ def build_server(
 
 def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     """Long-lived helpers that share this process's store for as long as the client stays
-    connected: the background vectorizer when the semantic extra is installed, the background
-    purge of hard-deleted text (unless ``ENGRAM_AUTO_PURGE=0``) and the cloud autosync loop when
-    ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before the first request and exited after the
-    last; tool writes reach them through ``store.add_write_listener``."""
-    services: list[AbstractAsyncContextManager[Any]] = []
+    connected: conflict checks of saved memories, the background vectorizer when the semantic
+    extra is installed, the background purge of hard-deleted text (unless
+    ``ENGRAM_AUTO_PURGE=0``) and the cloud autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each
+    is entered before the first request and exited after the last; tool writes reach them
+    through ``store.add_write_listener``."""
+    services: list[AbstractAsyncContextManager[Any]] = [conflict_checks(store)]
     from engram.semantic import background  # no numpy or model import until it runs
 
     if background.wanted(store):
@@ -360,6 +376,16 @@ def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     if manager is not None:
         services.append(autosync_running(manager))
     return services
+
+
+@asynccontextmanager
+async def conflict_checks(store: Store) -> AsyncIterator[None]:
+    """Conflict checks of saved memories, run by a background thread shortly after writes
+    (never on the save path; engram/store/conflicts.py)."""
+    from engram.store.conflicts import ConflictWorker
+
+    with ConflictWorker(store):
+        yield
 
 
 async def serve(server: MCPServer, store: Store) -> None:

@@ -520,9 +520,11 @@ class MemoryTools:
         )
 
     def mem_get_observation(self, id: MemoryId) -> ToolResult:
-        """Get one memory in full (search results only show previews)."""
+        """Get one memory in full (search results only show previews), with its relations to
+        other memories (supersedes, contested by …) and whether it needs review."""
         obs = self.store.get_observation(id, record_access=True)
-        return envelope(self.workspace.default(), formatting.observation(obs))
+        found = self.store.relations_for(obs.id)
+        return envelope(self.workspace.default(), formatting.observation(obs, relations=found))
 
     def mem_context(
         self,
@@ -650,6 +652,109 @@ class MemoryTools:
         obs = self.store.delete_observation(id, hard=hard_delete)
         how = "permanently deleted" if hard_delete else "soft-deleted"
         return envelope(resolved, f"Memory #{obs.id} {how}")
+
+    # --- relations and the graph -------------------------------------------------------------
+
+    def mem_relate(
+        self,
+        source_id: Annotated[
+            int | str, Field(description="the memory that relates: its #id or sync id")
+        ],
+        target_id: Annotated[int | str, Field(description="the memory it relates to")],
+        relation: Annotated[
+            Literal[
+                "supersedes", "conflicts_with", "related", "compatible", "scoped", "not_conflict"
+            ],
+            Field(description="supersedes: source replaces target; conflicts_with: they disagree"),
+        ],
+        reason: Annotated[str | None, Field(description="why, in one sentence")] = None,
+    ) -> ToolResult:
+        """Link two memories of one project: 'supersedes' when a newer memory replaces an older
+        one (the older then ranks right below it in search), 'conflicts_with' when they disagree
+        and someone must decide, or related/compatible/scoped/not_conflict. A pair has one
+        relation: relating it again (e.g. a detected conflict as supersedes) replaces it."""
+        check_size(reason, "reason", 4000)
+        rel = self.store.relate(
+            _ref(source_id), _ref(target_id), relation, reason=reason, kind="agent"
+        )
+        resolved = Resolved(rel.project, "memory", "")
+        return envelope(resolved, {"text": formatting.relation(rel), "relation": rel.to_dict()})
+
+    def mem_relations(self, id: Annotated[int | str, Field(description="#id or sync id")]) -> ToolResult:
+        """A memory's relations to other memories (what it supersedes, what contests it …) and
+        whether it needs review (a pending conflict). Judge pending ones with mem_judge."""
+        found = self.store.relations_for(_ref(id))
+        text = "\n".join(
+            [f"#{found.memory.id} {found.memory.title}"]
+            + (formatting.relation_lines(found) or ["No relations to other memories."])
+        )
+        resolved = Resolved(found.memory.project, "memory", "")
+        return envelope(resolved, {"text": text, **found.to_dict()})
+
+    def mem_judge(
+        self,
+        judgment_id: Annotated[str, Field(description="the relation's id (rel-…)")],
+        relation: Annotated[
+            Literal[
+                "supersedes", "conflicts_with", "related", "compatible", "scoped", "not_conflict"
+            ]
+            | None,
+            Field(description="the verdict: e.g. supersedes (source replaces target), not_conflict"),
+        ] = None,
+        status: Annotated[
+            Literal["judged", "ignored", "pending"],
+            Field(description="judged (confirm), ignored (dismiss) or pending (reopen)"),
+        ] = "judged",
+        reason: Annotated[str | None, Field(description="why")] = None,
+        evidence: Annotated[str | None, Field(description="what shows it (a PR, a test …)")] = None,
+        confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+    ) -> ToolResult:
+        """Settle a relation, typically a conflict Engram detected between two memories: give
+        the verdict (supersedes, not_conflict, compatible …) or dismiss it (status ignored).
+        Both memories stop needing review once it is judged."""
+        check_size(reason, "reason", 4000)
+        check_size(evidence, "evidence", 4000)
+        rel = self.store.judge_relation(
+            judgment_id, status, relation=relation, reason=reason, evidence=evidence,
+            confidence=confidence, kind="agent",
+        )  # fmt: skip
+        resolved = Resolved(rel.project, "memory", "")
+        return envelope(resolved, {"text": formatting.relation(rel), "relation": rel.to_dict()})
+
+    def mem_graph_query(
+        self,
+        question: Annotated[
+            str,
+            Field(description="e.g. 'what connects the auth middleware to the session store?'"),
+        ],
+        limit: Annotated[int, Field(ge=1, le=100, description="triples (default 10)")] = 10,
+        project: ProjectArg = None,
+        all_projects: Annotated[bool, Field(description="every project, not only this one")] = False,
+    ) -> ToolResult:
+        """Ask the graph of what memories name (files, modules, libraries, services, errors,
+        people, decisions): returns subject–predicate–object triples connecting the entities
+        the question names, each with the memories that state it. Good for 'how does X reach
+        Y', 'what uses Z', 'what depends on W'."""
+        if all_projects:
+            resolved = Resolved("", "all_projects", "")
+        else:
+            resolved = self.workspace.resolve(project, write=False)
+        answer = self.store.graph_query(question, project=resolved.project or None, limit=limit)
+        return envelope(resolved, {"text": formatting.graph_answer(answer), **answer})
+
+    def mem_graph_ingest(
+        self,
+        id: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_INTEGER, description="one memory's #id; omit for every memory "
+                  "of the project not in the graph yet"),
+        ] = None,
+    ) -> ToolResult:
+        """Extract entities and relationships from memories into the graph (deterministic
+        rules, no model). Queries also catch up by themselves; use this after many saves."""
+        resolved = self.workspace.resolve(None, write=False)
+        report = self.store.graph_ingest(id, project=None if id else resolved.project or None)
+        return envelope(resolved, report.to_dict())
 
     # --- projects and statistics ------------------------------------------------------------
 
@@ -779,6 +884,38 @@ class MemoryTools:
         """Alias of mem_summarize with the second seed's argument names."""
         return self.mem_summarize(days=days, min_confidence=minConfidence)
 
+    def graph_query(  # the first seed's tool name
+        self,
+        question: Annotated[str, Field(description="e.g. 'What connects edge to Tailscale?'")],
+        limit: Annotated[int, Field(ge=1, le=100, description="triples (default 10)")] = 10,
+    ) -> ToolResult:
+        """Alias of mem_graph_query with the first seed's argument names."""
+        return self.mem_graph_query(question=question, limit=limit)
+
+    def graph_relationships(  # the first seed's tool name
+        self,
+        entity_name: Annotated[str, Field(description="an entity (case-insensitive)")],
+    ) -> ToolResult:
+        """Every relationship of a named entity in the graph of this project's memories (the
+        first seed's graph_relationships); an empty list when the graph has no such entity."""
+        resolved = self.workspace.resolve(None, write=False)
+        found = self.store.graph_relationships(entity_name, project=resolved.project or None)
+        return envelope(resolved, found)
+
+    def graph_ingest(  # the first seed's tool name
+        self,
+        path: Annotated[
+            str | None,
+            Field(description="a memory's #id; omit for every memory not in the graph yet"),
+        ] = None,
+    ) -> ToolResult:
+        """Alias of mem_graph_ingest (the first seed took a vault file path; here a memory is
+        named by its #id)."""
+        ref = _ref(path) if path else None
+        if ref is not None and not isinstance(ref, int):
+            raise ValidationError("path must be a memory's #id (e.g. 12 or #12)", field="path")
+        return self.mem_graph_ingest(id=ref)
+
     def mem_merge_projects(self, sources: list[str], to: str) -> ToolResult:
         """Body of ``mem_merge_projects`` (its ``from`` argument is a Python keyword, so
         ``engram.mcp.server`` registers it with an explicit argument model)."""
@@ -795,3 +932,10 @@ MERGE_DESCRIPTION = (
     "Move every memory, session and prompt of one or more projects into another (for name "
     "variants such as 'my-app' and 'myapp'). Each moved memory syncs as a move."
 )
+
+
+def _ref(value: int | str) -> int | str:
+    """A memory as agents name it: ``12``, ``"#12"`` or a sync id."""
+    if isinstance(value, str) and value.strip().removeprefix("#").isdigit():
+        return int(value.strip().removeprefix("#"))
+    return value

@@ -163,7 +163,7 @@ class SearchMixin(StoreBase):
         if search_mode != "lexical":
             from engram.store.hybrid import search_by_meaning
 
-            return search_by_meaning(
+            results = search_by_meaning(
                 self,  # type: ignore[arg-type]
                 query,
                 mode=search_mode,
@@ -175,16 +175,19 @@ class SearchMixin(StoreBase):
                 since=since,
                 until=until,
             )
-        return self._search_lexical(
-            query,
-            type=type,
-            project=project,
-            scope=scope,
-            limit=self._search_limit(limit),
-            match_mode=match_mode,
-            since=since,
-            until=until,
-        )
+        else:
+            results = self._search_lexical(
+                query,
+                type=type,
+                project=project,
+                scope=scope,
+                limit=self._search_limit(limit),
+                match_mode=match_mode,
+                since=since,
+                until=until,
+            )
+        # After ranking (issue 20): relation notes, and superseded memories below their successor.
+        return self.annotate_results(results)
 
     def _search_lexical(
         self,
