@@ -4,7 +4,11 @@ converged.
 
 An export holds relations only when its memories have some; it is then version ``0.2.0`` (a
 ``relations`` list), else still ``0.1.0``, so tools that only read ``0.1.0`` (the Go tool before
-relations) keep reading what has none."""
+relations) keep reading what has none.
+
+Size: over 500 lines on purpose: export, import and the canonical export share the document's
+shapes and the rules that keep an import idempotent.
+"""
 
 from __future__ import annotations
 

@@ -14,6 +14,9 @@ machine derives the same graph from the same memories, docs/graph.md).
   their normalized names; with two or more, the shortest chains of triples connecting them are
   returned (at most :data:`MAX_HOPS` hops), else the triples around the one named; every triple
   lists the memories that state it.
+
+Size: over 500 lines on purpose: ingesting, keeping honest and reading one graph share its
+tables' rules; the extraction itself lives in :mod:`engram.graph`.
 """
 
 from __future__ import annotations

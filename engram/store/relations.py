@@ -17,6 +17,9 @@ and ``judged`` relations are *active*: they annotate search results (one line ea
 ``supersedes #12 (…)``, ``contested by #40 (…) — pending review``), order a superseded memory
 right below its successor, and a pending ``conflicts_with`` marks both memories
 ``needs_review``.
+
+Size: over 500 lines on purpose: writing, judging and reading relations share the pair key
+and the visibility rules; one module keeps them from drifting apart.
 """
 
 from __future__ import annotations

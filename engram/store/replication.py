@@ -12,6 +12,9 @@ A record that cannot be applied (malformed, unstorable text, a payload naming an
 or not yet (more than the allowed drift ahead of this clock) goes to the inbound quarantine
 (:mod:`engram.store.quarantine`) with its reason, and the rest of the batch applies. Waiting
 records are re-checked on every apply.
+
+Size: over 500 lines on purpose: the apply batch and its rules (last writer wins, tombstones,
+the quarantine, Go copies, relations) are the logic of one transaction.
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ SERVED = [
     models.ImportResult,
     models.Timeline,
     models.TimelineEntry,
+    models.Relation,
+    models.RelationEnd,
 ]
 
 
