@@ -189,6 +189,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             until=args.until,
             mode=args.mode,
             as_of=args.as_of,
+            check_conflicts=True,  # what was saved just before shows its conflicts
         )
     emit(args, formatting.search_results(args.query, results), [o.to_dict() for o in results])
     return 0
