@@ -304,6 +304,7 @@ def _merge_tool(tools: MemoryTools) -> Tool:
         parameters=MergeArguments.model_json_schema(by_alias=True),
         fn_metadata=FuncMetadata(arg_model=MergeArguments, output_model=Envelope),
         is_async=False,
+        context_kwarg=None,  # its default, which mypy cannot see through pydantic's Field
         annotations=ANNOTATIONS["mem_merge_projects"],
     )
 

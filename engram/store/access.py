@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engram.platform import PRIVATE_FILE_MODE
 from engram.store import scoring
@@ -110,7 +111,7 @@ class AccessLog:
     def pending_counts(self) -> dict[tuple[str, str], int]:
         """Hits logged but not folded yet, per (project, key), read without taking the log
         (what a dry run adds to the stored counts)."""
-        hits: dict[tuple[str, str], list] = {}
+        hits: dict[tuple[str, str], list[Any]] = {}
         files = [self.path, *self.path.parent.glob(f"{self.path.name}.*{FOLDING_SUFFIX}")]
         with self.db.read() as conn:
             done = {r[0] for r in conn.execute("SELECT name FROM access_folds")}
@@ -137,7 +138,7 @@ class AccessLog:
                     [f.name for f in files],
                 )
             }
-            hits: dict[tuple[str, str], list] = {}
+            hits: dict[tuple[str, str], list[Any]] = {}
             for file in files:
                 if file.name in done:
                     continue
@@ -193,7 +194,7 @@ def _debug(message: str, *args: object) -> None:
     logging.getLogger(__name__).debug(message, *args)
 
 
-def _read_hits(file: Path, hits: dict[tuple[str, str], list]) -> int:
+def _read_hits(file: Path, hits: dict[tuple[str, str], list[Any]]) -> int:
     """Add the hits of one log file to ``hits`` ((project, key) → [count, last at]); lines that
     are not hits (a torn last line after a crash) are skipped."""
     import orjson
@@ -217,7 +218,7 @@ def _read_hits(file: Path, hits: dict[tuple[str, str], list]) -> int:
     return count
 
 
-def _apply(conn, hits: dict[tuple[str, str], list]) -> list[int]:
+def _apply(conn: sqlite3.Connection, hits: dict[tuple[str, str], list[Any]]) -> list[int]:
     """Add the counts to their memories; the local ids of the memories that exist."""
     ids: list[int] = []
     for (project, key), (count, at) in sorted(hits.items()):

@@ -53,7 +53,7 @@ def parse_as_of(value: Any, field: str = "as_of") -> str:
         ) from None
 
 
-def state_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict | None:
+def state_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
     """The replicated state of memory ``(project, key)`` at ``when`` (``None`` when no kept
     state is that old). Read from the journal, which keeps every state it replicated."""
     rows = conn.execute(

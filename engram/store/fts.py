@@ -119,7 +119,7 @@ class DeferredIndex:
         as in :func:`remove`)."""
         if table == "observations" and column == "id" and value in self._fresh:
             if own_text:  # not indexed yet, and no vector yet either: nothing to note
-                vector_queue.forget(self.conn, [value])  # type: ignore[list-item]
+                vector_queue.forget(self.conn, [value])
             return
         old = self._old[table]
         rows = self.conn.execute(_select(table, column), (value,)).fetchall()

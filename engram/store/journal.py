@@ -187,7 +187,8 @@ class JournalEntry:
     def as_record(self) -> dict[str, Any]:
         import orjson
 
-        return orjson.loads(self.record)
+        record: dict[str, Any] = orjson.loads(self.record)
+        return record
 
     @classmethod
     def from_row(cls, row: sqlite3.Row, text: str | None = None) -> JournalEntry:
@@ -319,7 +320,7 @@ class Journal:
                 (origin, fingerprint),
             )
             return origin
-        return row["origin"]
+        return str(row["origin"])
 
     def identity_matches(self) -> bool:
         row = self.db.one("SELECT machine_fingerprint FROM sync_clock")

@@ -23,6 +23,7 @@ from engram.store.db import MAX_INTEGER
 from engram.store.graph_rows import forget as forget_graph
 from engram.store.intent import check_intent, check_window
 from engram.store.models import (
+    NO_INTENT,
     Observation,
     PassiveResult,
     SaveResult,
@@ -32,6 +33,7 @@ from engram.store.models import (
 from engram.store.search_context import ContextRefresh, derive
 from engram.store.sessions import check_session_id
 from engram.text import (
+    Truncation,
     extract_learnings,
     find_similar,
     normalize_scope,
@@ -88,7 +90,7 @@ class ObservationsMixin(StoreBase):
         *,
         allow_secrets: bool = False,
         warnings: list[str] | None = None,
-    ):
+    ) -> tuple[str, Truncation]:
         title = strip_private(title or "")
         content = strip_private(content or "")
         if not allow_secrets:
@@ -266,9 +268,17 @@ class ObservationsMixin(StoreBase):
                         drop_tombstone(conn, "observation", project, sync_id)
                     if score is not None:
                         inserted = Observation(
-                            rowid, sync_id, session_id, kind, title, content, tool, project,
-                            scope, topic, 1, 1, now, now, now, None,
-                            round(override if override is not None else score, 4), override,
+                            **{
+                                **NO_INTENT,
+                                "importance": round(
+                                    override if override is not None else score, 4
+                                ),
+                                "importance_override": override,
+                            },
+                            id=rowid, sync_id=sync_id, session_id=session_id, type=kind,
+                            title=title, content=content, tool_name=tool, project=project,
+                            scope=scope, topic_key=topic, revision_count=1, duplicate_count=1,
+                            last_seen_at=now, created_at=now, updated_at=now, deleted_at=None,
                         )  # fmt: skip
             refresh.settle()  # the rows whose session context this save changes
             if inserted is None:
@@ -378,7 +388,7 @@ class ObservationsMixin(StoreBase):
         if record_access:
             # Counted in the access log; the count shown is the folded one, the same on every
             # face (reads are folded in batches: docs/importance.md).
-            self.access.note([found])  # type: ignore[attr-defined]
+            self.access.note([found])
         return found
 
     def get_observation_by_sync_id(

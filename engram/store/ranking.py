@@ -205,8 +205,9 @@ def _statistics(
         parts = [f"SELECT {n}, doc FROM {spec.vocab} WHERE term = ?" for n in range(len(missing))]
         found = dict(conn.execute(" UNION ALL ".join(parts), missing).fetchall())
         for n, term in enumerate(missing):
-            docs[term] = int(found.get(n, 0))
-            counts.put(spec.fts, term, total, docs[term])
+            holding = int(found.get(n, 0))
+            docs[term] = holding
+            counts.put(spec.fts, term, total, holding)
     stats = []
     for word in words:
         rows = min(docs[stem] or 0 for stem in word.stems)
@@ -300,9 +301,8 @@ def _tier_one(
     """Rows holding a query word itself: in their own text (tier 1), else in their context.
     ``provisional``: the one-statement cases give all of them tier 1 (see :func:`rank`)."""
     total = row_count(conn, spec.fts)
-    one = {"provisional": provisional}
     if not prune or total <= SMALL_QUERY:  # small, or exact: no planning needed
-        found = _step(conn, spec, _any(exact), fetch, filters, **one)
+        found = _step(conn, spec, _any(exact), fetch, filters, provisional=provisional)
         return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     # Words no row holds cannot match: leave them out of every expression.
     stats = sorted(
@@ -312,7 +312,7 @@ def _tier_one(
     if not stats:
         return Ranking([], True)
     if sum(s.docs for s in stats) <= SMALL_QUERY:
-        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters, **one)
+        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters, provisional=provisional)
         return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     # Step 1: the rows holding one of the rarest words (up to GROUP_BUDGET rows), scored with
     # every word. Step 2, only if rows without them could still be among the best k: the rest.
@@ -325,7 +325,7 @@ def _tier_one(
     rest = stats[len(group) :]
     docs = _any([s.phrase for s in group])
     if not rest:
-        found = _step(conn, spec, docs, fetch, filters, **one)
+        found = _step(conn, spec, docs, fetch, filters, provisional=provisional)
         return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     others = _any([s.phrase for s in rest])
     hits = _step(conn, spec, f"({docs}) AND ({others})", fetch, filters)

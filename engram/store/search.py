@@ -26,6 +26,7 @@ from engram.store.ranking import (
     PREFIX,
     WORDS,
     Filters,
+    Hit,
     IndexSpec,
     TermCounts,
     rank,
@@ -139,7 +140,7 @@ class SearchMixin(StoreBase):
             # importance can never bring in a memory the ranking left out.
             found = break_ties(found)
         if record_access:
-            self.access.note(found)  # type: ignore[attr-defined]
+            self.access.note(found)
         return found
 
     def _search_any(
@@ -194,9 +195,7 @@ class SearchMixin(StoreBase):
                 until=until,
             )
         # After ranking (issue 20): relation notes, and superseded memories below their successor.
-        return self.annotate_results(  # type: ignore[attr-defined]
-            results, check_conflicts=check_conflicts
-        )
+        return self.annotate_results(results, check_conflicts=check_conflicts)
 
     def _search_lexical(
         self,
@@ -292,14 +291,15 @@ class SearchMixin(StoreBase):
         # type...), a little when only deleted rows can be rejected (a soft delete leaves a
         # memory in the index); too few kept means ranking again with the filters inside.
         fetch = limit * 4 + 20 if params else limit + 10
-        options = {"match_all": mode == "all", "k": limit, "fetch": fetch, "precise": precise}
+        match_all = mode == "all"
         ranking = rank(
-            conn, spec, words, prune=self.config.search_pruning, counts=self.term_counts,
-            **options,
+            conn, spec, words, match_all=match_all, k=limit, fetch=fetch, precise=precise,
+            prune=self.config.search_pruning, counts=self.term_counts,
         )  # fmt: skip
         a = table.alias
         rows: dict[int, sqlite3.Row] = {}
-        hits, candidates = [], ranking.hits
+        hits: list[Hit] = []
+        candidates = ranking.hits
         while candidates and len(hits) < limit:
             # The best candidates' rows, those the filters keep (NOT INDEXED: by rowid, never
             # a scan of a project index): only as many as are still needed when just deleted
@@ -318,7 +318,10 @@ class SearchMixin(StoreBase):
             hits += [h for h in take if h.rowid in rows]
         if len(hits) < limit and not ranking.complete:
             filters = Filters(table.name, a, where, tuple(params))
-            hits = rank(conn, spec, words, prune=False, filters=filters, **options).hits
+            hits = rank(
+                conn, spec, words, match_all=match_all, k=limit, fetch=fetch, precise=precise,
+                prune=False, filters=filters,
+            ).hits  # fmt: skip
             missing = [h.rowid for h in hits[:limit] if h.rowid not in rows]
             if missing:
                 marks = ", ".join("?" for _ in missing)

@@ -58,12 +58,14 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.store.tiebreak", "engram.store.intent", "engram.store.curation",
     "engram.store.consolidation",
 }  # fmt: skip
-#: No third-party package at all: orjson alone cost ~9 ms of every start-up (it is imported
-#: where records are encoded, never by a plain save or search).
-THIRD_PARTY_ALLOWED: set[str] = set()
+#: msgspec (and typing_extensions, which it imports): the store's models are msgspec Structs,
+#: served as they are by the HTTP API. No other third-party package: orjson alone cost ~9 ms of
+#: every start-up (it is imported where records are encoded, never by a plain save or search).
+THIRD_PARTY_ALLOWED = {"msgspec", "typing_extensions"}
 #: Standard-library modules a save or search never needs, each measurable at start-up
-#: (socket and logging on open, random through secrets, json, and uuid/platform via orjson).
-STDLIB_KEPT_OUT = {"socket", "logging", "random", "secrets", "json", "uuid", "platform"}
+#: (socket and logging on open, random through secrets, json). uuid and platform are not
+#: among them: msgspec's core imports uuid, which imports platform.
+STDLIB_KEPT_OUT = {"socket", "logging", "random", "secrets", "json"}
 #: Names the standard library only tries to import (copy.py probes for Jython's ``org``).
 STDLIB_PROBES = {"org"}
 
