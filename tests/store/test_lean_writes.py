@@ -372,3 +372,29 @@ def test_a_bulk_apply_without_relations_scores_rows_as_it_inserts_them(make_stor
     rescored = dict(b.db.rows("SELECT id, importance FROM observations"))
     assert stored.keys() == rescored.keys() and all(v is not None for v in stored.values())
     assert all(abs(stored[k] - rescored[k]) < 1e-4 for k in stored)
+
+
+def test_an_import_scores_its_memories_as_it_inserts_them(make_store) -> None:
+    """``engram import`` into a store without relations scores each memory in its INSERT (no
+    UPDATE with the scoring function at the end), the scores a full rescore gives; a document's
+    relations still rescore their ends."""
+    from engram.store import scoring
+
+    a = make_store("a")
+    for i in range(6):
+        a.add_observation(title=f"Memory {i}", content="walrus " * (i * 40 + 1), type="decision",
+                          project="p", topic_key=f"topic/{i}" if i % 2 else None)  # fmt: skip
+    doc = a.export_data()
+    b = make_store("b")
+    seen: list[str] = []
+    b.db.conn.set_trace_callback(seen.append)
+    try:
+        b.import_data(doc)
+    finally:
+        b.db.conn.set_trace_callback(None)
+    assert not any("engram_importance" in s for s in seen)
+    stored = dict(b.db.rows("SELECT id, importance FROM observations"))
+    with b.db.write() as conn:
+        scoring.rescore_where(conn, "1")
+    rescored = dict(b.db.rows("SELECT id, importance FROM observations"))
+    assert len(stored) == 6 and all(abs(stored[k] - rescored[k]) < 1e-4 for k in stored)
