@@ -52,10 +52,16 @@ def _optional_project(args: argparse.Namespace) -> str | None:
 
 def fail(args: argparse.Namespace, exc: CloudError, **extra: Any) -> int:
     """Report a cloud failure in one line (and as JSON with ``--json``); exit status 1."""
-    line = f"cloud sync {exc.reason_code}: {exc}"
+    return fail_with(args, {**exc.to_dict(), **extra}, str(exc), exc.reason_code)
+
+
+def fail_with(args: argparse.Namespace, data: dict[str, Any], error: str, reason: str) -> int:
+    """The one failure shape: with ``--json`` ``{"error": "<text>", "reason_code": …, …}``
+    (flat, as the README promises) on stdout only, else one line on stderr; exit status 1."""
     if wants_json(args):
-        emit(args, None, {"error": line, **exc.to_dict(), **extra})
-    warn(line, kind="error")
+        emit(args, None, {**data, "error": error, "reason_code": reason})
+    else:
+        warn(f"cloud sync {reason}: {error}", kind="error")
     return EXIT_FAILED
 
 
@@ -494,12 +500,10 @@ def cloud_export(args: argparse.Namespace) -> int:
             return fail(args, exc, project=project)
     data = report.to_dict()
     if report.error:
-        error = report.error
-        line = f"cloud sync {error['reason_code']}: {error['error']}"
-        if wants_json(args):
-            emit(args, None, {"error": line, **data})
-        warn(line, kind="error")
-        return EXIT_FAILED
+        failure = dict(report.error)
+        error, reason = str(failure.pop("error")), str(failure.pop("reason_code"))
+        # the failure's other fields (status, error_class…) beside the report's, never nested
+        return fail_with(args, {**data, **failure}, error, reason)
     if not report.sent and not report.rejected:
         emit(
             args,
