@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engram.store.models import Observation, SaveResult, Stats, Timeline
+from engram.text import plural
 
 
 def cut_bytes(text: str, limit: int) -> str:
@@ -47,15 +48,16 @@ def search_results(
     """Numbered results with previews; ``cut_hint`` ends the text when a preview was cut."""
     if not results:
         return f"No memories found for: {quoted(query)}"
-    lines = [f"Found {len(results)} memories:", ""]
+    lines = [f"Found {plural(len(results), 'memory')}:", ""]
     cut_any = False
     for i, obs in enumerate(results, 1):
         body = " ".join(obs.content.split())
         short = cut_bytes(body, preview_bytes)
         cut_any = cut_any or short != body
         where = f" | project: {obs.project}" if obs.project else ""
+        gone = f" [deleted {obs.deleted_at}]" if obs.deleted_at else ""
         lines += [
-            f"[{i}] #{obs.id} ({obs.type}) — {obs.title}",
+            f"[{i}] #{obs.id} ({obs.type}) — {obs.title}{gone}",
             f"    {short}",
             f"    {obs.created_at}{where} | scope: {obs.scope}",
             "",
@@ -63,6 +65,21 @@ def search_results(
     if cut_any:
         lines.append(cut_hint)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def memory_list(found: Sequence[Observation], total: int, offset: int = 0) -> str:
+    """A page of memories, newest first: one line each, then where it came from."""
+    if not found:
+        return "No memories." if total == 0 else f"No memories past the first {total}."
+    lines = [f"Memories {offset + 1}–{offset + len(found)} of {total}:", ""]
+    for obs in found:
+        gone = f" [deleted {obs.deleted_at}]" if obs.deleted_at else ""
+        where = f" | project: {obs.project}" if obs.project else ""
+        lines += [
+            f"#{obs.id} ({obs.type}) — {obs.title}{gone}",
+            f"    {obs.created_at}{where} | scope: {obs.scope}",
+        ]
+    return "\n".join(lines)
 
 
 def content_blocks(content: str) -> str:
@@ -97,6 +114,8 @@ def observation(obs: Observation, *, blocks: bool = False) -> str:
         f"Updated: {obs.updated_at}",
         f"Sync id: {obs.sync_id}",
     ]
+    if obs.deleted_at:
+        lines.append(f"Deleted: {obs.deleted_at} (engram restore {obs.id} brings it back)")
     return "\n".join(lines)
 
 

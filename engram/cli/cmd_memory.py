@@ -13,6 +13,7 @@ from engram.cli.common import (
     wants_json,
 )
 
+DELETED_HELP = "include soft-deleted memories (marked as such; engram restore brings one back)"
 TYPES_HELP = "bugfix, decision, architecture, discovery, pattern, config, learning, manual…"
 
 
@@ -59,13 +60,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--since", help="created on or after (YYYY-MM-DD or RFC 3339)")
     p.add_argument("--until", help="created on or before")
+    p.add_argument("--deleted", action="store_true", help=DELETED_HELP)
     add_json_flag(p)
     p.set_defaults(func=cmd_search)
 
+    p = sub.add_parser("list", help="the newest memories, a page at a time")
+    p.add_argument("--project", help="only this project (default: every project)")
+    p.add_argument("--type", help="only memories of this type")
+    p.add_argument("--scope", choices=["project", "personal"])
+    p.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many first")
+    p.add_argument("--deleted", action="store_true", help=DELETED_HELP)
+    add_json_flag(p)
+    p.set_defaults(func=cmd_list)
+
     p = sub.add_parser("get", help="show one memory in full")
     p.add_argument("id", help="the memory's #id")
+    p.add_argument("--deleted", action="store_true", help="show it even if it was deleted")
     add_json_flag(p)
     p.set_defaults(func=cmd_get)
+
+    p = sub.add_parser(
+        "restore",
+        help="undo the soft delete of memories",
+        description="Bring soft-deleted memories back, here and (through sync) on every "
+        "machine. A hard delete cannot be undone.",
+    )
+    p.add_argument("ids", nargs="+", metavar="id", help="the memories' #ids")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("context", help="recent sessions, prompts and memories of a project")
     p.add_argument("project_arg", nargs="?", metavar="project")
@@ -91,14 +114,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "delete",
-        help="delete a memory, session or prompt",
-        description="engram delete <id> [--hard] | delete session <id> | delete prompt <id>",
+        help="delete memories, a session or a prompt",
+        description="engram delete <id> [<id> …] [--hard] | delete session <id> | "
+        "delete prompt <id>. Several memory ids are deleted together: if one of them is not "
+        "a memory, none is deleted. A soft delete (the default) is undone by engram restore.",
     )
     p.add_argument(
         "target",
         nargs="+",
         metavar="[kind] id",
-        help="a memory id, or 'session <id>' or 'prompt <id>'",
+        help="memory ids, or 'session <id>' or 'prompt <id>'",
     )
     p.add_argument("--hard", action="store_true", help="remove the memory for good (not undoable)")
     add_json_flag(p)
@@ -133,17 +158,46 @@ def cmd_search(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
+        project = None
+        if not args.all and args.project:
+            project = store.require_project(args.project)  # a typo gets a did-you-mean
         results = store.search(
             args.query,
             type=args.type,
-            project=None if args.all else args.project,
+            project=project,
             scope=args.scope,
             limit=args.limit,
             match_mode=args.match_mode,
             since=args.since,
             until=args.until,
+            include_deleted=args.deleted,
         )
     emit(args, formatting.search_results(args.query, results), [o.to_dict() for o in results])
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from engram import formatting
+    from engram.store.checks import check_count
+
+    limit = check_count(args.limit, "limit", default=20, maximum=1000)
+    offset = check_count(args.offset, "offset", default=0, minimum=0)
+    with open_store() as store:
+        project = store.require_project(args.project) if args.project else None
+        found = store.recent_observations(
+            project, args.scope, limit, type=args.type, offset=offset,
+            include_deleted=args.deleted,
+        )  # fmt: skip
+        total = store.count_observations(
+            project, args.scope, type=args.type, include_deleted=args.deleted
+        )
+    data = {
+        "observations": [o.to_dict() for o in found],
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+    }
+    emit(args, formatting.memory_list(found, total, offset), data)
     return 0
 
 
@@ -151,16 +205,28 @@ def cmd_get(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
-        obs = store.get_observation(args.id)
+        obs = store.get_observation(args.id, include_deleted=args.deleted)
     emit(args, formatting.observation(obs, blocks=True), obs.to_dict())
     return 0
 
 
-def cmd_context(args: argparse.Namespace) -> int:
-    project = None
-    if not args.all:
-        project = args.project or args.project_arg or resolve_project(None).project
+def cmd_restore(args: argparse.Namespace) -> int:
     with open_store() as store:
+        back = store.restore_observations(args.ids)
+    human = "\n".join(f"Memory #{o.id} restored: {o.title}" for o in back)
+    rows = [{"id": o.id, "status": "restored", "sync_id": o.sync_id} for o in back]
+    emit(args, human, rows[0] if len(rows) == 1 else {"restored": rows, "count": len(rows)})
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    project, named = None, None
+    if not args.all:
+        named = args.project or args.project_arg
+        project = named or resolve_project(None).project
+    with open_store() as store:
+        if named:  # a name given on purpose must exist (this directory's may be new)
+            project = store.require_project(named)
         text = store.context(project, args.scope, max_bytes=args.max_bytes)
     emit(args, text or "No previous session memories found.", {"project": project, "context": text})
     return 0
@@ -179,7 +245,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
-        st = store.stats(args.project)
+        st = store.stats(store.require_project(args.project) if args.project else None)
         path = str(store.path)
     emit(args, formatting.stats(st, path), {**st.to_dict(), "database": path})
     return 0
@@ -189,24 +255,31 @@ def cmd_delete(args: argparse.Namespace) -> int:
     from engram.errors import ValidationError
 
     target = args.target
-    kind, ident = ("observation", target[0]) if len(target) == 1 else (target[0], target[1])
-    if len(target) > 2 or kind not in ("observation", "session", "prompt"):
-        raise ValidationError(
-            "usage: engram delete <id> | delete session <id> | delete prompt <id>"
-        )
+    kind = target[0] if target[0] in ("session", "prompt", "observation", "memory") else None
+    idents = target[1:] if kind else target
+    if kind in ("session", "prompt") and len(idents) != 1:
+        raise ValidationError(f"usage: engram delete {kind} <id> (one {kind} at a time)")
+    if not idents:
+        raise ValidationError("usage: engram delete <id> [<id> …] | delete session <id> | "
+                              "delete prompt <id>")  # fmt: skip
     with open_store() as store:
         if kind == "session":
-            store.delete_session(ident)
-            message, data = f'Session "{ident}" deleted', {"session_id": ident, "status": "deleted"}
+            store.delete_session(idents[0])
+            message = f'Session "{idents[0]}" deleted'
+            data: dict = {"session_id": idents[0], "status": "deleted"}
         elif kind == "prompt":
-            prompt = store.delete_prompt(ident)
+            prompt = store.delete_prompt(idents[0])
             message = f"Prompt #{prompt.id} deleted"
             data = {"id": prompt.id, "status": "deleted"}
         else:
-            obs = store.delete_observation(ident, hard=args.hard)
+            gone = store.delete_observations(idents, hard=args.hard)
             how = "permanently deleted" if args.hard else "soft-deleted"
-            message = f"Memory #{obs.id} {how}"
-            data = {"id": obs.id, "status": "deleted", "hard_delete": bool(args.hard)}
+            message = "\n".join(f"Memory #{obs.id} {how}" for obs in gone)
+            if not args.hard:
+                message += f"\n(undo: engram restore {' '.join(str(o.id) for o in gone)})"
+            rows = [{"id": o.id, "status": "deleted", "hard_delete": bool(args.hard)} for o in gone]
+            # one id answers as before (one object); several answer with a list of them
+            data = rows[0] if len(rows) == 1 else {"deleted": rows, "count": len(rows)}
     emit(args, message, data)
     return 0
 

@@ -169,6 +169,19 @@ class ObservationDeleted(Struct):
     hard_delete: bool
 
 
+class ObservationRestore(Struct):
+    """Memories whose soft delete to undo (all or none)."""
+
+    ids: Annotated[
+        list[Annotated[int, Meta(ge=1, le=MAX_INT)]], Meta(min_length=1, max_length=1000)
+    ]
+
+
+class ObservationsRestored(Struct):
+    restored: list[ObservationOut]
+    count: int
+
+
 class ObservationPage(Struct):
     observations: list[ObservationOut]
     total: int

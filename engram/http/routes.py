@@ -35,7 +35,9 @@ from engram.http.models import (
     ObservationOut,
     ObservationPage,
     ObservationPatch,
+    ObservationRestore,
     ObservationSaved,
+    ObservationsRestored,
     PassiveCapture,
     PassiveResultOut,
     ProjectInfoOut,
@@ -123,7 +125,7 @@ def _errors(*codes: int) -> dict[int, ResponseSpec]:
         400: "Invalid input: the message names the field",
         401: "Missing or wrong bearer token (only when ENGRAM_HTTP_TOKEN is set)",
         403: "Refused: sent from a web page (an Origin that is not this machine)",
-        404: "No such id",
+        404: "No such id (or, for a project, nothing is stored under that name)",
         409: "Conflicts with stored data",
         413: "Request body too large",
         415: "The body is not JSON: send Content-Type: application/json",
@@ -293,6 +295,18 @@ class ObservationRoutes(Controller):
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
     def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
         return to_wire(store.get_observation(observation_id), ObservationOut)
+
+    @_post(
+        "/restore",
+        status_code=200,
+        responses=_errors(400, 404, 409, 413),
+        summary="Undo the soft delete of memories",
+    )
+    def restore(self, store: StoreArg, data: JSONBody[ObservationRestore]) -> ObservationsRestored:
+        """Every memory of ``ids`` is live again, here and (through sync) everywhere, or none
+        is: a hard delete cannot be undone (404), a memory that is not deleted is a 409."""
+        back = store.restore_observations(data.ids)
+        return ObservationsRestored(restored=many(back, ObservationOut), count=len(back))
 
     @_patch(
         "/{observation_id:int}",
@@ -560,7 +574,7 @@ def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResultOut:
     "/projects/merge",
     tags=["projects"],
     status_code=200,
-    responses=_errors(400, 401, 413),
+    responses=_errors(400, 401, 404, 413),
     summary="Move every memory of some projects into another",
 )
 def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResultOut:
@@ -571,7 +585,7 @@ def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResult
     "/projects/migrate",
     tags=["projects"],
     status_code=200,
-    responses=_errors(400, 401, 413),
+    responses=_errors(400, 401, 404, 413),
     summary="Rename a project (moves everything of old_project into new_project)",
 )
 def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeResultOut:

@@ -8,12 +8,12 @@ import sqlite3
 from datetime import datetime, timedelta
 from typing import Any
 
-from engram.errors import NotFoundError, ValidationError
+from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
 from engram.store import fts
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
-from engram.store.db import MAX_INTEGER
+from engram.store.checks import check_id
 from engram.store.models import (
     Observation,
     PassiveResult,
@@ -44,22 +44,6 @@ def new_observation_sync_id() -> str:
     return "obs-" + secrets.token_hex(8)
 
 
-def _check_id(observation_id: Any, field: str = "id") -> int:
-    if isinstance(observation_id, bool):
-        raise ValidationError(f"{field} must be an integer", field=field)
-    try:
-        value = int(observation_id)
-    except (TypeError, ValueError):
-        raise ValidationError(
-            f"{field} must be an integer, got {observation_id!r}", field=field
-        ) from None
-    if value < 1:
-        raise ValidationError(f"{field} must be a positive integer", field=field)
-    if value > MAX_INTEGER:  # SQLite would raise OverflowError binding it
-        raise ValidationError(f"{field} is out of range (at most {MAX_INTEGER})", field=field)
-    return value
-
-
 def _redacted(text: str, field: str, warnings: list[str] | None) -> str:
     """``text`` with detected secrets replaced; the warning saying so goes to ``warnings``."""
     redaction = redact_secrets(text)
@@ -87,6 +71,14 @@ def session_context(conn: sqlite3.Connection, session_id: str, created_at: str) 
     if prompt is not None:
         pieces.append(str(prompt[0])[:CONTEXT_PIECE_CHARS])
     return "\n".join(pieces)
+
+
+def deleted_message(oid: int, deleted_at: str) -> str:
+    """What every face says about a soft-deleted memory asked for by id."""
+    return (
+        f"Observation #{oid} was deleted at {deleted_at}: restore it with `engram restore {oid}` "
+        f"(MCP mem_restore), or show it with `engram get {oid} --deleted`"
+    )
 
 
 class ObservationsMixin(StoreBase):
@@ -333,10 +325,14 @@ class ObservationsMixin(StoreBase):
     # --- reading ----------------------------------------------------------------------------
 
     def get_observation(self, observation_id: Any, *, include_deleted: bool = False) -> Observation:
-        oid = _check_id(observation_id)
+        """A memory by its local id; a soft-deleted one only with ``include_deleted`` (else the
+        error says it was deleted, and how to bring it back)."""
+        oid = check_id(observation_id)
         row = self.db.one("SELECT * FROM observations WHERE id = ?", (oid,))
-        if row is None or (row["deleted_at"] is not None and not include_deleted):
+        if row is None:
             raise NotFoundError(f"Observation #{oid} not found")
+        if row["deleted_at"] is not None and not include_deleted:
+            raise NotFoundError(deleted_message(oid, row["deleted_at"]))
         return Observation.from_row(row)
 
     def get_observation_by_sync_id(
@@ -367,8 +363,9 @@ class ObservationsMixin(StoreBase):
         since: str | None,
         until: str | None,
         alias: str = "o",
+        include_deleted: bool = False,
     ) -> tuple[list[str], list[Any]]:
-        clauses = [f"{alias}.deleted_at IS NULL"]
+        clauses = ["1" if include_deleted else f"{alias}.deleted_at IS NULL"]
         params: list[Any] = []
         if project:
             clauses.append(f"{alias}.project = ?")
@@ -397,9 +394,13 @@ class ObservationsMixin(StoreBase):
         since: str | None = None,
         until: str | None = None,
         offset: int = 0,
+        include_deleted: bool = False,
     ) -> list[Observation]:
-        """Live observations, newest first (pages with ``offset``)."""
-        clauses, params = self._observation_filters(project, scope, type, since, until)
+        """Live observations (and soft-deleted ones with ``include_deleted``), newest first
+        (pages with ``offset``)."""
+        clauses, params = self._observation_filters(
+            project, scope, type, since, until, include_deleted=include_deleted
+        )
         rows = self.db.rows(
             f"""SELECT o.* FROM observations o WHERE {" AND ".join(clauses)}
                 ORDER BY o.created_at DESC, o.id DESC LIMIT ? OFFSET ?""",
@@ -415,8 +416,11 @@ class ObservationsMixin(StoreBase):
         type: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        include_deleted: bool = False,
     ) -> int:
-        clauses, params = self._observation_filters(project, scope, type, since, until)
+        clauses, params = self._observation_filters(
+            project, scope, type, since, until, include_deleted=include_deleted
+        )
         return int(
             self.db.scalar(
                 f"SELECT COUNT(*) FROM observations o WHERE {' AND '.join(clauses)}", params
@@ -485,7 +489,7 @@ class ObservationsMixin(StoreBase):
 
         Detected secrets in a new title or content become ``[REDACTED:kind]`` unless
         ``allow_secrets``; a list passed as ``warnings`` receives the warning saying so."""
-        oid = _check_id(observation_id)
+        oid = check_id(observation_id)
         if all(v is None for v in (title, content, type, project, scope, topic_key, tool_name)):
             raise ValidationError("provide at least one field to update")
         for value, name in ((title, "title"), (content, "content"), (type, "type"),
@@ -558,29 +562,72 @@ class ObservationsMixin(StoreBase):
         return self.get_observation(oid)
 
     def delete_observation(self, observation_id: Any, *, hard: bool = False) -> Observation:
-        """Soft delete (hidden everywhere, replicated as a tombstone) or hard delete (the row is
-        gone; only its key and clock remain). Returns the observation as it was."""
-        oid = _check_id(observation_id)
+        """Soft delete (hidden everywhere, replicated as a tombstone; :meth:`restore_observation`
+        undoes it) or hard delete (the row is gone; only its key and clock remain). Returns the
+        observation as it was."""
+        return self.delete_observations([observation_id], hard=hard)[0]
+
+    def delete_observations(self, observation_ids: Any, *, hard: bool = False) -> list[Observation]:
+        """Delete several memories in one transaction: every id is checked first, and one that
+        is not a live memory (or, for ``hard``, any memory) deletes none of them."""
+        ids = [check_id(i) for i in observation_ids]
+        if not ids:
+            raise ValidationError("give at least one memory id", field="id")
+        done: list[Observation] = []
         with self.db.write() as conn:
-            row = conn.execute("SELECT * FROM observations WHERE id = ?", (oid,)).fetchone()
-            if row is None or (row["deleted_at"] is not None and not hard):
-                raise NotFoundError(f"Observation #{oid} not found")
-            before = Observation.from_row(row)
-            now = now_text()
-            hlc, origin = self.journal.tick(conn)
-            if hard:
-                old = self._state(conn, "observation", row["project"], row["sync_id"])
-                fts.remove(conn, "observations", "id", oid)
-                conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
-                self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
-            else:
+            for oid in dict.fromkeys(ids):  # each once, in the order given
+                done.append(self._delete_one(conn, oid, hard))
+        return done
+
+    def restore_observation(self, observation_id: Any) -> Observation:
+        """Undo a soft delete: the memory is live again, here and — journaled as a newer
+        upsert that beats the delete — on every replica. A hard delete cannot be undone."""
+        return self.restore_observations([observation_id])[0]
+
+    def restore_observations(self, observation_ids: Any) -> list[Observation]:
+        """Restore several soft-deleted memories in one transaction (all or none)."""
+        ids = [check_id(i) for i in observation_ids]
+        if not ids:
+            raise ValidationError("give at least one memory id", field="id")
+        with self.db.write() as conn:
+            for oid in dict.fromkeys(ids):
+                row = conn.execute(
+                    "SELECT project, sync_id, deleted_at FROM observations WHERE id = ?", (oid,)
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(
+                        f"Observation #{oid} not found (a hard delete cannot be undone)"
+                    )
+                if row["deleted_at"] is None:
+                    raise ConflictError(f"Observation #{oid} is not deleted: nothing to restore")
+                now = now_text()
+                hlc, origin = self.journal.tick(conn)
                 conn.execute(
-                    "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
-                    (now, now, hlc, oid),
+                    "UPDATE observations SET deleted_at = NULL, updated_at = ?, hlc = ? "
+                    "WHERE id = ?",
+                    (now, hlc, oid),
                 )
-                self._journal_state(
-                    conn, "observation", row["project"], row["sync_id"], hlc, origin
-                )
+                self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
+        return [self.get_observation(oid) for oid in dict.fromkeys(ids)]
+
+    def _delete_one(self, conn: sqlite3.Connection, oid: int, hard: bool) -> Observation:
+        row = conn.execute("SELECT * FROM observations WHERE id = ?", (oid,)).fetchone()
+        if row is None or (row["deleted_at"] is not None and not hard):
+            raise NotFoundError(f"Observation #{oid} not found")
+        before = Observation.from_row(row)
+        now = now_text()
+        hlc, origin = self.journal.tick(conn)
+        if hard:
+            old = self._state(conn, "observation", row["project"], row["sync_id"])
+            fts.remove(conn, "observations", "id", oid)
+            conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
+            self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
+        else:
+            conn.execute(
+                "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
+                (now, now, hlc, oid),
+            )
+            self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
         return before
 
     # --- passive capture --------------------------------------------------------------------

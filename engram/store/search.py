@@ -7,6 +7,7 @@ from typing import Any
 from engram.errors import ValidationError
 from engram.project import project_name
 from engram.store.base import StoreBase
+from engram.store.checks import check_count
 from engram.store.models import Observation, Prompt
 from engram.store.query import build_match, check_match_mode
 from engram.store.schema import OBSERVATIONS_FTS_WEIGHTS
@@ -18,15 +19,13 @@ OWN_COLUMNS = "{title content tool_name type project topic_key}"
 
 class SearchMixin(StoreBase):
     def _search_limit(self, limit: Any) -> int:
-        try:
-            value = int(limit) if limit is not None else self.config.default_search_limit
-        except (TypeError, ValueError):
-            raise ValidationError(
-                f"limit must be an integer, got {limit!r}", field="limit"
-            ) from None
-        if value < 1:
-            value = self.config.default_search_limit
-        return min(value, self.config.max_search_results)
+        """``None`` is the default; below 1 is refused; above the maximum reads as it."""
+        return check_count(
+            limit,
+            "limit",
+            default=self.config.default_search_limit,
+            maximum=self.config.max_search_results,
+        )
 
     def search(
         self,
@@ -39,8 +38,10 @@ class SearchMixin(StoreBase):
         match_mode: str = "any",
         since: str | None = None,
         until: str | None = None,
+        include_deleted: bool = False,
     ) -> list[Observation]:
-        """Observations matching ``query``, best first.
+        """Observations matching ``query``, best first (soft-deleted ones too with
+        ``include_deleted``: their ``deleted_at`` is set).
 
         A query containing ``/`` first matches topic keys exactly. Any text is safe: words are
         quoted, so FTS5 syntax in the query is only ever searched for, never interpreted.
@@ -50,7 +51,7 @@ class SearchMixin(StoreBase):
         mode = check_match_mode(match_mode)
         limit = self._search_limit(limit)
         clauses, params = self._observation_filters(  # type: ignore[attr-defined]
-            project, scope, type, since, until
+            project, scope, type, since, until, include_deleted=include_deleted
         )
         where = " AND ".join(clauses)
         results: list[Observation] = []

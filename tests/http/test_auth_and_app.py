@@ -29,6 +29,7 @@ EXPECTED_ROUTES = {
     ("get", "/observations/{observation_id}"),
     ("patch", "/observations/{observation_id}"),
     ("delete", "/observations/{observation_id}"),
+    ("post", "/observations/restore"),
     ("get", "/search"),
     ("get", "/timeline"),
     ("post", "/prompts"),

@@ -291,3 +291,23 @@ def test_null_optional_fields_mean_their_defaults(client: TestClient) -> None:
     assert client.post("/prompts", json={"content": "p", "project": None}).status_code == 201
     suggested = client.post("/topic-keys/suggest", json={"title": "Cache", "type": None})
     assert suggested.json() == {"topic_key": "topic/cache"}
+
+
+def test_restore_undoes_soft_deletes(client: TestClient, store: Store) -> None:
+    """Issue 17 item 10: POST /observations/restore brings soft-deleted memories back (all or
+    none); GET on a deleted id says it was deleted and how to restore it."""
+    one = save(client, "One", "first", project="acme")["id"]
+    two = save(client, "Two", "second", project="acme")["id"]
+    assert client.delete(f"/observations/{one}").status_code == 200
+    gone = client.get(f"/observations/{one}")
+    assert gone.status_code == 404 and f"#{one} was deleted at" in gone.json()["error"]
+    refused = client.post("/observations/restore", json={"ids": [one, two]})
+    assert refused.status_code == 409 and "is not deleted" in refused.json()["error"]
+    assert store.get_observation(one, include_deleted=True).deleted_at is not None
+    back = client.post("/observations/restore", json={"ids": [one]})
+    assert back.status_code == 200
+    assert back.json()["count"] == 1 and back.json()["restored"][0]["title"] == "One"
+    assert client.get(f"/observations/{one}").status_code == 200
+    assert client.post("/observations/restore", json={"ids": []}).status_code == 400
+    client.delete(f"/observations/{two}", params={"hard": "true"})
+    assert client.post("/observations/restore", json={"ids": [two]}).status_code == 404

@@ -61,6 +61,11 @@ def test_every_route_over_real_http(server: Server) -> None:
         assert http.delete(f"/prompts/{prompt.json()['id']}").status_code == 200
         assert http.delete(f"/observations/{oid}", params={"hard": "true"}).status_code == 200
         assert http.delete("/sessions/s-1").status_code == 200
+        # Everything of acme was deleted above: merging it now merges nothing, so it is refused
+        # like any unknown project (issue 17 item 6); with a memory it moves.
+        nothing = http.post("/projects/merge", json={"from": ["acme"], "to": "acme-corp"})
+        assert nothing.status_code == 404 and nothing.json()["error_code"] == "unknown_project"
+        http.post("/observations", json={"title": "Kept", "content": "x", "project": "acme"})
         merged = http.post("/projects/merge", json={"from": ["acme"], "to": "acme-corp"})
         assert merged.status_code == 200
         migrated = http.post(
