@@ -139,7 +139,7 @@ def timeline(tl: Timeline) -> str:
     lines += [
         "",
         f">>> #{focus.id} [{focus.type}] {focus.title} <<<",
-        f"    {cut_bytes(focus.content, 500)}",
+        *("    " + line for line in cut_bytes(focus.content, 500).splitlines() or [""]),
         f"    {focus.created_at}",
         "",
         "─── After ───",

@@ -274,9 +274,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
         else:
             gone = store.delete_observations(idents, hard=args.hard)
             how = "permanently deleted" if args.hard else "soft-deleted"
-            message = "\n".join(f"Memory #{obs.id} {how}" for obs in gone)
-            if not args.hard:
-                message += f"\n(undo: engram restore {' '.join(str(o.id) for o in gone)})"
+            message = "\n".join(f"Memory #{obs.id} {how}" for obs in gone)  # the Go tool's words
             rows = [{"id": o.id, "status": "deleted", "hard_delete": bool(args.hard)} for o in gone]
             # one id answers as before (one object); several answer with a list of them
             data = rows[0] if len(rows) == 1 else {"deleted": rows, "count": len(rows)}

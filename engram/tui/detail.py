@@ -20,7 +20,7 @@ from engram.errors import EngramError, NotFoundError
 from engram.store import Observation, Prompt, Session, Timeline
 from engram.store.models import TimelineEntry
 from engram.terminal import for_terminal
-from engram.text import split_blocks
+from engram.text import plural, split_blocks
 from engram.tui.base import EngramScreen
 from engram.tui.gateway import ObservationRow
 from engram.tui.items import ACTIVE, observation_item, prompt_item, timeline_item
@@ -279,7 +279,7 @@ class TimelineScreen(ObservationListScreen):
             head = f"Session {session.id} · {session.project or 'no project'} · started {session.started_at}"
             head += f" · {ACTIVE}" if session.active else f" · ended {session.ended_at}"
         head += (
-            f"\n{timeline.total_in_range:,} memories in this session; "
+            f"\n{plural(timeline.total_in_range, 'memory')} in this session; "
             f"showing up to {TIMELINE_BEFORE} before and {TIMELINE_AFTER} after #{focus.id}."
         )
         self.query_one("#tl-head", Static).update(Text(for_terminal(head)))
@@ -342,7 +342,7 @@ class SessionScreen(ObservationListScreen):
             head += f" · {session.directory}"
         head += f"\nstarted {session.started_at} · "
         head += ACTIVE if session.active else f"ended {session.ended_at}"
-        head += f" · {observations:,} memories · {prompts:,} prompts"
+        head += f" · {plural(observations, 'memory')} · {plural(prompts, 'prompt')}"
         if session.summary:
             head += f"\n{session.summary}"
         self.query_one("#session-head", Static).update(Text(for_terminal(head)))

@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from engram.errors import EngramError
 from engram.store import Observation, ProjectInfo
 from engram.terminal import for_terminal
+from engram.text import plural
 from engram.tui.base import run_in_thread, too_small_notice
 
 KEYS = [
@@ -266,7 +267,8 @@ class ProjectScreen(Dialog):
             mark = "● " if info.name == self.current else "  "
             label = Text(f"{mark}{for_terminal(info.name)}")
             label.append(
-                f"   {info.observation_count:,} memories · {info.session_count:,} sessions",
+                f"   {plural(info.observation_count, 'memory')} · "
+                f"{plural(info.session_count, 'session')}",
                 style="dim",
             )
             options.add_option(Option(label, id=info.name))

@@ -34,7 +34,8 @@ def test_unknown_projects_are_refused_with_a_did_you_mean(data_dir: Path) -> Non
     saved(data_dir, "Pool size")
     merge = error_line(data_dir, "projects", "merge", "acme-wbe", "--to", "acme-web")
     assert 'Unknown project "acme-wbe"' in merge and 'Did you mean "acme-web"?' in merge
-    assert "acme-web  " in run(data_dir, "projects", "list").stdout  # nothing moved
+    listed = run(data_dir, "projects", "list").stdout.splitlines()
+    assert listed[1:] == ["       1         1        0  acme-web"]  # nothing moved
     assert 'Did you mean "acme-web"?' in error_line(
         data_dir, "search", "pool", "--project", "acmee"
     )
@@ -53,7 +54,6 @@ def test_delete_takes_several_ids_all_or_none(data_dir: Path) -> None:
     assert deleted.returncode == 0, deleted.stderr
     assert f"Memory #{one} soft-deleted" in deleted.stdout
     assert f"Memory #{two} soft-deleted" in deleted.stdout
-    assert f"engram restore {one} {two}" in deleted.stdout
     both = orjson.loads(run(data_dir, "delete", str(three), "--hard", "--json").stdout)
     assert both == {"id": three, "status": "deleted", "hard_delete": True}
     assert "one session at a time" in error_line(data_dir, "delete", "session", "a", "b")
