@@ -55,8 +55,12 @@ def _choose_port(args: argparse.Namespace, default: int) -> int:
     return port
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port``, or an error that says what to do about it."""
+def bind(
+    host: str, port: int, *, who: str = "engram serve", setting: str = "ENGRAM_PORT"
+) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one, which ``getsockname`` names), or an
+    error that says what to do about it (``who`` and ``setting`` name the command and its port
+    variable in that error)."""
     import errno
     import socket
 
@@ -75,8 +79,8 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise EngramError(
-                f"port {port} on {host} is already in use: is another 'engram serve' running? "
-                "Stop it, or pick another port with --port N (or ENGRAM_PORT)"
+                f"port {port} on {host} is already in use: is another '{who}' running? "
+                f"Stop it, or pick another port with --port N (or {setting}; 0 picks a free one)"
             ) from None
         if exc.errno == errno.EACCES:
             raise EngramError(
