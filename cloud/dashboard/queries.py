@@ -869,7 +869,7 @@ def audit_log(conn: Connection, flt: AuditFilter, paging: Paging) -> Page:
         conds.append(a.c.occurred_at >= flt.since)
     if flt.until is not None:
         conds.append(a.c.occurred_at < flt.until)
-    inner = select(literal(1)).where(*conds).limit(COUNT_CAP + 1).subquery()
+    inner = select(literal(1)).select_from(a).where(*conds).limit(COUNT_CAP + 1).subquery()
     total = int(conn.execute(select(func.count()).select_from(inner)).scalar_one())
     capped = total > COUNT_CAP
     total = min(total, COUNT_CAP)
