@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from engram.platform import machine_id
 from engram.record import (
     DEFAULT_MAX_CLOCK_DRIFT_MS,
     MAX_WALL_MS,
@@ -44,10 +45,7 @@ def machine_fingerprint(db_path: Path) -> str:
     A copy or restore gets a new inode, a move a new path, another machine another id: any of
     them mints a new origin so two copies never write under the same one.
     """
-    try:
-        machine = Path("/etc/machine-id").read_text().strip()
-    except OSError:
-        machine = ""
+    machine = machine_id()
     try:
         stat = os.stat(db_path)
         inode = f"{stat.st_dev}:{stat.st_ino}"
