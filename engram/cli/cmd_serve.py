@@ -123,11 +123,14 @@ def _stop_cleanly(signum: int, _frame: object) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import os
     import signal
 
     from engram import config as config_module
     from engram.errors import EngramError, ValidationError
+    from engram.local_servers import LocalServer, announce, withdraw
     from engram.store import Store
+    from engram.times import now_text
 
     try:
         config = config_module.load()
@@ -187,9 +190,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         previous = {
             sig: signal.signal(sig, _stop_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)
         }
+        # Other commands (engram cloud status) find this server whatever its port.
+        announce(config.data_dir, LocalServer(os.getpid(), _url(sock), now_text(), bool(autosync)))
         try:
             server.run(sockets=[sock])
         finally:
+            withdraw(config.data_dir)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         if not server.started:
