@@ -3,6 +3,7 @@
     .venv/bin/python bench/retrieval_bench.py                   # 2,000 distractors, human table
     .venv/bin/python bench/retrieval_bench.py --distractors 0 --json
     .venv/bin/python bench/retrieval_bench.py --weights 0.25,0.75,1.0 --show-misses
+    .venv/bin/python bench/retrieval_bench.py --lexical-only   # skip semantic/hybrid modes
 
 The labelled data set lives in ``bench/data/retrieval/``: ``sessions.json`` (hand-written agent
 sessions across six projects, each an ordered list of user prompts and saved memories) and
@@ -17,12 +18,19 @@ default weight and without it (weight 0) — and the script prints hit@1/5/10, M
 latency per mode, plus each mode's hit@10 against the no-context OR baseline measured in the same
 run. The context column is computed when a memory is stored and its weight applies at query time,
 so the no-context store is the same database file opened with ``search_context_weight=0``.
+
+With the semantic extra installed, every memory is then embedded (``store.vectorize()``) and two
+more modes run: ``hybrid`` (the default search with the extra) and ``semantic`` (vectors only).
+Each mode's hit@10 and MRR are also reported per kind of question: ``keyword`` (error messages,
+identifiers, short phrases), ``question`` (conversational) and ``paraphrase`` (no content word
+in common with the answer: :func:`check_paraphrases` enforces it with the index's own tokenizer).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -36,14 +44,17 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from engram import semantic  # noqa: E402
 from engram.config import Config  # noqa: E402
 from engram.store import Store  # noqa: E402
+from engram.store.query import query_words  # noqa: E402
 
 DATA_DIR = REPO / "bench" / "data" / "retrieval"
 MEMORY_TYPES = frozenset(
     {"bugfix", "decision", "architecture", "discovery", "pattern", "config", "learning"}
 )
 CUTOFFS = (1, 5, 10)
+QUESTION_KINDS = ("keyword", "question", "paraphrase")
 DEFAULT_SEED = 20240601
 
 
@@ -136,7 +147,40 @@ def load_dataset(directory: Path = DATA_DIR) -> Dataset:
             raise DatasetError(f"{where}: unknown answer key(s) {', '.join(map(str, unknown))}")
         if "project" in question and not _text(question["project"]):
             raise DatasetError(f"{where}: 'project', when given, must be a non-empty string")
+        kind = question.setdefault("kind", "question")
+        if kind not in QUESTION_KINDS:
+            raise DatasetError(
+                f"{where}: 'kind' must be one of {', '.join(QUESTION_KINDS)}, got {kind!r}"
+            )
+    check_paraphrases(sessions, questions)
     return Dataset(sessions, questions)
+
+
+def check_paraphrases(sessions: list[dict[str, Any]], questions: list[dict[str, Any]]) -> None:
+    """A paraphrase question shares no searchable word with any of its answers: none of its
+    words (after the search's stoplist) matches the answer's title or content in an FTS5 index
+    with the store's tokenizer, as a word or, for 4+ letters, as the start of one."""
+    memories = {i["key"]: i for s in sessions for i in s["items"] if "key" in i}
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(title, content, tokenize='porter unicode61')")
+    for index, question in enumerate(questions):
+        if question.get("kind") != "paraphrase":
+            continue
+        shared = []
+        for key in question["answers"]:
+            conn.execute("DELETE FROM t")
+            conn.execute(
+                "INSERT INTO t VALUES (?, ?)", (memories[key]["title"], memories[key]["content"])
+            )
+            for word in query_words(question["question"]):
+                term = '"' + word.replace('"', '""') + '"' + ("*" if len(word) >= 4 else "")
+                if conn.execute("SELECT 1 FROM t WHERE t MATCH ?", (term,)).fetchone():
+                    shared.append(f"{word!r} ({key})")
+        if shared:
+            raise DatasetError(
+                f"questions.json[{index}]: a paraphrase shares words with its answer: "
+                + ", ".join(shared)
+            )
 
 
 # --- distractors: deterministic developer notes from other sessions ----------------------------
@@ -557,6 +601,7 @@ def add_dataset(store: Store, dataset: Dataset) -> dict[str, int]:
 @dataclass
 class ModeResult:
     name: str
+    search_mode: str
     match_mode: str
     context_weight: float
     hit_at_1: float
@@ -566,6 +611,7 @@ class ModeResult:
     latency_mean_ms: float
     latency_p50_ms: float
     latency_p95_ms: float
+    by_kind: dict[str, dict[str, float]]
     misses: list[str]
 
 
@@ -575,21 +621,29 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 def evaluate(
-    store: Store, questions: list[dict[str, Any]], ids: dict[str, int], name: str, match_mode: str
+    store: Store,
+    questions: list[dict[str, Any]],
+    ids: dict[str, int],
+    name: str,
+    match_mode: str,
+    search_mode: str = "lexical",
 ) -> ModeResult:
     """Search every question (``project=None``, top 10) and score where the first answer lands."""
     depth = max(CUTOFFS)
-    store.search(questions[0]["question"], limit=depth, match_mode=match_mode)  # warm caches
+    search = {"limit": depth, "match_mode": match_mode, "mode": search_mode, "project": None}
+    store.search(questions[0]["question"], **search)  # warm caches (and load the model)
     hits = dict.fromkeys(CUTOFFS, 0)
     reciprocal = 0.0
     latencies: list[float] = []
     misses: list[str] = []
+    ranks: list[tuple[str, int | None]] = []
     for question in questions:
         wanted = {ids[key] for key in question["answers"]}
         started = time.perf_counter()
-        found = store.search(question["question"], limit=depth, match_mode=match_mode, project=None)
+        found = store.search(question["question"], **search)
         latencies.append((time.perf_counter() - started) * 1000)
         rank = next((i for i, obs in enumerate(found, 1) if obs.id in wanted), None)
+        ranks.append((question.get("kind", "question"), rank))
         if rank is None:
             misses.append(question["question"])
             continue
@@ -598,8 +652,18 @@ def evaluate(
             hits[cutoff] += rank <= cutoff
     total = len(questions)
     latencies.sort()
+    by_kind = {}
+    for kind in QUESTION_KINDS:
+        of_kind = [r for k, r in ranks if k == kind]
+        if of_kind:
+            by_kind[kind] = {
+                "questions": len(of_kind),
+                "hit_at_10": round(sum(r is not None for r in of_kind) / len(of_kind), 4),
+                "mrr": round(sum(1 / r for r in of_kind if r) / len(of_kind), 4),
+            }
     return ModeResult(
         name=name,
+        search_mode=search_mode,
         match_mode=match_mode,
         context_weight=float(store.config.search_context_weight),
         hit_at_1=hits[1] / total,
@@ -609,6 +673,7 @@ def evaluate(
         latency_mean_ms=statistics.fmean(latencies),
         latency_p50_ms=_percentile(latencies, 0.50),
         latency_p95_ms=_percentile(latencies, 0.95),
+        by_kind=by_kind,
         misses=misses,
     )
 
@@ -628,8 +693,11 @@ def run(
     seed: int,
     extra_weights: list[float],
     quiet: bool = False,
+    with_semantic: bool = True,
 ) -> dict[str, Any]:
-    """Build the store in a temporary directory, run every mode, return the figures."""
+    """Build the store in a temporary directory, run every mode, return the figures (the
+    semantic and hybrid modes when the extra is installed and ``with_semantic``)."""
+    with_semantic = with_semantic and semantic.available()
     with tempfile.TemporaryDirectory(prefix="engram-retrieval-") as tmp:
         data_dir = Path(tmp)
         default_weight = Config(data_dir=data_dir).search_context_weight
@@ -640,20 +708,29 @@ def run(
                 add_distractors(store, distractors, seed)
             _progress(f"replaying {len(dataset.sessions)} labelled sessions …", quiet)
             ids = add_dataset(store, dataset)
+            vectorize_seconds = None
+            if with_semantic:
+                _progress("embedding every memory …", quiet)
+                vectorize_seconds = store.vectorize().seconds
         build_seconds = time.perf_counter() - started
         _progress(f"searching {len(dataset.questions)} questions per mode …", quiet)
         plans = [
-            ("any + context", "any", default_weight),
-            ("any, no context", "any", 0.0),
-            ("all + context", "all", default_weight),
-            ("all, no context", "all", 0.0),
+            ("any + context", "any", default_weight, "lexical"),
+            ("any, no context", "any", 0.0, "lexical"),
+            ("all + context", "all", default_weight, "lexical"),
+            ("all, no context", "all", 0.0, "lexical"),
         ]
-        plans += [(f"any, context {w:g}", "any", w) for w in extra_weights]
+        plans += [(f"any, context {w:g}", "any", w, "lexical") for w in extra_weights]
+        if with_semantic:
+            plans += [
+                ("hybrid", "any", default_weight, "hybrid"),
+                ("semantic", "any", default_weight, "semantic"),
+            ]
         modes = []
-        for name, match_mode, weight in plans:
+        for name, match_mode, weight, search_mode in plans:
             config = Config(data_dir=data_dir, search_context_weight=weight)
             with Store.open(config=config) as store:
-                modes.append(evaluate(store, dataset.questions, ids, name, match_mode))
+                modes.append(evaluate(store, dataset.questions, ids, name, match_mode, search_mode))
     return {
         "dataset": {
             "sessions": len(dataset.sessions),
@@ -664,6 +741,7 @@ def run(
         "distractors": distractors,
         "seed": seed,
         "build_seconds": round(build_seconds, 2),
+        "vectorize_seconds": vectorize_seconds,
         "baseline": "any, no context",
         "modes": [_rounded(asdict(mode)) for mode in modes],
     }
@@ -692,6 +770,24 @@ def render_table(report: dict[str, Any], show_misses: bool) -> str:
     lines.append(
         "'vs base' = hit@10 relative to match_mode=any without the session-context column."
     )
+    kinds = [k for k in QUESTION_KINDS if any(k in m["by_kind"] for m in report["modes"])]
+    lines += [
+        "",
+        "hit@10 / MRR by kind of question:",
+        f"  {'mode':<18}"
+        + "".join(
+            f" {k + ' (' + str(report['modes'][0]['by_kind'][k]['questions']) + ')':>22}"
+            for k in kinds
+        ),
+    ]
+    for m in report["modes"]:
+        cells = "".join(
+            f" {m['by_kind'][k]['hit_at_10']:>10.3f} / {m['by_kind'][k]['mrr']:.3f}"
+            if k in m["by_kind"]
+            else f" {'-':>22}"
+            for k in kinds
+        )
+        lines.append(f"  {m['name']:<18}{cells}")  # indented: one line per mode starts with it
     if show_misses:
         for m in report["modes"]:
             lines.append("")
@@ -753,6 +849,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="list the questions each mode did not find in its top 10",
     )
+    parser.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="skip the semantic and hybrid modes (they run when the semantic extra is installed)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     try:
@@ -760,7 +861,14 @@ def main(argv: list[str] | None = None) -> int:
     except DatasetError as exc:
         print(f"retrieval_bench: bad data set: {exc}", file=sys.stderr)
         return 2
-    report = run(dataset, args.distractors, args.seed, args.weights, quiet=args.json)
+    report = run(
+        dataset,
+        args.distractors,
+        args.seed,
+        args.weights,
+        quiet=args.json,
+        with_semantic=not args.lexical_only,
+    )
     if args.json:
         if not args.show_misses:
             for mode in report["modes"]:

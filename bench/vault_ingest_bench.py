@@ -1,13 +1,13 @@
 """Vault, git-ingest and secret-detection benchmark (issue 23 figures).
 
-  * vault export of N memories (default 10,000) into an empty directory, a sync that finds
-    nothing to do, and a sync after 100 notes were edited by hand;
-  * ingest-git of a repository of C commits (default 1,000, made with ``git fast-import``),
-    then the same ingest again (idempotent: nothing added);
-  * the secret detector: µs per 1 KB memory, and the store's save p50 with and without it
-    (the save path budget is ~0.5 ms p50).
+* vault export of N memories (default 10,000) into an empty directory, a sync that finds
+  nothing to do, and a sync after 100 notes were edited by hand;
+* ingest-git of a repository of C commits (default 1,000, made with ``git fast-import``),
+  then the same ingest again (idempotent: nothing added);
+* the secret detector: µs per 1 KB memory, and the store's save p50 with and without it
+  (the save path budget is ~0.5 ms p50).
 
-    .venv/bin/python bench/vault_ingest_bench.py [--memories 10000] [--commits 1000] [--json]
+  .venv/bin/python bench/vault_ingest_bench.py [--memories 10000] [--commits 1000] [--json]
 """
 
 from __future__ import annotations

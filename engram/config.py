@@ -77,6 +77,9 @@ class Config:
     dedupe_window_minutes: int = 15
     #: BM25 weight of the session-context column (0 disables matching through it).
     search_context_weight: float = 0.5
+    #: Default search mode (lexical, semantic, hybrid); None: hybrid when the semantic extra is
+    #: installed, else lexical (``ENGRAM_SEARCH_MODE``).
+    search_mode: str | None = None
     #: How long a write waits for another process's transaction before giving up.
     busy_timeout_ms: int = 10_000
     http_host: str = DEFAULT_HOST
@@ -112,6 +115,7 @@ def load(env: dict[str, str] | None = None) -> Config:
         api_token=env.get("ENGRAM_API_TOKEN", "").strip() or None,
         project_override=env.get("ENGRAM_PROJECT", "").strip() or None,
         busy_timeout_ms=_int_env(env, "ENGRAM_BUSY_TIMEOUT_MS", 10_000),
+        search_mode=env.get("ENGRAM_SEARCH_MODE", "").strip().lower() or None,
         max_clock_drift_ms=parse_duration_ms(
             "ENGRAM_MAX_CLOCK_DRIFT", env.get("ENGRAM_MAX_CLOCK_DRIFT", "").strip() or "10m"
         ),

@@ -44,6 +44,11 @@ class InvalidMutationError(ValidationError):
     """A replicated mutation record is malformed or names an unknown entity or op."""
 
 
+class FeatureUnavailableError(ValidationError):
+    """The call needs an optional part of Engram that is not installed (the message says how
+    to install it)."""
+
+
 class StoreUnavailableError(EngramError):
     """The database cannot be opened or written (locked, read-only, not a database)."""
 

@@ -4,9 +4,13 @@ say the same thing the same way."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from engram.store.models import Observation, SaveResult, Stats, Timeline
 from engram.text import plural
+
+if TYPE_CHECKING:
+    from engram.store.vectors import VectorCoverage, VectorizeResult
 
 
 def cut_bytes(text: str, limit: int) -> str:
@@ -56,10 +60,11 @@ def search_results(
         cut_any = cut_any or short != body
         where = f" | project: {obs.project}" if obs.project else ""
         gone = f" [deleted {obs.deleted_at}]" if obs.deleted_at else ""
+        found = f" | found by: {found_by(obs)}" if obs.found_by else ""
         lines += [
             f"[{i}] #{obs.id} ({obs.type}) — {obs.title}{gone}",
             f"    {short}",
-            f"    {obs.created_at}{where} | scope: {obs.scope}",
+            f"    {obs.created_at}{where} | scope: {obs.scope}{found}",
             "",
         ]
     if cut_any:
@@ -153,7 +158,33 @@ def timeline(tl: Timeline) -> str:
     return "\n".join(lines)
 
 
-def stats(st: Stats, database: str | None = None) -> str:
+def found_by(obs: Observation) -> str:
+    """Which signals found a search result: "words", "meaning (0.62)", or both."""
+    parts = []
+    if "lexical" in (obs.found_by or ()):
+        parts.append("words")
+    if "semantic" in (obs.found_by or ()):
+        parts.append("meaning")
+    text = " + ".join(parts) or "ranking"
+    if obs.similarity is not None:
+        text += f" (similarity {obs.similarity:.2f})"
+    return text
+
+
+def vector_coverage(vectors: VectorCoverage) -> str:
+    """One line: how many memories semantic search can see, or how to enable it."""
+    if not vectors.available:
+        from engram.semantic import ENABLE_HINT
+
+        return f"off ({ENABLE_HINT})"
+    share = 100 * vectors.vectorized / vectors.memories if vectors.memories else 100.0
+    text = f"{vectors.vectorized:,} of {vectors.memories:,} memories have vectors ({share:.0f}%)"
+    if vectors.missing:
+        text += "; 'engram vectorize' embeds the rest now (searches catch up on their own)"
+    return text
+
+
+def stats(st: Stats, database: str | None = None, vectors: VectorCoverage | None = None) -> str:
     lines = [
         "Engram Memory Stats",
         f"- Sessions: {st.total_sessions}",
@@ -161,8 +192,21 @@ def stats(st: Stats, database: str | None = None) -> str:
         f"- Prompts: {st.total_prompts}",
         f"- Projects: {', '.join(st.projects) if st.projects else 'none yet'}",
     ]
+    if vectors is not None:
+        lines.append(f"- Semantic search: {vector_coverage(vectors)}")
     if database:
         lines.append(f"- Database: {database}")
+    return "\n".join(lines)
+
+
+def vectorize_result(result: VectorizeResult, vectors: VectorCoverage) -> str:
+    rate = f" ({result.embedded / result.seconds:,.0f} per second)" if result.seconds > 0 else ""
+    lines = [f"Embedded {result.embedded:,} memories in {result.seconds:.1f} s{rate}."]
+    if result.skipped:
+        lines.append(
+            f"{result.skipped:,} changed while being embedded; the next run or search takes them."
+        )
+    lines.append(f"Semantic search: {vector_coverage(vectors)}")
     return "\n".join(lines)
 
 

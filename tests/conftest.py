@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# The suite tests each search mode where it means to (tests/semantic): everywhere else searches
+# stay lexical, in this process and in every CLI, MCP and HTTP process a test starts, whether
+# or not the semantic extra is installed. tests/semantic clears this where it tests the default.
+os.environ["ENGRAM_SEARCH_MODE"] = "lexical"
 
 from engram.config import Config
 from engram.store import Store

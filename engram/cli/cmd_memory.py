@@ -1,4 +1,4 @@
-"""Memory commands: save, search, get, context, timeline, stats, delete, version."""
+"""Memory commands: save, search, get, context, timeline, stats, vectorize, delete, version."""
 
 from __future__ import annotations
 
@@ -60,6 +60,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--since", help="created on or after (YYYY-MM-DD or RFC 3339)")
     p.add_argument("--until", help="created on or before")
+    p.add_argument(
+        "--mode",
+        choices=["lexical", "semantic", "hybrid"],
+        default=None,
+        help="words, meaning, or both (default: hybrid with the semantic extra, else lexical; "
+        "ENGRAM_SEARCH_MODE changes it)",
+    )
     p.add_argument("--deleted", action="store_true", help=DELETED_HELP)
     add_json_flag(p)
     p.set_defaults(func=cmd_search)
@@ -111,6 +118,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--project", help="only this project")
     add_json_flag(p)
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser(
+        "vectorize",
+        help="embed memories for semantic search (needs the semantic extra)",
+        description="Embed every memory that has no up-to-date vector yet (semantic and hybrid "
+        "search use them). Saves never wait for this: searches and the long-running servers "
+        "catch up on their own; this does it in bulk.",
+    )
+    p.add_argument("--rebuild", action="store_true", help="re-embed every memory")
+    p.add_argument("--project", help="only this project's memories")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_vectorize)
 
     p = sub.add_parser(
         "delete",
@@ -170,6 +189,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             match_mode=args.match_mode,
             since=args.since,
             until=args.until,
+            mode=args.mode,
             include_deleted=args.deleted,
         )
     emit(args, formatting.search_results(args.query, results), [o.to_dict() for o in results])
@@ -245,9 +265,35 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
-        st = store.stats(store.require_project(args.project) if args.project else None)
+        project = store.require_project(args.project) if args.project else None
+        st = store.stats(project)
+        vectors = store.vector_coverage(project)
         path = str(store.path)
-    emit(args, formatting.stats(st, path), {**st.to_dict(), "database": path})
+    emit(
+        args,
+        formatting.stats(st, path, vectors),
+        {**st.to_dict(), "vectors": vectors.to_dict(), "database": path},
+    )
+    return 0
+
+
+def cmd_vectorize(args: argparse.Namespace) -> int:
+    from engram import formatting, semantic
+    from engram.cli.progress import factory
+
+    semantic.require()  # before opening anything: one line saying how to install the extra
+    with open_store() as store:
+        result = store.vectorize(
+            project=args.project,
+            rebuild=args.rebuild,
+            progress=factory(quiet=wants_json(args), min_total=1),
+        )
+        vectors = store.vector_coverage(args.project)
+    emit(
+        args,
+        formatting.vectorize_result(result, vectors),
+        {**result.to_dict(), "vectors": vectors.to_dict()},
+    )
     return 0
 
 

@@ -160,16 +160,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         import uvicorn  # the web stack is imported only once the settings are known to be good
 
-        from engram.http.app import create_app
+        from engram.http.app import BackgroundService, create_app
+        from engram.semantic import background
         from engram.sync.cloud.autosync import AutosyncService, autosync_from_env
         from engram.sync.cloud.status import CloudStatus
 
+        services: list[BackgroundService] = []
+        if background.wanted(store):  # the semantic extra: new memories get their vectors
+            services.append(background.VectorizerService(background.BackgroundVectorizer(store)))
         autosync = autosync_from_env(store)  # None unless ENGRAM_CLOUD_AUTOSYNC=1
+        if autosync:
+            services.append(AutosyncService(autosync))
         app = create_app(
             store,
             config=config,
             token=config.http_token,
-            services=[AutosyncService(autosync)] if autosync else [],
+            services=services,
             sync_source=CloudStatus(autosync),
         )
         server = uvicorn.Server(

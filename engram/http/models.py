@@ -64,7 +64,9 @@ class ObservationOut(Struct, omit_defaults=True):
     created_at: str
     updated_at: str
     deleted_at: str | None
-    rank: float | None = None  # search results only: BM25, lower is better
+    rank: float | None = None  # search results only: lower is better (BM25, or hybrid score)
+    found_by: list[str] | None = None  # semantic/hybrid results: "lexical", "semantic"
+    similarity: float | None = None  # semantic/hybrid results: cosine similarity to the query
 
 
 class PromptOut(Struct, omit_defaults=True):

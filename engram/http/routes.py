@@ -102,6 +102,13 @@ Offset = Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="rows to sk
 MatchMode = Annotated[
     Literal["any", "all"], QueryParameter(description="any word (ranked, default) or all words")
 ]
+SearchMode = Annotated[
+    Literal["lexical", "semantic", "hybrid"] | None,
+    QueryParameter(
+        description="words, meaning, or both (default: hybrid when the semantic extra is "
+        "installed, else lexical)"
+    ),
+]
 ObservationId = Annotated[int, PathParameter(ge=1, le=MAX_INT, description="the memory's #id")]
 PromptId = Annotated[int, PathParameter(ge=1, le=MAX_INT, description="the prompt's #id")]
 SessionId = FromPath[str]
@@ -343,9 +350,11 @@ def search(
     match_mode: MatchMode = "any",
     since: Since = None,
     until: Until = None,
+    mode: SearchMode = None,
 ) -> list[ObservationOut]:
-    """Best matches first (BM25 ``rank``, lower is better); a query with ``/`` first matches
-    topic keys exactly."""
+    """Best matches first (``rank``: lower is better); a query with ``/`` first matches topic
+    keys exactly. In semantic and hybrid mode each result says what found it (``found_by``)
+    and how similar it is to the question (``similarity``)."""
     found = store.search(
         q,
         type=type,
@@ -355,6 +364,7 @@ def search(
         match_mode=match_mode,
         since=since,
         until=until,
+        mode=mode,
     )
     return many(found, ObservationOut)
 

@@ -454,17 +454,31 @@ class MemoryTools:
             Literal["any", "all"],
             Field(description="'any' word (ranked, default) or 'all' words"),
         ] = "any",
+        mode: Annotated[
+            Literal["lexical", "semantic", "hybrid"] | None,
+            Field(
+                description="'hybrid': words and meaning (the default when semantic search is "
+                "installed), 'semantic': meaning only, 'lexical': words only"
+            ),
+        ] = None,
     ) -> ToolResult:
-        """Search memories (full text, best first). Use it before re-investigating anything that
-        may have been solved before. Results are previews with #ids: call mem_get_observation
-        for the full text. A query containing '/' also matches topic keys exactly."""
+        """Search memories (best first), by words and, where semantic search is installed, by
+        meaning: ask in your own words. Use it before re-investigating anything that may have
+        been solved before. Results are previews with #ids: call mem_get_observation for the
+        full text. A query containing '/' also matches topic keys exactly."""
         if all_projects:
             resolved, where = Resolved("", "all_projects", ""), None
         else:
             resolved = self.workspace.resolve(project, write=False)
             where = resolved.project or None
         results = self.store.search(
-            query, type=type, project=where, scope=scope, limit=limit, match_mode=match_mode
+            query,
+            type=type,
+            project=where,
+            scope=scope,
+            limit=limit,
+            match_mode=match_mode,
+            mode=mode,
         )
         return envelope(
             resolved, formatting.search_results(query, results, cut_hint=SEARCH_CUT_HINT)
@@ -593,8 +607,11 @@ class MemoryTools:
         store unless project is given)."""
         resolved = self.workspace.resolve(project, write=False)
         given = project is not None and project.strip()
-        stats = self.store.stats(resolved.project if given else None)
-        return envelope(resolved, formatting.stats(stats))
+        scope = resolved.project if given else None
+        stats = self.store.stats(scope)
+        return envelope(
+            resolved, formatting.stats(stats, vectors=self.store.vector_coverage(scope))
+        )
 
     def mem_current_project(self) -> ToolResult:
         """Which project this server saves to and why (directory, git remote, override), plus

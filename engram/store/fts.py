@@ -1,4 +1,6 @@
-"""Keeping the FTS5 indexes in step with their tables.
+"""Keeping the derived indexes in step with their tables: the FTS5 indexes, and the vector
+index's bookkeeping (a memory whose text changes loses its vector and is queued for a new one,
+see :mod:`engram.store.vectors`; no model ever runs here).
 
 Done with explicit statements, not triggers: a trigger runs inside a statement savepoint, at
 which FTS5 flushes its pending terms, so every written row became its own index segment and bulk
@@ -12,6 +14,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from typing import Any
+
+from engram.store import vector_queue
 
 OBSERVATION_COLUMNS = ("title", "content", "tool_name", "type", "project", "topic_key",
                        "search_context")  # fmt: skip
@@ -43,6 +47,8 @@ def add(conn: sqlite3.Connection, table: str, rowid: int, values: Mapping[str, A
     """Index a row that was just inserted (``values`` holds at least the indexed columns)."""
     _, cols = _INDEXES[table]
     conn.execute(_ADD[table], (rowid, *(values.get(c) for c in cols)))
+    if table == "observations" and values.get("deleted_at") is None:
+        vector_queue.queue(conn, [rowid])
 
 
 def restore(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
@@ -53,14 +59,18 @@ def restore(conn: sqlite3.Connection, table: str, column: str, value: object) ->
 
 def remove(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
     """Take the row(s) where ``column = value`` out of the index, before they change."""
-    for row in conn.execute(_select(table, column), (value,)).fetchall():
+    rows = conn.execute(_select(table, column), (value,)).fetchall()
+    for row in rows:
         conn.execute(_REMOVE[table], tuple(row))
+    if table == "observations":
+        vector_queue.forget(conn, [row[0] for row in rows])
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
     """Re-index every row (after a bulk copy that bypassed the functions above)."""
     for fts, _ in _INDEXES.values():
         conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+    vector_queue.forget_all(conn)
 
 
 class DeferredIndex:
@@ -80,8 +90,11 @@ class DeferredIndex:
     def before_change(self, table: str, column: str, value: object) -> None:
         """Call before updating or deleting the row(s) where ``column = value``."""
         old = self._old[table]
-        for row in self.conn.execute(_select(table, column), (value,)).fetchall():
+        rows = self.conn.execute(_select(table, column), (value,)).fetchall()
+        for row in rows:
             old.setdefault(row[0], tuple(row))
+        if table == "observations":
+            vector_queue.forget(self.conn, [row[0] for row in rows])
 
     def flush(self) -> None:
         for table, old in self._old.items():

@@ -64,6 +64,10 @@ class Observation:
     updated_at: str
     deleted_at: str | None = None
     rank: float | None = None
+    #: Search results in semantic or hybrid mode: which signals found the memory ("lexical":
+    #: its words, "semantic": its meaning) and its cosine similarity to the question.
+    found_by: list[str] | None = None
+    similarity: float | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Observation:
@@ -90,8 +94,9 @@ class Observation:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        if self.rank is None:
-            del data["rank"]
+        for optional in ("rank", "found_by", "similarity"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts
+from engram.store import fts, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.checks import check_id
 from engram.store.models import (
@@ -607,6 +607,7 @@ class ObservationsMixin(StoreBase):
                     "WHERE id = ?",
                     (now, hlc, oid),
                 )
+                vector_queue.queue(conn, [oid])  # searchable by meaning again
                 self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
         return [self.get_observation(oid) for oid in dict.fromkeys(ids)]
 
@@ -623,6 +624,7 @@ class ObservationsMixin(StoreBase):
             conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
             self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
         else:
+            vector_queue.forget_deleted(conn, "id", oid)
             conn.execute(
                 "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
                 (now, now, hlc, oid),

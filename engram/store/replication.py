@@ -24,7 +24,7 @@ import orjson
 
 from engram.errors import InvalidMutationError
 from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
-from engram.store import fts, quarantine
+from engram.store import fts, quarantine, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -334,6 +334,7 @@ class _ApplyBatch:
         deleted_at = payload.get("deleted_at") or hlc_text(hlc)
         hard = entity != "observation" or bool(payload.get("hard", False))
         if not hard and rowid is not None:
+            vector_queue.forget_deleted(self.conn, "id", rowid)
             self.conn.execute(
                 "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
                 (deleted_at, deleted_at, hlc, rowid),

@@ -412,6 +412,35 @@ def migration_7(conn: sqlite3.Connection) -> None:
     copy_foreign_sessions(conn)
 
 
+VECTORS_TABLES = """
+-- Derived, never synced (like the FTS index): one embedding per live memory, made off the save
+-- path by engram/store/vectors.py. A memory whose indexed text changes loses its vector in the
+-- same transaction and is queued in vector_pending; seq only grows, so a process holding the
+-- vectors in memory reads only rows newer than the last seq it saw.
+CREATE TABLE IF NOT EXISTS observation_vectors (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    obs_id  INTEGER NOT NULL UNIQUE,
+    model   TEXT NOT NULL,
+    vector  BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS observation_vectors_model ON observation_vectors(model);
+-- Memories whose vector is missing or out of date.
+CREATE TABLE IF NOT EXISTS vector_pending (
+    obs_id  INTEGER PRIMARY KEY
+);
+"""
+
+
+def migration_8(conn: sqlite3.Connection) -> None:
+    """The vector index of semantic search, with every existing memory queued for it (the
+    queue is only worked through where the semantic extra is installed)."""
+    run_script(conn, VECTORS_TABLES)
+    conn.execute(
+        "INSERT OR IGNORE INTO vector_pending(obs_id)"
+        " SELECT id FROM observations WHERE deleted_at IS NULL"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
@@ -420,6 +449,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_5,
     migration_6,
     migration_7,
+    migration_8,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,4 +1,6 @@
-"""Full-text search over observations and prompts (FTS5, BM25, natural-language queries)."""
+"""Full-text search over observations and prompts (FTS5, BM25, natural-language queries), and
+the entry point of every search mode: ``lexical`` is here, ``semantic`` and ``hybrid`` (the
+default with the semantic extra) in :mod:`engram.store.hybrid`, imported only when used."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from typing import Any
 
 from engram.errors import ValidationError
 from engram.project import project_name
+from engram.semantic import resolve_mode
 from engram.store.base import StoreBase
 from engram.store.checks import check_count
 from engram.store.models import Observation, Prompt
@@ -38,18 +41,65 @@ class SearchMixin(StoreBase):
         match_mode: str = "any",
         since: str | None = None,
         until: str | None = None,
+        mode: str | None = None,
         include_deleted: bool = False,
     ) -> list[Observation]:
         """Observations matching ``query``, best first (soft-deleted ones too with
-        ``include_deleted``: their ``deleted_at`` is set).
+        ``include_deleted``: their ``deleted_at`` is set; deleted memories have no vectors, so
+        they are found by their words).
 
-        A query containing ``/`` first matches topic keys exactly. Any text is safe: words are
-        quoted, so FTS5 syntax in the query is only ever searched for, never interpreted.
+        ``mode``: ``lexical`` (words), ``semantic`` (meaning) or ``hybrid`` (both); by default
+        hybrid when the semantic extra is installed, else lexical (``ENGRAM_SEARCH_MODE``
+        changes the default). A query containing ``/`` first matches topic keys exactly. Any
+        text is safe: words are quoted, so FTS5 syntax in the query is only ever searched for,
+        never interpreted.
         """
         if not query or not query.strip():
             raise ValidationError("search: query cannot be empty", field="query")
+        search_mode = resolve_mode(mode, self.config.search_mode)
+        if search_mode != "lexical" and not include_deleted:
+            from engram.store.hybrid import search_by_meaning
+
+            return search_by_meaning(
+                self,  # type: ignore[arg-type]
+                query,
+                mode=search_mode,
+                type=type,
+                project=project,
+                scope=scope,
+                limit=self._search_limit(limit),
+                match_mode=match_mode,
+                since=since,
+                until=until,
+            )
+        return self._search_lexical(
+            query,
+            type=type,
+            project=project,
+            scope=scope,
+            limit=self._search_limit(limit),
+            match_mode=match_mode,
+            since=since,
+            until=until,
+            include_deleted=include_deleted,
+        )
+
+    def _search_lexical(
+        self,
+        query: str,
+        *,
+        type: str | None,
+        project: str | None,
+        scope: str | None,
+        limit: int,
+        match_mode: str,
+        since: str | None,
+        until: str | None,
+        include_deleted: bool = False,
+    ) -> list[Observation]:
+        """The lexical order: the ``limit`` best word matches (``limit`` is not capped, so
+        hybrid search can take more candidates than a caller may ask for)."""
         mode = check_match_mode(match_mode)
-        limit = self._search_limit(limit)
         clauses, params = self._observation_filters(  # type: ignore[attr-defined]
             project, scope, type, since, until, include_deleted=include_deleted
         )

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from engram import config as config_module
 from engram.config import Config
@@ -24,6 +25,7 @@ from engram.store.replication import ReplicationMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
 from engram.store.sessions import SessionsMixin
+from engram.store.vectors import VectorsMixin
 
 
 class Store(
@@ -36,6 +38,7 @@ class Store(
     ProjectsMixin,
     ExchangeMixin,
     ReplicationMixin,
+    VectorsMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
@@ -43,6 +46,8 @@ class Store(
         self.db = db
         self.config = config
         self.journal = Journal(db, config.max_clock_drift_ms)
+        #: The vectors held in memory for semantic search (loaded on the first one).
+        self.vector_index: Any = None
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from engram import semantic
 from engram.config import Config
 from engram.store import Store
 
@@ -19,6 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "retrieval_bench.py"
 DATA = REPO / "bench" / "data" / "retrieval"
 MODES = ["any + context", "any, no context", "all + context", "all, no context"]
+#: With the semantic extra the script also runs the hybrid and semantic modes.
+SEMANTIC_MODES = ["hybrid", "semantic"] if semantic.available() else []
 
 
 def _load_script():
@@ -129,6 +132,29 @@ def test_malformed_data_sets_are_rejected_clearly(tmp_path: Path, mutate, messag
         bench.load_dataset(_write(tmp_path / "bad", sessions, questions))
 
 
+def test_question_kinds_are_labelled_and_paraphrases_share_no_word(dataset) -> None:
+    kinds = Counter(q["kind"] for q in dataset.questions)
+    assert kinds["paraphrase"] >= 50 and kinds["keyword"] >= 30 and kinds["question"] >= 100
+    bench.check_paraphrases(dataset.sessions, dataset.questions)  # raises on a shared word
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        # "logins" and "slow" are in the answer: not a paraphrase.
+        ({"question": "why are logins slow?", "kind": "paraphrase"}, "shares words"),
+        ({"question": "signing on took ages", "kind": "chat"}, "'kind' must be one of"),
+    ],
+)
+def test_paraphrases_and_kinds_are_checked(tmp_path: Path, question: dict, message: str) -> None:
+    good = {"question": "signing on took ages", "kind": "paraphrase", "answers": ["k1"]}
+    bench.load_dataset(_write(tmp_path / "ok", [_good_session()], [good]))
+    with pytest.raises(bench.DatasetError, match=message):
+        bench.load_dataset(
+            _write(tmp_path / "bad", [_good_session()], [{**question, "answers": ["k1"]}])
+        )
+
+
 def test_missing_or_broken_files_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(bench.DatasetError, match=re.escape("sessions.json: file not found")):
         bench.load_dataset(tmp_path)
@@ -175,13 +201,16 @@ def test_script_runs_in_a_tiny_mode_with_json(tmp_path: Path) -> None:
     report = orjson.loads(done.stdout)
     assert report["distractors"] == 25
     assert report["dataset"]["questions"] >= 100
-    assert [m["name"] for m in report["modes"]] == [*MODES, "any, context 1"]
+    assert [m["name"] for m in report["modes"]] == [*MODES, "any, context 1", *SEMANTIC_MODES]
     weights = [m["context_weight"] for m in report["modes"]]
-    assert weights == [0.5, 0.0, 0.5, 0.0, 1.0]
+    assert weights == [0.5, 0.0, 0.5, 0.0, 1.0] + [0.5] * len(SEMANTIC_MODES)
     for mode in report["modes"]:
         assert 0 <= mode["hit_at_1"] <= mode["hit_at_5"] <= mode["hit_at_10"] <= 1
         assert mode["hit_at_1"] <= mode["mrr"] <= mode["hit_at_10"]
         assert 0 <= mode["latency_p50_ms"] <= mode["latency_p95_ms"]
+        kinds = mode["by_kind"]
+        assert set(kinds) == {"keyword", "question", "paraphrase"}
+        assert sum(k["questions"] for k in kinds.values()) == report["dataset"]["questions"]
     # Requiring every word finds strictly fewer memories than OR-ing them.
     by_name = {m["name"]: m for m in report["modes"]}
     assert by_name["all, no context"]["hit_at_10"] < by_name["any, no context"]["hit_at_10"]

@@ -471,7 +471,6 @@ def test_a_store_made_by_the_previous_schema_keeps_every_memory(tmp_path: Path) 
     import sqlite3
 
     from engram.record import legacy_record
-    from engram.store import fts
     from engram.store.schema import MIGRATIONS, SCHEMA_VERSION
 
     path = tmp_path / "data" / "engram.db"
@@ -501,8 +500,12 @@ def test_a_store_made_by_the_previous_schema_keeps_every_memory(tmp_path: Path) 
             (rowid, key, session, kind, title, content, project, "2026-01-01 10:00:00",
              "2026-01-01 10:00:00", format_hlc(now_ms() - 500, rowid, MALLORY)),
         )  # fmt: skip
-        fts.add(conn, "observations", rowid, {"title": title, "content": content, "type": kind,
-                                              "project": project, "search_context": ""})  # fmt: skip
+        # Indexed as version 4 did (today's fts module also keeps tables later versions add).
+        conn.execute(
+            "INSERT INTO observations_fts(rowid, title, content, type, project, search_context)"
+            " VALUES (?, ?, ?, ?, ?, '')",
+            (rowid, title, content, kind, project),
+        )
     conn.execute("UPDATE sqlite_sequence SET seq = 9 WHERE name = 'observations'")
     # What a migration written in parallel might have added before this one runs.
     conn.execute("ALTER TABLE observations ADD COLUMN importance REAL")

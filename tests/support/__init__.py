@@ -18,6 +18,9 @@ def engram_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[s
     """The environment for a real ``engram`` process using ``data_dir`` and no user settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
     env["ENGRAM_DATA_DIR"] = str(data_dir)
+    # The suite's own pin (tests/conftest.py): searches stay lexical unless a test asks.
+    if "ENGRAM_SEARCH_MODE" in os.environ:
+        env["ENGRAM_SEARCH_MODE"] = os.environ["ENGRAM_SEARCH_MODE"]
     env["PYTHONUNBUFFERED"] = "1"
     if extra:
         env.update(extra)
@@ -63,7 +66,11 @@ def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 20.0) -> 
 
 
 def run_on_terminal(
-    args: list[str], data_dir: Path, cwd: Path | None = None, timeout: float = 60
+    args: list[str],
+    data_dir: Path,
+    cwd: Path | None = None,
+    timeout: float = 60,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int, str]:
     """Run ``engram ARGS`` with stderr on a pseudo-terminal (progress bars show only on one);
     returns the exit code and everything the terminal received."""
@@ -71,7 +78,7 @@ def run_on_terminal(
     process = subprocess.Popen(
         [sys.executable, "-m", "engram", *args],
         cwd=cwd,
-        env={**engram_env(data_dir), "COLUMNS": "100", "TERM": "xterm"},
+        env={**engram_env(data_dir, env), "COLUMNS": "100", "TERM": "xterm"},
         stdout=subprocess.DEVNULL,
         stderr=follower,
     )

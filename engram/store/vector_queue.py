@@ -1,0 +1,57 @@
+"""The write path's side of the vector index: every change to a memory's indexed text forgets
+its vector and queues the memory, in the same transaction (called from :mod:`engram.store.fts`
+and the soft-delete paths). Kept apart from :mod:`engram.store.vectors` (the store API that
+fills the queue) because the FTS module, which every write imports, must not import the store's
+mixins."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+
+TABLE = "observation_vectors"
+PENDING = "vector_pending"
+
+
+def chunks(ids: Iterable[int], size: int = 500) -> Iterator[list[int]]:
+    wanted = list(ids)
+    for start in range(0, len(wanted), size):
+        yield wanted[start : start + size]
+
+
+def queue(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
+    """Queue these observations for (re-)embedding (a new memory, or one about to change)."""
+    for part in chunks(ids):
+        conn.executemany(
+            f"INSERT OR IGNORE INTO {PENDING}(obs_id) VALUES (?)", [(i,) for i in part]
+        )
+
+
+def forget(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
+    """Delete the vectors of these observations and queue them: their text is about to change
+    or go. (The queue drops a memory that turns out deleted.)"""
+    wanted = list(ids)
+    for part in chunks(wanted):
+        conn.execute(f"DELETE FROM {TABLE} WHERE obs_id IN ({', '.join('?' * len(part))})", part)
+    queue(conn, wanted)
+
+
+def forget_deleted(conn: sqlite3.Connection, column: str, value: object) -> None:
+    """Delete the vector of the observation(s) where ``column = value``, being soft-deleted (a
+    soft delete leaves the row, and its full-text entry, in place)."""
+    if column not in ("id", "sync_id"):
+        raise ValueError(f"cannot look observations up by {column!r}")
+    conn.execute(
+        f"DELETE FROM {TABLE} WHERE obs_id IN (SELECT id FROM observations WHERE {column} = ?)",
+        (value,),
+    )
+
+
+def forget_all(conn: sqlite3.Connection) -> None:
+    """Delete every vector and queue every live memory (the indexed rows were rewritten behind
+    the store's back)."""
+    conn.execute(f"DELETE FROM {TABLE}")
+    conn.execute(
+        f"INSERT OR IGNORE INTO {PENDING}(obs_id) SELECT id FROM observations"
+        " WHERE deleted_at IS NULL"
+    )

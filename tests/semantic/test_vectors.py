@@ -1,0 +1,200 @@
+"""Vectors are derived data: computed off the save path with the real model, forgotten in the
+same transaction as any change to their memory's text, never left describing old text."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from engram.config import Config
+from engram.semantic.model import Embedder, shared_embedder
+from engram.store import Store
+from engram.store.vectors import PENDING, TABLE
+from tests.semantic.conftest import MEMORIES, needs_model, save
+from tests.store.replicas import exchange
+
+pytestmark = needs_model
+
+
+def _vector_count(store: Store) -> int:
+    return int(store.db.scalar(f"SELECT COUNT(*) FROM {TABLE}") or 0)
+
+
+def _semantic_ids(store: Store, query: str, **filters) -> list[int]:
+    return [o.id for o in store.search(query, mode="semantic", **filters)]
+
+
+def test_the_model_gives_unit_vectors_that_know_paraphrases() -> None:
+    embedder = shared_embedder()
+    vectors = embedder.embed(
+        ["how do we keep people logged in?", MEMORIES[0][0], MEMORIES[1][0], ""]
+    )
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    question, session, docker, _ = vectors
+    assert question @ session > question @ docker + 0.15
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_saving_queues_a_memory_and_vectorize_embeds_it(store: Store) -> None:
+    ids = [save(store, title, content) for title, content in MEMORIES]
+    coverage = store.vector_coverage()
+    assert (coverage.memories, coverage.vectorized, coverage.missing) == (4, 0, 4)
+    assert _vector_count(store) == 0  # a save never runs the model
+    result = store.vectorize()
+    assert (result.embedded, result.skipped, result.remaining) == (4, 0, 0)
+    assert store.vector_coverage().vectorized == 4
+    assert store.db.scalar(f"SELECT COUNT(*) FROM {PENDING}") == 0
+    assert _semantic_ids(store, "how do we keep people logged in?")[0] == ids[0]
+    # Nothing left to do: a second run embeds nothing and loads nothing new.
+    assert store.vectorize().embedded == 0
+
+
+def test_an_edit_forgets_the_vector_and_the_next_search_uses_the_new_text(store: Store) -> None:
+    oid = save(store, *MEMORIES[0])
+    docker = save(store, *MEMORIES[1])
+    store.vectorize()
+    store.update_observation(
+        oid,
+        title="Moved the frontend to Vite",
+        content="**What**: webpack builds took four minutes; Vite takes twenty seconds.",
+    )
+    assert store.vector_coverage().missing == 1  # forgotten in the edit's own transaction
+    # The search embeds what waits first, so it already sees the memory's new meaning.
+    found = _semantic_ids(store, "how do we keep people logged in?")
+    assert found[:1] != [oid]
+    assert _semantic_ids(store, "which bundler compiles our javascript?")[0] == oid
+    assert docker in _semantic_ids(store, "continuous integration machine disk space")
+
+
+def test_deletes_remove_vectors_and_results(store: Store) -> None:
+    soft = save(store, *MEMORIES[0])
+    hard = save(store, *MEMORIES[2])
+    kept = save(store, *MEMORIES[3])
+    store.vectorize()
+    store.delete_observation(soft)
+    store.delete_observation(hard, hard=True)
+    assert _vector_count(store) == 1
+    assert store.vector_coverage().memories == 1
+    assert soft not in _semantic_ids(store, "how do we keep people logged in?")
+    assert hard not in _semantic_ids(store, "payment provider callback verification")
+    assert store.vectorize().embedded == 0  # the deleted ones left the queue
+    assert store.db.scalar(f"SELECT COUNT(*) FROM {PENDING}") == 0
+    assert _semantic_ids(store, "database migration blocked writes")[0] == kept
+
+
+def test_a_long_lived_store_never_returns_a_vector_of_replaced_text(
+    store: Store, config: Config
+) -> None:
+    oid = save(store, *MEMORIES[0])
+    store.vectorize()
+    assert _semantic_ids(store, "how do we keep people logged in?")[0] == oid  # matrix loaded
+    # Another process edits the memory; nobody embeds it yet.
+    with Store.open(config=config) as other:
+        other.update_observation(oid, title="Cache warmup", content="Warm the CDN after deploys.")
+    # Without catching up (nothing may embed), the old vector held in memory is not used.
+    store.catch_up_vectors = lambda limit: None  # type: ignore[method-assign]
+    assert _semantic_ids(store, "how do we keep people logged in?") == []
+
+
+def test_changes_applied_from_another_replica_forget_vectors(make_store) -> None:
+    first, second = make_store("first"), make_store("second")
+    oid = save(first, *MEMORIES[0])
+    assert exchange(first, second) > 0
+    remote = second.get_observation_by_sync_id(first.get_observation(oid).sync_id).id
+    second.vectorize()
+    assert second.vector_coverage().missing == 0
+    first.update_observation(oid, content="**What**: sessions now last a week.")
+    assert exchange(first, second) > 0
+    assert second.vector_coverage().missing == 1
+    assert _vector_count(second) == 0
+    assert second.vectorize().embedded == 1
+    assert remote in _semantic_ids(second, "how long do logins last")
+
+
+def test_a_memory_edited_while_being_embedded_is_not_given_the_old_vector(
+    store: Store, config: Config
+) -> None:
+    oid = save(store, *MEMORIES[0])
+
+    class EditsMeanwhile(Embedder):
+        def embed(self, texts):
+            vectors = super().embed(texts)
+            with Store.open(config=config) as other:
+                other.update_observation(oid, content="**What**: a different text now.")
+            return vectors
+
+    result = store.vectorize(embedder=EditsMeanwhile())
+    assert (result.embedded, result.skipped) == (0, 1)
+    assert _vector_count(store) == 0
+    assert store.vectorize().embedded == 1  # still queued: embedded with its new text
+
+
+def test_a_save_never_waits_for_the_model(store: Store, config: Config) -> None:
+    save(store, *MEMORIES[0])
+    inside, release = threading.Event(), threading.Event()
+
+    class Slow(Embedder):
+        def embed(self, texts):
+            inside.set()
+            assert release.wait(60)
+            return super().embed(texts)
+
+    worker = threading.Thread(target=lambda: store.vectorize(embedder=Slow()))
+    worker.start()
+    try:
+        assert inside.wait(60)
+        # The model is busy (mid-batch, no transaction open): another process saves at once.
+        with Store.open(config=Config(data_dir=config.data_dir, busy_timeout_ms=200)) as other:
+            saved = other.add_observation(title="Saved meanwhile", content="x", project="acme")
+        assert saved.action == "created"
+    finally:
+        release.set()
+        worker.join(60)
+    assert store.vector_coverage().missing == 1  # the new memory waits for the next run
+
+
+def test_vectors_of_another_model_are_replaced(store: Store) -> None:
+    oid = save(store, *MEMORIES[0])
+    store.vectorize()
+    store.db.conn.execute(f"UPDATE {TABLE} SET model = 'some-older-model' WHERE obs_id = ?", (oid,))
+    assert store.vector_coverage().vectorized == 0
+    assert store.vectorize().embedded == 1
+    model = store.db.scalar(f"SELECT model FROM {TABLE} WHERE obs_id = ?", (oid,))
+    assert model == shared_embedder().model_id
+
+
+def test_vectorize_for_one_project_and_rebuild(store: Store) -> None:
+    mine = [save(store, t, c, project="mine") for t, c in MEMORIES[:2]]
+    theirs = save(store, *MEMORIES[2], project="theirs")
+    assert store.vectorize(project="mine").embedded == 2
+    assert store.vector_coverage("mine").missing == 0
+    assert store.vector_coverage("theirs").missing == 1
+    before = dict(store.db.conn.execute(f"SELECT obs_id, seq FROM {TABLE}").fetchall())
+    assert store.vectorize(project="mine", rebuild=True).embedded == 2
+    after = dict(store.db.conn.execute(f"SELECT obs_id, seq FROM {TABLE}").fetchall())
+    assert set(after) == set(mine) and all(after[i] > before[i] for i in mine)
+    assert theirs not in after
+
+
+def test_semantic_results_respect_filters_even_far_down_the_order(store: Store) -> None:
+    for i in range(300):
+        save(store, f"Session handling note {i}", f"Users stay signed in for {i} hours.")
+    target = save(store, "Docker disk full", "Prune the buildx cache.", project="small")
+    store.vectorize()
+    found = store.search("how do we keep people logged in?", mode="semantic", project="small")
+    assert [o.id for o in found] == [target] or found == []
+    assert all(o.project == "small" for o in found)
+    assert [
+        o.id for o in store.search("ci runner out of disk", mode="semantic", project="small")
+    ] == [target]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_search_catches_up_on_a_few_waiting_memories(store: Store, mode: str) -> None:
+    oid = save(store, *MEMORIES[0])
+    found = store.search("how do we keep people logged in?", mode=mode)
+    assert found and found[0].id == oid
+    assert store.vector_coverage().missing == 0
