@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engram.store.models import Observation, SaveResult, Stats, Timeline
+from engram.store.models import ApplyResult, History, Observation, SaveResult, Stats, Timeline
 from engram.text import plural
 
 if TYPE_CHECKING:
@@ -85,6 +85,53 @@ def memory_list(found: Sequence[Observation], total: int, offset: int = 0) -> st
             f"    {obs.created_at}{where} | scope: {obs.scope}",
         ]
     return "\n".join(lines)
+
+
+def machine(origin: str, here: bool) -> str:
+    """Who wrote a version: this machine, or another by its origin (short)."""
+    return "this machine" if here else (f"machine {origin[:8]}" if origin else "an older import")
+
+
+def history(h: History) -> str:
+    """A memory as it is now, then each earlier version (newest first), indented."""
+    obs = h.observation
+    count = len(h.revisions)
+    lines = [
+        f"#{obs.id} [{obs.type}] {obs.title}",
+        f"Now: updated {obs.updated_at} on {machine(h.origin, h.written_here)}"
+        + (f" (deleted {obs.deleted_at})" if obs.deleted_at else ""),
+        *("    " + line for line in obs.content.splitlines() or [""]),
+    ]
+    if not count:
+        lines += ["", "No earlier versions kept on this machine."]
+        return "\n".join(lines)
+    lines += ["", f"{plural(count, 'earlier version')}, newest first:"]
+    for n, rev in enumerate(h.revisions, 1):
+        lines += [
+            "",
+            f"[{n}] updated {rev.updated_at} on {machine(rev.origin, rev.written_here)}; "
+            f"replaced {rev.replaced_at} by {machine(rev.replaced_by_origin, rev.replaced_here)}",
+        ]
+        if rev.title != obs.title:
+            lines.append(f"    title: {rev.title}")
+        if rev.type != obs.type:
+            lines.append(f"    type: {rev.type}")
+        if rev.topic_key != obs.topic_key:
+            lines.append(f"    topic: {rev.topic_key or '(none)'}")
+        lines += ["    " + line for line in rev.content.splitlines() or [""]]
+    return "\n".join(lines)
+
+
+def superseded(applied: ApplyResult) -> list[str]:
+    """One line per memory whose edit made here was replaced by another machine's newer one
+    (both stay readable in the memory's history)."""
+    return [
+        f"Your edit of #{s['id']} {quoted(str(s['title']))} was replaced by a newer edit from "
+        f"machine {str(s['by'])[:8]}"
+        + (f" (now {quoted(str(s['new_title']))})" if s.get("new_title") != s["title"] else "")
+        + f": engram history {s['id']} shows both"
+        for s in applied.superseded
+    ]
 
 
 def content_blocks(content: str) -> str:

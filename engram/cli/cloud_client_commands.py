@@ -612,6 +612,7 @@ def cloud_export(args: argparse.Namespace) -> int:
 
 
 def cloud_import(args: argparse.Namespace) -> int:
+    from engram import formatting
     from engram.sync.cloud.client import CloudError
     from engram.sync.cloud.sync import CloudSync
 
@@ -651,6 +652,7 @@ def cloud_import(args: argparse.Namespace) -> int:
     ]
     if report.dead:
         lines.append(f"  Not applicable: {report.dead} malformed record(s) (kept on the server)")
+    lines += formatting.superseded(applied)
     if applied.quarantined:
         held = ", ".join(f"{n} {reason}" for reason, n in sorted(applied.quarantined.items()))
         lines.append(f"  Quarantined:  {held} (engram sync --quarantine lists them)")

@@ -88,6 +88,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_get)
 
     p = sub.add_parser(
+        "history",
+        help="a memory's earlier versions",
+        description="Show a memory as it is now and the earlier versions this machine kept "
+        "(the last 20: its own edits, topic saves and edits that arrived by git or cloud sync).",
+    )
+    p.add_argument("id", help="the memory's #id")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser(
         "restore",
         help="undo the soft delete of memories",
         description="Bring soft-deleted memories back, here and (through sync) on every "
@@ -227,6 +237,15 @@ def cmd_get(args: argparse.Namespace) -> int:
     with open_store() as store:
         obs = store.get_observation(args.id, include_deleted=args.deleted)
     emit(args, formatting.observation(obs, blocks=True), obs.to_dict())
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from engram import formatting
+
+    with open_store() as store:
+        found = store.history(args.id)
+    emit(args, formatting.history(found), found.to_dict())
     return 0
 
 

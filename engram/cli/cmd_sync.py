@@ -193,6 +193,8 @@ def git_export(args: argparse.Namespace) -> int:
 
 
 def git_import(args: argparse.Namespace) -> int:
+    from engram import formatting
+
     with open_store() as store:
         sync = _git(args, store)
         if args.dir and not sync.dir.exists():
@@ -231,6 +233,7 @@ def git_import(args: argparse.Namespace) -> int:
             lines.append(
                 f"Skipped {report.skipped_relations} relation mutation(s): not supported yet"
             )
+    lines += formatting.superseded(report.applied)
     if report.held:
         lines.append(f"Not applied on this machine (the chunks stay in {shown}):")
         lines += [f"  {held}" for held in report.held]

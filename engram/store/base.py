@@ -190,6 +190,10 @@ class StoreBase:
             f"UPDATE {table} SET project = ?, sync_id = ? WHERE id = ?",
             (new_project, new_key, rowid),
         )
+        if entity == "observation":
+            from engram.store import revisions  # (it imports this module)
+
+            revisions.move(conn, old["project"], old["sync_id"], new_project, new_key)
         # Its session must exist in the new project too (with the old one's directory).
         directory = conn.execute(
             "SELECT directory FROM sessions WHERE project = ? AND id = ?",

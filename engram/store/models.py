@@ -188,6 +188,48 @@ class Timeline:
 
 
 @dataclass(slots=True)
+class Revision:
+    """An earlier version of a memory: what it said, which machine wrote it (``origin``) and
+    which replaced it, and when this machine saw it replaced."""
+
+    title: str
+    content: str
+    type: str
+    topic_key: str | None
+    scope: str
+    updated_at: str
+    revision_count: int
+    origin: str
+    written_here: bool
+    replaced_at: str
+    replaced_by_origin: str
+    replaced_here: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class History:
+    """A memory as it is now (and which machine wrote that version), then its earlier
+    versions, newest first (at most engram.store.revisions.KEPT)."""
+
+    observation: Observation
+    origin: str
+    written_here: bool
+    revisions: list[Revision]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "observation": self.observation.to_dict(),
+            "origin": self.origin,
+            "written_here": self.written_here,
+            "revisions": [r.to_dict() for r in self.revisions],
+            "count": len(self.revisions),
+        }
+
+
+@dataclass(slots=True)
 class Stats:
     total_sessions: int
     total_observations: int
@@ -268,6 +310,10 @@ class ApplyResult:
     quarantined: dict[str, int] = field(default_factory=dict)
     #: Records that waited in the quarantine and were applied (or found stale) by this call.
     released: int = 0
+    #: Memories whose latest version was written here and was just replaced by another
+    #: machine's newer one: ``{"id", "project", "title", "new_title", "by"}`` (by = its origin).
+    #: The replaced version is kept in the memory's revisions (``engram history ID``).
+    superseded: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: ApplyResult) -> None:
         for name in (
@@ -282,6 +328,7 @@ class ApplyResult:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, count in other.quarantined.items():
             self.quarantined[reason] = self.quarantined.get(reason, 0) + count
+        self.superseded.extend(other.superseded)
 
     def hold(self, reason: str) -> None:
         self.quarantined[reason] = self.quarantined.get(reason, 0) + 1

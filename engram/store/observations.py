@@ -11,7 +11,7 @@ from typing import Any
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.project import normalize_project, project_name
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts, vector_queue
+from engram.store import fts, revisions, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.checks import check_id
 from engram.store.models import (
@@ -175,8 +175,10 @@ class ObservationsMixin(StoreBase):
             now = now_text()
             self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
             action, rowid, sync_id = "created", None, ""
+            replaced: tuple[dict[str, Any], str] | None = None
             if topic and (found := self._find_topic_target(conn, project, scope, topic)):
                 action, (rowid, sync_id) = "topic_updated", found
+                replaced = revisions.current_state(conn, rowid)
                 hlc, origin = self.journal.tick(conn)
                 fts.remove(conn, "observations", "id", rowid)
                 conn.execute(
@@ -212,6 +214,7 @@ class ObservationsMixin(StoreBase):
                     # Topic revival (DESIGN §3): the derived key's memory was deleted here; this
                     # newer save brings that key back, so every replica ends with one memory.
                     rowid = deleted_row
+                    replaced = revisions.current_state(conn, rowid)
                     fts.remove(conn, "observations", "id", rowid)
                     conn.execute(
                         """UPDATE observations SET session_id = :session_id, type = :type,
@@ -241,6 +244,10 @@ class ObservationsMixin(StoreBase):
                     # A hard-deleted key saved again (a topic's derived key): this newer write
                     # beats the tombstone, here and on every replica.
                     drop_tombstone(conn, "observation", project, sync_id)
+            if replaced is not None:
+                now_state = self._state(conn, "observation", project, sync_id)
+                assert now_state is not None
+                revisions.keep(conn, replaced[0], replaced[1], now_state, hlc)
             self._journal_state(conn, "observation", project, sync_id, hlc, origin)
             row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
 
@@ -498,11 +505,12 @@ class ObservationsMixin(StoreBase):
             require_storable(value, name)
         with self.db.write() as conn:
             row = conn.execute(
-                "SELECT project, sync_id FROM observations WHERE id = ? AND deleted_at IS NULL",
+                "SELECT project, sync_id, hlc FROM observations WHERE id = ? AND deleted_at IS NULL",
                 (oid,),
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"Observation #{oid} not found")
+            old_hlc = str(row[2] or "")
             old = self._state(conn, "observation", row[0], row[1])
             assert old is not None
             new = dict(old)
@@ -558,6 +566,8 @@ class ObservationsMixin(StoreBase):
                 ),
             )
             fts.restore(conn, "observations", "id", oid)
+            replaced = {**old, "project": new["project"], "sync_id": key}  # its address now
+            revisions.keep(conn, replaced, old_hlc, new, hlc)
             self._journal_state(conn, "observation", new["project"], key, hlc, origin)
         return self.get_observation(oid)
 
@@ -622,6 +632,7 @@ class ObservationsMixin(StoreBase):
             old = self._state(conn, "observation", row["project"], row["sync_id"])
             fts.remove(conn, "observations", "id", oid)
             conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
+            revisions.forget(conn, row["project"], row["sync_id"])
             self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
         else:
             vector_queue.forget_deleted(conn, "id", oid)

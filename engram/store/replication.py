@@ -24,7 +24,7 @@ import orjson
 
 from engram.errors import InvalidMutationError
 from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
-from engram.store import fts, quarantine, vector_queue
+from engram.store import fts, quarantine, revisions, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -215,10 +215,38 @@ class _ApplyBatch:
         if hlc <= current:
             result.stale += 1
             return
+        replaced = None
+        if entity == "observation" and rowid is not None:
+            replaced = revisions.current_state(self.conn, rowid)
         self.rewrite(record, where, rowid)
+        if replaced is not None:
+            self._kept_revision(record, rowid, *replaced, result)
         result.applied += 1
         attr = {"session": "sessions", "observation": "observations", "prompt": "prompts"}[entity]
         setattr(result, attr, getattr(result, attr) + 1)
+
+    def _kept_revision(
+        self,
+        record: dict[str, Any],
+        rowid: int | None,
+        old: dict[str, Any],
+        old_hlc: str,
+        result: ApplyResult,
+    ) -> None:
+        """The version a winning record replaced becomes a revision (if its text changed); a
+        version this machine wrote, replaced by another machine's, is reported as superseded."""
+        new = full_state(record)
+        if new is None or record["op"] == "delete":
+            return  # a delete is no new version (a hard one took the revisions with it)
+        new = {**new, "project": record["project"]}
+        if not revisions.keep(self.conn, old, old_hlc, new, record["hlc"]):
+            return
+        mine = self.store.journal.origin
+        if revisions.origin_of(old_hlc) == mine and record["origin"] != mine:
+            result.superseded.append(
+                {"id": rowid, "project": record["project"], "title": old.get("title"),
+                 "new_title": new.get("title"), "by": record["origin"]}
+            )  # fmt: skip
 
     def rewrite(self, record: dict[str, Any], where: str | None, rowid: int | None) -> None:
         """Make the record's address hold what the record says (it has won there)."""
@@ -342,6 +370,8 @@ class _ApplyBatch:
             return
         if rowid is not None:
             self._remove_row(entity, project, key, rowid)
+        if entity == "observation":
+            revisions.forget(self.conn, project, key)  # a hard delete: its past goes too
         put_tombstone(self.conn, entity, project, key, hlc, record["scope"], deleted_at)
 
 

@@ -22,6 +22,7 @@ from engram.store.pattern import PatternSearchMixin
 from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
 from engram.store.replication import ReplicationMixin
+from engram.store.revisions import RevisionsMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
 from engram.store.sessions import SessionsMixin
@@ -39,6 +40,7 @@ class Store(
     ExchangeMixin,
     ReplicationMixin,
     VectorsMixin,
+    RevisionsMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
