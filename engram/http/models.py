@@ -171,6 +171,31 @@ class ObservationDeleted(Struct):
     hard_delete: bool
 
 
+class RevisionOut(Struct):
+    """An earlier version of a memory (engram.store.models.Revision)."""
+
+    title: str
+    content: str
+    type: str
+    topic_key: str | None
+    scope: str
+    updated_at: str
+    revision_count: int
+    origin: str
+    written_here: bool
+    replaced_at: str
+    replaced_by_origin: str
+    replaced_here: bool
+
+
+class HistoryOut(Struct):
+    observation: ObservationOut
+    origin: str
+    written_here: bool
+    revisions: list[RevisionOut]
+    count: int
+
+
 class ObservationRestore(Struct):
     """Memories whose soft delete to undo (all or none)."""
 

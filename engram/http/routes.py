@@ -28,6 +28,7 @@ from engram.http.models import (
     ErrorBody,
     ExportDocument,
     Health,
+    HistoryOut,
     ImportResultOut,
     MergeResultOut,
     ObservationCreate,
@@ -302,6 +303,16 @@ class ObservationRoutes(Controller):
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
     def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
         return to_wire(store.get_observation(observation_id), ObservationOut)
+
+    @_get(
+        "/{observation_id:int}/history",
+        responses=_errors(400, 404),
+        summary="A memory and its earlier versions",
+    )
+    def history(self, store: StoreArg, observation_id: ObservationId) -> HistoryOut:
+        """The memory as it is now (a deleted one too) and the earlier versions this machine
+        kept (the last 20), newest first."""
+        return to_wire(store.history(observation_id).to_dict(), HistoryOut)
 
     @_post(
         "/restore",

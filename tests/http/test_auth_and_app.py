@@ -30,6 +30,7 @@ EXPECTED_ROUTES = {
     ("patch", "/observations/{observation_id}"),
     ("delete", "/observations/{observation_id}"),
     ("post", "/observations/restore"),
+    ("get", "/observations/{observation_id}/history"),
     ("get", "/search"),
     ("get", "/timeline"),
     ("post", "/prompts"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 from litestar.testing import TestClient
 
 from engram import __version__
@@ -311,3 +312,16 @@ def test_restore_undoes_soft_deletes(client: TestClient, store: Store) -> None:
     assert client.post("/observations/restore", json={"ids": []}).status_code == 400
     client.delete(f"/observations/{two}", params={"hard": "true"})
     assert client.post("/observations/restore", json={"ids": [two]}).status_code == 404
+
+
+def test_history_shows_earlier_versions(client: TestClient, store: Store) -> None:
+    """Issue 17 item 11: GET /observations/{id}/history, the same data as engram history."""
+    oid = save(client, "Auth", "JWT", project="acme")["id"]
+    assert client.patch(f"/observations/{oid}", json={"content": "Sessions"}).status_code == 200
+    history = client.get(f"/observations/{oid}/history")
+    assert history.status_code == 200
+    body = history.json()
+    assert body["observation"]["content"] == "Sessions" and body["count"] == 1
+    assert body["revisions"][0]["content"] == "JWT" and body["revisions"][0]["written_here"]
+    assert body == orjson.loads(orjson.dumps(store.history(oid).to_dict()))
+    assert client.get("/observations/999/history").status_code == 404

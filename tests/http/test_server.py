@@ -166,7 +166,8 @@ def test_port_already_taken_is_one_clear_line(server: Server, tmp_path: Path) ->
     lines = result.stderr.strip().splitlines()
     assert lines == [
         f"engram: error: port {server.port} on 127.0.0.1 is already in use: is another "
-        "'engram serve' running? Stop it, or pick another port with --port N (or ENGRAM_PORT)"
+        "'engram serve' running? Stop it, or pick another port with --port N (or ENGRAM_PORT; "
+        "0 picks a free one)"
     ]
 
 
