@@ -805,6 +805,7 @@ def observation_page(
             "title": found.title,
             "obs": found,
             "related": dq.related_observations(db, found),
+            "history": dq.observation_history(db, found),
         },
     )
 
