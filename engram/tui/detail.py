@@ -47,6 +47,8 @@ class ObservationScreen(EngramScreen):
         Binding("escape,q", "app.back", "Back"),
         Binding("t", "timeline", "Timeline"),
         Binding("e", "edit", "Edit"),
+        Binding("E", "edit_content", "Edit content", show=False),
+        Binding("h", "history", "History"),
         Binding("d", "delete", "Delete"),
         Binding("c", "copy", "Copy"),
         Binding("o", "session", "Session"),
@@ -113,7 +115,7 @@ class ObservationScreen(EngramScreen):
         meta += [
             f"created {obs.created_at}",
             f"updated {obs.updated_at}",
-            f"revisions {obs.revision_count}",
+            f"revisions {obs.revision_count} (h: earlier versions)",
             f"duplicates {obs.duplicate_count}",
         ]
         self.query_one("#obs-meta", Static).update(Text(for_terminal(" · ".join(meta))))
@@ -205,7 +207,25 @@ class ObservationScreen(EngramScreen):
         if self.is_current:
             self.app.pop_screen()
 
-    def action_edit(self) -> None:
+    def action_history(self) -> None:
+        """The memory's earlier versions (kept on this machine), newest first."""
+        from engram import formatting
+        from engram.tui.dialogs import MessageScreen
+
+        oid = self.observation_id
+        self.run_db(
+            lambda g: g.history(oid),
+            lambda found: self.app.push_screen(
+                MessageScreen(f"Versions of #{oid}", formatting.history(found))
+            ),
+            self._failed,
+            group="observation",
+        )
+
+    def action_edit_content(self) -> None:
+        self.action_edit(content_first=True)
+
+    def action_edit(self, content_first: bool = False) -> None:
         from engram.tui.dialogs import ConfirmScreen, EditScreen, describe_changes
 
         def edit(row: ObservationRow) -> None:
@@ -234,7 +254,7 @@ class ObservationScreen(EngramScreen):
                     answer,
                 )
 
-            self.app.push_screen(EditScreen(obs), edited)
+            self.app.push_screen(EditScreen(obs, content_first=content_first), edited)
 
         self._fetch(edit)
 

@@ -23,7 +23,16 @@ from typing import TypeVar
 from engram import config as config_module
 from engram.config import Config
 from engram.errors import EngramError, NotFoundError
-from engram.store import Observation, ProjectInfo, Prompt, Session, Stats, Store, Timeline
+from engram.store import (
+    History,
+    Observation,
+    ProjectInfo,
+    Prompt,
+    Session,
+    Stats,
+    Store,
+    Timeline,
+)
 
 T = TypeVar("T")
 
@@ -244,6 +253,10 @@ class Gateway:
     def observation(self, observation_id: int) -> ObservationRow:
         """The live observation (``NotFoundError`` once it is deleted, by anyone)."""
         return self.call(lambda s: self._rows(s, [s.get_observation(observation_id)])[0])
+
+    def history(self, observation_id: int) -> History:
+        """The memory and its kept earlier versions (``engram history``)."""
+        return self.call(lambda s: s.history(observation_id))
 
     def timeline(self, observation_id: int, before: int, after: int) -> Timeline:
         return self.call(lambda s: s.timeline(observation_id, before=before, after=after))
