@@ -19,6 +19,17 @@ latency per mode, plus each mode's hit@10 against the no-context OR baseline mea
 run. The context column is computed when a memory is stored and its weight applies at query time,
 so the no-context store is the same database file opened with ``search_context_weight=0``.
 
+Two more checks (issue 14):
+
+* **Truth** (``truth.json``): agent sessions and plain sessionless saves are added, then a memory
+  is edited, one hard-deleted and one soft-deleted; questions phrased with the replaced or
+  deleted text, or with a word of one sessionless save, must not find the memories named
+  ``forbidden`` in their top 10 (and must find their ``answers``).
+* **Pruning**: search skips rows holding only very common words once they cannot reach the top
+  10 (engram/store/ranking.py). On a store big enough for that to happen (``--exact-distractors``,
+  default 10,000), every question is searched with pruning and with exact ranking of every
+  match (``search_pruning=False``), and the script counts the questions whose top 10 differ.
+
 With the semantic extra installed, every memory is then embedded (``store.vectorize()``) and two
 more modes run: ``hybrid`` (the default search with the extra) and ``semantic`` (vectors only).
 Each mode's hit@10 and MRR are also reported per kind of question: ``keyword`` (error messages,
@@ -56,6 +67,7 @@ MEMORY_TYPES = frozenset(
 CUTOFFS = (1, 5, 10)
 QUESTION_KINDS = ("keyword", "question", "paraphrase")
 DEFAULT_SEED = 20240601
+EXACT_DISTRACTORS = 10_000
 
 
 class DatasetError(ValueError):
@@ -154,6 +166,32 @@ def load_dataset(directory: Path = DATA_DIR) -> Dataset:
             )
     check_paraphrases(sessions, questions)
     return Dataset(sessions, questions)
+
+
+def load_truth(directory: Path = DATA_DIR) -> dict[str, Any]:
+    """Read and validate ``truth.json`` (raises :class:`DatasetError`)."""
+    truth = _read_json(directory / "truth.json")
+    if not isinstance(truth, dict):
+        raise DatasetError("truth.json: expected an object")
+    keys: set[str] = set()
+    ids: set[str] = set()
+    for index, session in enumerate(truth.get("sessions") or []):
+        _check_session(index, session, keys, ids)
+    for index, item in enumerate(truth.get("sessionless") or []):
+        for field in ("key", "project", "type", "title", "content"):
+            if not _text(item.get(field)):
+                raise DatasetError(f"truth.json sessionless[{index}]: needs a non-empty '{field}'")
+        keys.add(item["key"])
+    for index, change in enumerate(truth.get("changes") or []):
+        if change.get("key") not in keys:
+            raise DatasetError(f"truth.json changes[{index}]: unknown key {change.get('key')!r}")
+        if change.get("action") not in ("edit", "soft_delete", "hard_delete"):
+            raise DatasetError(f"truth.json changes[{index}]: unknown action")
+    for index, question in enumerate(truth.get("questions") or []):
+        named = [*question.get("answers", []), *question.get("forbidden", [])]
+        if not _text(question.get("question")) or any(k not in keys for k in named):
+            raise DatasetError(f"truth.json questions[{index}]: bad question or unknown key")
+    return truth
 
 
 def check_paraphrases(sessions: list[dict[str, Any]], questions: list[dict[str, Any]]) -> None:
@@ -678,6 +716,95 @@ def evaluate(
     )
 
 
+def check_truth(store: Store, truth: dict[str, Any]) -> dict[str, Any]:
+    """Add the truth scenario to ``store``, apply its edits and deletes, and score its
+    questions: forbidden memories found (must be 0) and answers found, per kind."""
+    ids: dict[str, int] = {}
+    for session in truth["sessions"]:
+        for item in session["items"]:
+            if "prompt" in item:
+                store.add_prompt(
+                    item["prompt"], session_id=session["id"], project=session["project"]
+                )
+                continue
+            saved = store.add_observation(
+                title=item["title"], content=item["content"], type=item["type"],
+                session_id=session["id"], project=session["project"],
+            )  # fmt: skip
+            ids[item["key"]] = saved.observation.id
+    for item in truth["sessionless"]:  # no session: plain CLI/HTTP saves
+        saved = store.add_observation(
+            title=item["title"], content=item["content"], type=item["type"], project=item["project"]
+        )
+        ids[item["key"]] = saved.observation.id
+    for change in truth["changes"]:
+        oid = ids[change["key"]]
+        if change["action"] == "edit":
+            store.update_observation(oid, title=change.get("title"), content=change.get("content"))
+        else:
+            store.delete_observation(oid, hard=change["action"] == "hard_delete")
+    kinds: dict[str, dict[str, int]] = {}
+    failures: list[str] = []
+    for question in truth["questions"]:
+        found = [o.id for o in store.search(question["question"], limit=10, mode="lexical")]
+        tally = kinds.setdefault(question.get("kind", "other"), {
+            "questions": 0, "forbidden_found": 0, "with_answers": 0, "answered": 0})  # fmt: skip
+        tally["questions"] += 1
+        if any(ids[k] in found for k in question.get("forbidden", [])):
+            tally["forbidden_found"] += 1
+            failures.append(f"forbidden found: {question['question']}")
+        if question.get("answers"):
+            tally["with_answers"] += 1
+            if any(ids[k] in found for k in question["answers"]):
+                tally["answered"] += 1
+            else:
+                failures.append(f"answer missing: {question['question']}")
+    return {
+        "questions": len(truth["questions"]),
+        "forbidden_found": sum(t["forbidden_found"] for t in kinds.values()),
+        "answered": sum(t["answered"] for t in kinds.values()),
+        "with_answers": sum(t["with_answers"] for t in kinds.values()),
+        "by_kind": kinds,
+        "failures": failures,
+    }
+
+
+def compare_exact(dataset: Dataset, distractors: int, seed: int, quiet: bool) -> dict[str, Any]:
+    """Search every question with pruning and with exact ranking on a store of
+    ``distractors`` + the labelled memories; count the questions whose top 10 differ."""
+    with tempfile.TemporaryDirectory(prefix="engram-retrieval-exact-") as tmp:
+        data_dir = Path(tmp)
+        with Store.open(config=Config(data_dir=data_dir)) as store:
+            _progress(f"pruning check: adding {distractors} distractor memories …", quiet)
+            add_distractors(store, distractors, seed)
+            ids = add_dataset(store, dataset)
+        results: dict[bool, list[list[int]]] = {}
+        timing: dict[bool, list[float]] = {}
+        modes: dict[bool, ModeResult] = {}
+        for prune in (True, False):
+            with Store.open(config=Config(data_dir=data_dir, search_pruning=prune)) as store:
+                modes[prune] = evaluate(
+                    store, dataset.questions, ids, "pruned" if prune else "exact", "any"
+                )
+                results[prune], timing[prune] = [], []
+                for question in dataset.questions:
+                    started = time.perf_counter()
+                    found = store.search(question["question"], limit=10, mode="lexical")
+                    timing[prune].append((time.perf_counter() - started) * 1000)
+                    results[prune].append([o.id for o in found])
+    differ = sum(a != b for a, b in zip(results[True], results[False], strict=True))
+    return {
+        "memories": distractors + dataset.memory_count,
+        "questions": len(dataset.questions),
+        "top10_differs": differ,
+        "top10_differs_share": round(differ / len(dataset.questions), 4),
+        "pruned": {"hit_at_10": round(modes[True].hit_at_10, 4), "mrr": round(modes[True].mrr, 4),
+                   "latency_p50_ms": round(statistics.median(timing[True]), 3)},
+        "exact": {"hit_at_10": round(modes[False].hit_at_10, 4), "mrr": round(modes[False].mrr, 4),
+                  "latency_p50_ms": round(statistics.median(timing[False]), 3)},
+    }  # fmt: skip
+
+
 def _rounded(figures: dict[str, Any]) -> dict[str, Any]:
     return {k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()}
 
@@ -693,6 +820,8 @@ def run(
     seed: int,
     extra_weights: list[float],
     quiet: bool = False,
+    truth: dict[str, Any] | None = None,
+    exact_distractors: int = 0,
     with_semantic: bool = True,
 ) -> dict[str, Any]:
     """Build the store in a temporary directory, run every mode, return the figures (the
@@ -731,6 +860,12 @@ def run(
             config = Config(data_dir=data_dir, search_context_weight=weight)
             with Store.open(config=config) as store:
                 modes.append(evaluate(store, dataset.questions, ids, name, match_mode, search_mode))
+        truth_report = None
+        if truth is not None:
+            _progress("truth: edits, deletes and sessionless saves …", quiet)
+            with Store.open(config=Config(data_dir=data_dir)) as store:
+                truth_report = check_truth(store, truth)
+    exact = compare_exact(dataset, exact_distractors, seed, quiet) if exact_distractors else None
     return {
         "dataset": {
             "sessions": len(dataset.sessions),
@@ -744,6 +879,8 @@ def run(
         "vectorize_seconds": vectorize_seconds,
         "baseline": "any, no context",
         "modes": [_rounded(asdict(mode)) for mode in modes],
+        "truth": truth_report,
+        "pruning": exact,
     }
 
 
@@ -770,6 +907,32 @@ def render_table(report: dict[str, Any], show_misses: bool) -> str:
     lines.append(
         "'vs base' = hit@10 relative to match_mode=any without the session-context column."
     )
+    truth = report.get("truth")
+    if truth:
+        lines += [
+            "",
+            f"truth ({truth['questions']} questions after edits, deletes and sessionless saves): "
+            f"forbidden memories found {truth['forbidden_found']} (target 0), "
+            f"answers found {truth['answered']}/{truth['with_answers']}",
+        ]
+        for kind, tally in truth["by_kind"].items():
+            lines.append(
+                f"  {kind:<12} {tally['questions']} questions, forbidden found "
+                f"{tally['forbidden_found']}, answered {tally['answered']}/{tally['with_answers']}"
+            )
+        lines.extend(f"  - {failure}" for failure in truth["failures"])
+    exact = report.get("pruning")
+    if exact:
+        lines += [
+            "",
+            f"pruning vs exact ranking ({exact['memories']} memories, {exact['questions']} "
+            f"questions): top 10 differs on {exact['top10_differs']} "
+            f"({exact['top10_differs_share']:.1%}, target < 5%)",
+            f"  pruned: hit@10 {exact['pruned']['hit_at_10']:.3f}, MRR {exact['pruned']['mrr']:.3f}, "
+            f"p50 {exact['pruned']['latency_p50_ms']:.2f} ms",
+            f"  exact:  hit@10 {exact['exact']['hit_at_10']:.3f}, MRR {exact['exact']['mrr']:.3f}, "
+            f"p50 {exact['exact']['latency_p50_ms']:.2f} ms",
+        ]
     kinds = [k for k in QUESTION_KINDS if any(k in m["by_kind"] for m in report["modes"])]
     lines += [
         "",
@@ -850,6 +1013,13 @@ def main(argv: list[str] | None = None) -> int:
         help="list the questions each mode did not find in its top 10",
     )
     parser.add_argument(
+        "--exact-distractors",
+        type=_count,
+        default=EXACT_DISTRACTORS,
+        help="distractors of the store that compares pruned and exact ranking "
+        f"(default {EXACT_DISTRACTORS:,}; 0 skips that check)",
+    )
+    parser.add_argument(
         "--lexical-only",
         action="store_true",
         help="skip the semantic and hybrid modes (they run when the semantic extra is installed)",
@@ -858,6 +1028,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         dataset = load_dataset(args.data)
+        truth = load_truth(args.data) if (args.data / "truth.json").exists() else None
     except DatasetError as exc:
         print(f"retrieval_bench: bad data set: {exc}", file=sys.stderr)
         return 2
@@ -867,6 +1038,8 @@ def main(argv: list[str] | None = None) -> int:
         args.seed,
         args.weights,
         quiet=args.json,
+        truth=truth,
+        exact_distractors=args.exact_distractors,
         with_semantic=not args.lexical_only,
     )
     if args.json:

@@ -7,7 +7,10 @@ Builds N observations of realistic developer-note text (default 100,000, fixed s
   * search latency over 500 varied queries vs the same MATCH expressions on a bare SQLite FTS5
     table built from the same text with the same tokenizer in the same run (target p50 ≤ 1.5×);
   * `engram search` / `engram save` from a cold process, wall time (target ≤ 0.25 s), beside a
-    bare `python -c pass` for scale.
+    bare `python -c pass` for scale;
+  * hard deletes of memories in agent sessions, each re-deriving the session context that used
+    them, p50/p95 (issue 14 target p95 ≤ 5 ms), then `Store.purge()` after them (FTS merge +
+    WAL truncate) and, apart, the one-off `VACUUM` an upgraded database gets.
 
     .venv/bin/python bench/store_bench.py [--n 100000] [--queries 500] [--saves 2000] [--json]
 """
@@ -82,6 +85,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--saves", type=int, default=2000)
     parser.add_argument("--cold-runs", type=int, default=10)
+    parser.add_argument("--deletes", type=int, default=300)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -139,6 +143,33 @@ def main() -> None:
                 start = time.perf_counter()
                 bare.execute(sql.format(t=table), (match,)).fetchall()
                 sink.append(time.perf_counter() - start)
+        # Hard deletes spread over the imported memories (all in agent sessions of 8).
+        # Wall time, and CPU time: on a machine shared with other work a 1 ms write is often
+        # preempted, which only the wall clock sees.
+        deletes, deletes_cpu = [], []
+        step = max(1, args.n // max(1, args.deletes))
+        for oid in range(3, args.n, step)[: args.deletes]:
+            start, cpu = time.perf_counter(), time.process_time()
+            store.delete_observation(oid, hard=True)
+            deletes.append(time.perf_counter() - start)
+            deletes_cpu.append(time.process_time() - cpu)
+        results["delete_ms_p50"], results["delete_ms_p95"] = (
+            ms(pct(deletes, 0.5)),
+            ms(pct(deletes, 0.95)),
+        )
+        results["delete_cpu_ms_p50"], results["delete_cpu_ms_p95"] = (
+            ms(pct(deletes_cpu, 0.5)),
+            ms(pct(deletes_cpu, 0.95)),
+        )
+        if hasattr(store, "purge"):  # engram ≥ issue 14
+            report = store.purge()
+            results["purge_s"] = round(report.seconds, 2)
+            results["purge_merge_steps"] = report.merge_steps
+            results["db_mb_before_purge"] = round(report.bytes_before / 1e6, 1)
+            results["db_mb_after_purge"] = round(report.bytes_after / 1e6, 1)
+            start = time.perf_counter()
+            store.db.vacuum()
+            results["vacuum_s"] = round(time.perf_counter() - start, 2)
         store.close()
         results.update(
             search_ms_p50=ms(pct(ours, 0.5)),
@@ -185,6 +216,20 @@ def main() -> None:
     print(f"  python -c pass            {results['python_startup_ms']} ms")
     print(f"  engram search (cold)      {results['cli_search_cold_ms']} ms         target ≤ 250 ms")
     print(f"  engram save (cold)        {results['cli_save_cold_ms']} ms         target ≤ 250 ms")
+    print(
+        f"  hard delete p50 / p95     {results['delete_ms_p50']} / {results['delete_ms_p95']} ms"
+        "   target p95 ≤ 5 ms (with context re-derivation)"
+    )
+    print(
+        f"    CPU time p50 / p95      {results['delete_cpu_ms_p50']} / "
+        f"{results['delete_cpu_ms_p95']} ms"
+    )
+    if "purge_s" in results:
+        print(
+            f"  purge after the deletes   {results['purge_s']} s ({results['purge_merge_steps']} "
+            f"merge steps; {results['db_mb_before_purge']} → {results['db_mb_after_purge']} MB)"
+        )
+        print(f"  VACUUM (once, upgrades)   {results['vacuum_s']} s")
 
 
 if __name__ == "__main__":

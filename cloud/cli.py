@@ -1,5 +1,5 @@
 """The server side of ``engram cloud``: ``serve``, ``migrate``, ``rebuild-read-model``,
-``repair-clocks`` and ``admin …`` (users, tokens, grants, pause).
+``repair-clocks``, ``purge`` and ``admin …`` (users, tokens, grants, pause).
 
 :func:`register_server_commands` adds them to the ``engram cloud`` group. Only argparse is
 imported here; SQLAlchemy, alembic, litestar and uvicorn load inside the handlers, so the rest of
@@ -276,6 +276,31 @@ def cmd_repair_clocks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_purge(args: argparse.Namespace) -> int:
+    from engram_cloud import purge
+    from engram_cloud.auth import normalize_project_name
+
+    project = normalize_project_name(args.project) if args.project else None
+    engine = _engine()
+    try:
+        report = purge.purge(
+            engine,
+            project,
+            vacuum=not args.no_vacuum,
+            progress=None if wants_json(args) else _progress,
+        )
+    finally:
+        engine.dispose()
+    emit(
+        args,
+        f"Purged {report.hard_deletes} hard-deleted keys: {report.records_blanked} log records "
+        f"and {report.chunks_blanked} chunks blanked, "
+        f"{len(report.tables_vacuumed)} tables rewritten, in {report.seconds:.1f} s",
+        report.to_dict(),
+    )
+    return 0
+
+
 # --- admin ---------------------------------------------------------------------------------------
 
 
@@ -441,7 +466,8 @@ def _parser(actions: argparse._SubParsersAction, name: str, help: str) -> argpar
 
 
 def register_server_commands(actions: argparse._SubParsersAction) -> None:
-    """Add ``serve``, ``migrate``, ``rebuild-read-model`` and ``admin`` to ``engram cloud``."""
+    """Add ``serve``, ``migrate``, ``rebuild-read-model``, ``repair-clocks``, ``purge`` and
+    ``admin`` to ``engram cloud``."""
     p = _parser(
         actions, "serve", "run the team server (reads ENGRAM_* settings; see docs/cloud.md)"
     )
@@ -485,6 +511,17 @@ def register_server_commands(actions: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="only count")
     p.set_defaults(func=cmd_repair_clocks)
+
+    p = _parser(
+        actions,
+        "purge",
+        "leave no byte of hard-deleted text in the database files: blank the earlier log records "
+        "and stored chunks of every hard-deleted key (tombstones and mids stay), then VACUUM FULL "
+        "the log and read-model tables (each is locked while it is rewritten)",
+    )
+    p.add_argument("--project", help="only blank this project's keys (tables are rewritten whole)")
+    p.add_argument("--no-vacuum", action="store_true", help="blank only; rewrite the files later")
+    p.set_defaults(func=cmd_purge)
 
     admin = actions.add_parser("admin", help="users, tokens, grants and project pause")
     add_json_flag(admin)

@@ -86,6 +86,7 @@ mutations = Table(
     UniqueConstraint("mid"),
     Index(None, "project", "seq"),
     Index("ix_cloud_mutations_held", "seq", postgresql_where=text("held IS NOT NULL")),
+    Index(None, "project", "entity", "key"),  # a key's records (engram_cloud.purge)
 )
 
 chunks = Table(

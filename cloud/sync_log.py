@@ -30,7 +30,7 @@ from sqlalchemy import Connection, func, select, text
 from engram.errors import InvalidMutationError
 from engram.project import project_name
 from engram.record import DEFAULT_MAX_CLOCK_DRIFT_MS, build_record, check_clock, validate_record
-from engram_cloud import bulk, models, read_model
+from engram_cloud import bulk, models, purge, read_model
 
 PUSH_LOCK = 0x656E6772616D02  # "engram" + 2
 CHANNEL = "engram_cloud_mutations"
@@ -225,6 +225,8 @@ def push(
             result.seqs[mid] = seq
         result.inserted = len(rows)
         result.applied = read_model.apply(conn, [(c.record, contributor) for c in fresh.values()])
+        # A hard delete leaves no text behind in the log either (engram_cloud.purge).
+        purge.blank_before(conn, [c.record for c in fresh.values()])
     for mid, (seq, _) in known.items():
         result.seqs[mid] = seq
     # Under the lock, what this push inserted is the newest; else ask.

@@ -77,6 +77,14 @@ class Config:
     dedupe_window_minutes: int = 15
     #: BM25 weight of the session-context column (0 disables matching through it).
     search_context_weight: float = 0.5
+    #: Skip scoring rows that hold only very common query words once the top results cannot
+    #: change much (engram/store/ranking.py); False ranks every match exactly (benchmarks).
+    search_pruning: bool = True
+    #: Purge hard-deleted text from the database files by itself (engram/store/purge.py): the
+    #: CLI starts ``engram purge`` in the background after a command that hard-deleted, and
+    #: ``serve``/``mcp`` purge ``purge_delay_s`` seconds after the last write.
+    auto_purge: bool = True
+    purge_delay_s: float = 30.0
     #: Default search mode (lexical, semantic, hybrid); None: hybrid when the semantic extra is
     #: installed, else lexical (``ENGRAM_SEARCH_MODE``).
     search_mode: str | None = None
@@ -119,4 +127,9 @@ def load(env: dict[str, str] | None = None) -> Config:
         max_clock_drift_ms=parse_duration_ms(
             "ENGRAM_MAX_CLOCK_DRIFT", env.get("ENGRAM_MAX_CLOCK_DRIFT", "").strip() or "10m"
         ),
+        auto_purge=env.get("ENGRAM_AUTO_PURGE", "").strip().lower() not in ("0", "false", "off"),
+        purge_delay_s=parse_duration_ms(
+            "ENGRAM_PURGE_DELAY", env.get("ENGRAM_PURGE_DELAY", "").strip() or "30s"
+        )
+        / 1000,
     )

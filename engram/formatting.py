@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engram.store.models import ApplyResult, History, Observation, SaveResult, Stats, Timeline
+from engram.store.models import (
+    ApplyResult,
+    History,
+    Observation,
+    SaveResult,
+    SearchMatch,
+    Stats,
+    Timeline,
+)
 from engram.text import plural
 
 if TYPE_CHECKING:
@@ -65,8 +73,10 @@ def search_results(
             f"[{i}] #{obs.id} ({obs.type}) — {obs.title}{gone}",
             f"    {short}",
             f"    {obs.created_at}{where} | scope: {obs.scope}{found}",
-            "",
         ]
+        if obs.match is not None:
+            lines.append(f"    {match_line(obs.match)}")
+        lines.append("")
     if cut_any:
         lines.append(cut_hint)
     return "\n".join(lines).rstrip() + "\n"
@@ -132,6 +142,23 @@ def superseded(applied: ApplyResult) -> list[str]:
         + f": engram history {s['id']} shows both"
         for s in applied.superseded
     ]
+
+
+VIA_CONTEXT = "via session context"
+
+
+def match_line(match: SearchMatch) -> str:
+    """Why a result matched, in one line: "matched: postgres, auth (prefix)", "matched: topic
+    key", or, when only the session context held a query word, "via session context: login"."""
+    if match.tier == "topic":
+        return "matched: topic key"
+    words = [*match.words, *(f"{w} (prefix)" for w in match.prefix_words)]
+    if match.via_context or not words:
+        return f"{VIA_CONTEXT}: {', '.join(match.context_words)}".rstrip(": ")
+    line = f"matched: {', '.join(words)}"
+    if match.context_words:
+        line += f" (+ session context: {', '.join(match.context_words)})"
+    return line
 
 
 def content_blocks(content: str) -> str:

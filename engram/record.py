@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
+import time
 from typing import Any
 
 from engram.errors import InvalidMutationError
@@ -63,6 +65,41 @@ def new_mid() -> str:
 
 def new_origin() -> str:
     return secrets.token_hex(8)
+
+
+#: The session a save without one joins is ``manual-save-<project>`` (or ``manual-save``).
+PSEUDO_SESSION = "manual-save"
+
+
+def is_agent_session(session_id: str | None) -> bool:
+    """Whether a session id names a real session (started by an agent or a hook, or passed
+    explicitly) rather than the pseudo session every sessionless save shares: only a real
+    session says that two memories belong together (search context, "related" lists)."""
+    if not session_id:
+        return False
+    return session_id != PSEUDO_SESSION and not session_id.startswith(PSEUDO_SESSION + "-")
+
+
+_key_clock = [0, 0]  # the last key's (wall ms, sequence) in this process
+_key_lock = threading.Lock()
+
+
+def new_key(prefix: str) -> str:
+    """A new observation or prompt key: ``prefix`` + the wall clock in ms (12 hex digits) + a
+    sequence within that ms (4) + 40 random bits. Unique like a random id, and in save order:
+    session context orders a session's memories by ``created_at`` (whole seconds), then by key,
+    so a burst of saves (a list of learnings, a fast agent) keeps the order it was made in."""
+    with _key_lock:
+        now = time.time_ns() // 1_000_000
+        wall, sequence = _key_clock
+        if now > wall:
+            wall, sequence = now, 0
+        else:
+            sequence += 1
+            if sequence > 0xFFFF:
+                wall, sequence = wall + 1, 0
+        _key_clock[:] = [wall, sequence]
+    return f"{prefix}{wall:012x}{sequence:04x}{secrets.token_hex(5)}"
 
 
 def format_hlc(wall_ms: int, counter: int, origin: str) -> str:

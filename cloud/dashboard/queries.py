@@ -45,6 +45,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import REGCONFIG
 
+from engram.record import is_agent_session
 from engram_cloud import models
 from engram_cloud.settings import Settings
 
@@ -439,10 +440,16 @@ def observation_history(conn: Connection, obs: Any) -> list[Version]:
 
 
 def related_observations(conn: Connection, obs: Any) -> list[Any]:
-    """Other live observations of the same session or the same topic."""
-    same = _o.c.session_id == obs.session_id
+    """Other live observations of the same agent session or the same topic. Sessionless saves
+    share one pseudo session per project, which says nothing about them: not related."""
+    links = []
+    if is_agent_session(obs.session_id):
+        links.append(_o.c.session_id == obs.session_id)
     if obs.topic_key:
-        same = or_(same, _o.c.topic_key == obs.topic_key)
+        links.append(_o.c.topic_key == obs.topic_key)
+    if not links:
+        return []
+    same = or_(*links)
     return conn.execute(
         select(*OBSERVATION_COLUMNS)
         .where(

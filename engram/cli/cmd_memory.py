@@ -154,7 +154,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="[kind] id",
         help="memory ids, or 'session <id>' or 'prompt <id>'",
     )
-    p.add_argument("--hard", action="store_true", help="remove the memory for good (not undoable)")
+    p.add_argument(
+        "--hard",
+        action="store_true",
+        help="remove the memory for good (not undoable): from every replica that syncs, and "
+        "from this database's files by a background `engram purge`; git history keeps what was "
+        "already pushed (no tool of ours can rewrite it)",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_delete)
 

@@ -171,6 +171,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         autosync = autosync_from_env(store)  # None unless ENGRAM_CLOUD_AUTOSYNC=1
         if autosync:
             services.append(AutosyncService(autosync))
+        if config.auto_purge:  # hard-deleted text leaves the files a while after the delete
+            from engram.store.purge_worker import PurgeService, PurgeWorker
+
+            services.append(PurgeService(PurgeWorker(store)))
         app = create_app(
             store,
             config=config,

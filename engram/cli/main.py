@@ -96,7 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(handler(args) or 0)
+        code = int(handler(args) or 0)
+        if code == 0:
+            from engram.cli.cmd_purge import purge_in_background
+
+            purge_in_background(args)
+        return code
     except EngramError as exc:
         report_error(args, exc)
         return EXIT_ERROR

@@ -47,6 +47,16 @@ class SessionOut(Struct, omit_defaults=True):
     observation_count: int | None = None
 
 
+class SearchMatchOut(Struct):
+    """Why a search result matched (store: ``SearchMatch``)."""
+
+    tier: str  # topic | words | prefix | context
+    words: list[str]  # query words found in the memory's own text
+    prefix_words: list[str]  # found only as the start of a longer word there
+    context_words: list[str]  # found in its session context
+    context: bool  # whether the session context contributed
+
+
 class ObservationOut(Struct, omit_defaults=True):
     id: int
     sync_id: str
@@ -65,6 +75,7 @@ class ObservationOut(Struct, omit_defaults=True):
     updated_at: str
     deleted_at: str | None
     rank: float | None = None  # search results only: lower is better (BM25, or hybrid score)
+    match: SearchMatchOut | None = None  # search results only: why it matched
     found_by: list[str] | None = None  # semantic/hybrid results: "lexical", "semantic"
     similarity: float | None = None  # semantic/hybrid results: cosine similarity to the query
 
@@ -77,6 +88,7 @@ class PromptOut(Struct, omit_defaults=True):
     project: str
     created_at: str
     rank: float | None = None
+    match: SearchMatchOut | None = None
 
 
 def to_wire(obj: Any, kind: type[Struct]) -> Any:

@@ -326,15 +326,20 @@ def build_server(
 
 def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     """Long-lived helpers that share this process's store for as long as the client stays
-    connected: the background vectorizer when the semantic extra is installed, and the cloud
-    autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before the first request
-    and exited after the last; tool writes reach them through ``store.add_write_listener``."""
+    connected: the background vectorizer when the semantic extra is installed, the background
+    purge of hard-deleted text (unless ``ENGRAM_AUTO_PURGE=0``) and the cloud autosync loop when
+    ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before the first request and exited after the
+    last; tool writes reach them through ``store.add_write_listener``."""
     services: list[AbstractAsyncContextManager[Any]] = []
     from engram.semantic import background  # no numpy or model import until it runs
 
     if background.wanted(store):
         vectorizer = background.BackgroundVectorizer(store)
         services.append(background.vectorizer_running(vectorizer))
+    if store.config.auto_purge:
+        from engram.store.purge_worker import PurgeWorker, purge_running
+
+        services.append(purge_running(PurgeWorker(store)))
     if os.environ.get("ENGRAM_CLOUD_AUTOSYNC", "").strip() != "1":
         return services  # the sync stack (httpx) is imported only when asked for
     from engram.sync.cloud.autosync import autosync_from_env, autosync_running

@@ -74,6 +74,9 @@ def connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Conne
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
+        # Deleted rows are zeroed as they are freed, so "delete for good" leaves no bytes in
+        # free space (engram/store/purge.py clears the FTS segments and the WAL).
+        conn.execute("PRAGMA secure_delete=ON")
         # Table, indexes and FTS segments are written together: with SQLite's default 2 MB
         # page cache they evict each other and bulk imports run 2-3x slower.
         conn.execute("PRAGMA cache_size=-32768")
@@ -161,6 +164,11 @@ class Database:
             finally:
                 self._depth = 0
                 self.conn.execute("COMMIT")
+
+    def vacuum(self) -> None:
+        """Rebuild the database file (outside any transaction, holding the connection)."""
+        with self._lock:
+            self.conn.execute("VACUUM")
 
     def rows(self, sql: str, params: tuple | list | dict = ()) -> list[sqlite3.Row]:
         """Run a read and fetch every row while holding the connection."""

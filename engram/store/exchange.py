@@ -3,7 +3,6 @@ proves two replicas converged."""
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -12,13 +11,13 @@ import orjson
 
 from engram.errors import UnsupportedFormatError, ValidationError
 from engram.project import project_name
-from engram.record import EPOCH_TEXT, FIELDS, legacy_record
+from engram.record import EPOCH_TEXT, FIELDS, legacy_record, new_key
 from engram.store import fts
 from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
 from engram.store.models import ImportResult
-from engram.store.observations import session_context
+from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash, unstorable_reason
 from engram.times import now_text
 
@@ -204,6 +203,7 @@ class _ImportRun:
 
     def __init__(self, conn: sqlite3.Connection, now_ms: int) -> None:
         self.conn = conn
+        self.context = ContextRefresh(conn)
         self.now_ms = now_ms
         self.done = 0
         self.newest = ""
@@ -289,7 +289,7 @@ class _ImportRun:
         result.sessions_imported += 1
 
     def observation(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or "obs-" + secrets.token_hex(8)
+        sync_id = (item.get("sync_id") or "").strip() or new_key("obs-")
         project = project_name(item.get("project"))
         if self._skip("observation", project, sync_id, self.observations, result):
             return
@@ -309,7 +309,7 @@ class _ImportRun:
         self._stub_session(state["session_id"], state["project"])
         op = "delete" if state["deleted_at"] else "upsert"
         hlc = self._journal("observation", op, state, state["updated_at"])
-        context = session_context(self.conn, state["session_id"], created)
+        context = derive_state(self.conn, state)
         cursor = self.conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
@@ -322,10 +322,12 @@ class _ImportRun:
         )  # fmt: skip
         fts.add(self.conn, "observations", int(cursor.lastrowid or 0),
                 {**state, "search_context": context})  # fmt: skip
+        self.context.inserted(int(cursor.lastrowid or 0), state)  # may arrive out of order
+        self.context.settle()
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or "prompt-" + secrets.token_hex(8)
+        sync_id = (item.get("sync_id") or "").strip() or new_key("prompt-")
         project = project_name(item.get("project"))
         if self._skip("prompt", project, sync_id, self.prompts, result):
             return
@@ -342,4 +344,6 @@ class _ImportRun:
             {**state, "hlc": hlc},
         )
         fts.add(self.conn, "user_prompts", int(cursor.lastrowid or 0), state)
+        self.context.prompt(int(cursor.lastrowid or 0))  # memories here may be saved after it
+        self.context.settle()
         result.prompts_imported += 1

@@ -57,12 +57,16 @@ def restore(conn: sqlite3.Connection, table: str, column: str, value: object) ->
         conn.execute(_ADD[table], tuple(row))
 
 
-def remove(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
-    """Take the row(s) where ``column = value`` out of the index, before they change."""
+def remove(
+    conn: sqlite3.Connection, table: str, column: str, value: object, *, own_text: bool = True
+) -> None:
+    """Take the row(s) where ``column = value`` out of the index, before they change.
+    ``own_text=False``: only the session context changes, so a memory keeps its vector (made
+    from its title and content)."""
     rows = conn.execute(_select(table, column), (value,)).fetchall()
     for row in rows:
         conn.execute(_REMOVE[table], tuple(row))
-    if table == "observations":
+    if table == "observations" and own_text:
         vector_queue.forget(conn, [row[0] for row in rows])
 
 
@@ -87,13 +91,16 @@ class DeferredIndex:
         self.conn = conn
         self._old: dict[str, dict[int, tuple[Any, ...]]] = {table: {} for table in _INDEXES}
 
-    def before_change(self, table: str, column: str, value: object) -> None:
-        """Call before updating or deleting the row(s) where ``column = value``."""
+    def before_change(
+        self, table: str, column: str, value: object, *, own_text: bool = True
+    ) -> None:
+        """Call before updating or deleting the row(s) where ``column = value`` (``own_text``
+        as in :func:`remove`)."""
         old = self._old[table]
         rows = self.conn.execute(_select(table, column), (value,)).fetchall()
         for row in rows:
             old.setdefault(row[0], tuple(row))
-        if table == "observations":
+        if table == "observations" and own_text:
             vector_queue.forget(self.conn, [row[0] for row in rows])
 
     def flush(self) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import threading
 from typing import TYPE_CHECKING
 
 from engram.errors import ValidationError
@@ -97,8 +96,8 @@ def search_by_meaning(
     )
     pinned = [o for o in lexical if o.rank == TOPIC_RANK]
     words = query_words(query)
+    hits = _lexical_hits(lexical)
     with store.db.read() as conn:
-        hits = _lexical_hits(conn, words, [o.id for o in lexical])
         weights = _word_weights(conn, words)
         similarity = index.similarity_of(conn, question, [o.id for o in lexical])
     nearest = [] if strict else neighbors  # all-words matching: only reorder the word matches
@@ -139,60 +138,24 @@ def _fetch(store: Store, ids: list[int]) -> dict[int, Observation]:
     return {r["id"]: Observation.from_row(r) for r in rows}
 
 
-def _term(word: str, prefix: bool = True) -> str:
-    """The FTS5 term of a query word: quoted (never syntax); with ``prefix``, words of 4+
-    characters also match as the start of a longer word."""
-    return '"' + word.replace('"', '""') + '"' + ("*" if prefix and len(word) >= 4 else "")
+def _term(word: str) -> str:
+    """The FTS5 term of a query word as a whole word (quoted: never syntax)."""
+    return '"' + word.replace('"', '""') + '"'
 
 
-_scratch = threading.local()
-
-
-def _scratch_index() -> sqlite3.Connection:
-    """A private in-memory FTS5 table with the store's tokenizer, to ask which query words a
-    few texts contain (as the index would match them) without touching the big index."""
-    conn = getattr(_scratch, "conn", None)
-    if conn is None:
-        conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.execute(
-            "CREATE VIRTUAL TABLE texts USING fts5(own, context, tokenize='porter unicode61')"
-        )
-        _scratch.conn = conn
-    return conn
-
-
-def _lexical_hits(conn: sqlite3.Connection, words: list[str], ids: list[int]) -> list[LexicalHit]:
-    """Which query words each lexical result holds in its own text and in its session
-    context, in the lexical order."""
-    if not ids:
-        return []
-    marks = ", ".join("?" * len(ids))
-    texts = {
-        r[0]: ("\n".join(v for v in r[1:7] if v), r[7])
-        for r in conn.execute(
-            f"""SELECT id, title, content, tool_name, type, project, topic_key, search_context
-                FROM observations WHERE id IN ({marks})""",
-            ids,
-        )
-    }
-    scratch = _scratch_index()
-    own: dict[int, set[str]] = {i: set() for i in ids}
-    context: dict[int, set[str]] = {i: set() for i in ids}
-    scratch.execute("BEGIN")
-    try:
-        scratch.executemany(
-            "INSERT INTO texts(rowid, own, context) VALUES (?, ?, ?)",
-            [(i, *texts[i]) for i in ids if i in texts],
-        )
-        for word in words:
-            for column, found in (("own", own), ("context", context)):
-                for (rowid,) in scratch.execute(
-                    "SELECT rowid FROM texts WHERE texts MATCH ?", [f"{column} : {_term(word)}"]
-                ):
-                    found[rowid].add(word)
-    finally:
-        scratch.execute("ROLLBACK")
-    return [LexicalHit(i, frozenset(own[i]), frozenset(context[i])) for i in ids]
+def _lexical_hits(lexical: list[Observation]) -> list[LexicalHit]:
+    """Which query words each lexical result holds in its own text (as a word or as the start of
+    a longer one) and in its session context, in the lexical order: what the lexical search
+    already found out to explain its match."""
+    hits = []
+    for obs in lexical:
+        match = obs.match
+        if match is None:
+            hits.append(LexicalHit(obs.id, frozenset()))
+            continue
+        own = frozenset((*match.words, *match.prefix_words))
+        hits.append(LexicalHit(obs.id, own, frozenset(match.context_words)))
+    return hits
 
 
 def _word_weights(conn: sqlite3.Connection, words: list[str]) -> dict[str, float]:
@@ -204,7 +167,7 @@ def _word_weights(conn: sqlite3.Connection, words: list[str]) -> dict[str, float
     for word in words:
         count = conn.execute(
             "SELECT COUNT(*) FROM observations_fts WHERE observations_fts MATCH ?",
-            [f"{OWN_COLUMNS} : {_term(word, prefix=False)}"],
+            [f"{OWN_COLUMNS} : {_term(word)}"],
         ).fetchone()[0]
         weights[word] = math.log(1 + total / (1 + count))
     return weights

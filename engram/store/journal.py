@@ -468,10 +468,11 @@ class Journal:
 
     def blank_deleted_payloads(self, conn: sqlite3.Connection, seqs: Iterable[int]) -> int:
         """Once every known target holds a hard delete (at once when there are no targets),
-        replace the title, content and summary of that key's earlier upserts in the journal by
-        ``[deleted]``, so
-        deleted text does not linger on this machine. Git history keeps what was already
-        pushed. Only real deletes count: a row that merely left a selection keeps its text."""
+        replace the title, content and summary of that key's earlier records in the journal
+        (upserts, soft deletes) by ``[deleted]``, so deleted text does not linger on this
+        machine; ``engram purge`` then clears the old bytes from the files. Git history keeps
+        what was already pushed. Only real deletes count: a row that merely left a selection
+        keeps its text."""
         wanted = sorted({int(s) for s in seqs})
         if not wanted:
             return 0
@@ -492,10 +493,11 @@ class Journal:
                 ).fetchone()[0]
                 if held < len(targets):
                     continue
+                # Every earlier record of the key: upserts, and soft deletes or selection exits,
+                # which carry the full state too.
                 older = conn.execute(
                     """SELECT seq, record FROM sync_journal
-                       WHERE entity = ? AND project = ? AND key = ? AND hlc < ?
-                         AND op = 'upsert'""",
+                       WHERE entity = ? AND project = ? AND key = ? AND hlc < ?""",
                     (entity, project, key, hlc),
                 ).fetchall()
                 for older_seq, text in older:
@@ -511,4 +513,6 @@ class Journal:
                         (orjson.dumps(record).decode(), older_seq),
                     )
                     blanked += 1
+        if blanked:  # the old bytes now wait in the WAL and free pages: engram/store/purge.py
+            conn.execute("UPDATE store_purge SET blanked = 1 WHERE id = 1")
         return blanked

@@ -20,8 +20,8 @@ from engram.record import EPOCH_TEXT, legacy_record
 from engram.store import fts
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
-from engram.store.observations import session_context
 from engram.store.schema import apply_migrations, table_exists
+from engram.store.search_context import rederive_all
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash
 
 if TYPE_CHECKING:
@@ -101,7 +101,10 @@ def _rebuild(store: Store) -> None:
         apply_migrations(conn)
         store.journal.ensure_identity(conn)
         newest = _copy_rows(store, conn, set(present))
+        rederive_all(conn)
         fts.rebuild(conn)
+        # The Go tool freed deleted rows without zeroing them: the first purge vacuums.
+        conn.execute("UPDATE store_purge SET vacuum_needed = 1")
         if newest:
             store.journal.observe(conn, newest)
         for table in present:
@@ -242,7 +245,7 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
                 **state,
                 "id": row["id"],
                 "normalized_hash": normalized_hash(state["content"]),
-                "search_context": session_context(conn, state["session_id"], state["created_at"]),
+                "search_context": "",  # derived for every row once all are copied
             },
         )
         newest = max(

@@ -45,6 +45,40 @@ class Session:
         return data
 
 
+#: Why a search result matched, from best to weakest (DESIGN §3 "Search" tiers).
+MATCH_TIERS = ("topic", "words", "prefix", "context")
+
+
+@dataclass(slots=True)
+class SearchMatch:
+    """Why a search result matched: the query words found in its own text (as words, or only
+    as the start of a longer word), those found in its session context, and its tier."""
+
+    tier: str  # one of MATCH_TIERS
+    words: list[str] = field(default_factory=list)
+    prefix_words: list[str] = field(default_factory=list)
+    context_words: list[str] = field(default_factory=list)
+
+    @property
+    def context(self) -> bool:
+        """Whether the session context contributed to the match."""
+        return bool(self.context_words)
+
+    @property
+    def via_context(self) -> bool:
+        """Found only through the session context (the memory's own text holds no query word)."""
+        return self.tier == "context"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tier": self.tier,
+            "words": list(self.words),
+            "prefix_words": list(self.prefix_words),
+            "context_words": list(self.context_words),
+            "context": self.context,
+        }
+
+
 @dataclass(slots=True)
 class Observation:
     id: int
@@ -64,6 +98,7 @@ class Observation:
     updated_at: str
     deleted_at: str | None = None
     rank: float | None = None
+    match: SearchMatch | None = None  # search results only
     #: Search results in semantic or hybrid mode: which signals found the memory ("lexical":
     #: its words, "semantic": its meaning) and its cosine similarity to the question.
     found_by: list[str] | None = None
@@ -97,6 +132,10 @@ class Observation:
         for optional in ("rank", "found_by", "similarity"):
             if data[optional] is None:
                 del data[optional]
+        if self.match is None:
+            del data["match"]
+        else:
+            data["match"] = self.match.to_dict()
         return data
 
 
@@ -109,6 +148,7 @@ class Prompt:
     project: str
     created_at: str
     rank: float | None = None
+    match: SearchMatch | None = None  # search results only
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Prompt:
@@ -127,6 +167,10 @@ class Prompt:
         data = asdict(self)
         if self.rank is None:
             del data["rank"]
+        if self.match is None:
+            del data["match"]
+        else:
+            data["match"] = self.match.to_dict()
         return data
 
 

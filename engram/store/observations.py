@@ -3,13 +3,13 @@ get, update, soft and hard delete, recent lists, timeline and passive capture.""
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from datetime import datetime, timedelta
 from typing import Any
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.project import normalize_project, project_name
+from engram.record import new_key
 from engram.secrets import redact_secrets, redaction_warning
 from engram.store import fts, revisions, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
@@ -21,6 +21,7 @@ from engram.store.models import (
     Timeline,
     TimelineEntry,
 )
+from engram.store.search_context import ContextRefresh, derive
 from engram.store.sessions import check_session_id
 from engram.text import (
     extract_learnings,
@@ -36,12 +37,11 @@ from engram.text import (
 )
 from engram.times import STORE_FORMAT, now_text, parse_user_date
 
-CONTEXT_PIECE_CHARS = 300  # the retrieval bench: as good as 1000, a third of the index
 MAX_TITLE_BYTES = 1000
 
 
 def new_observation_sync_id() -> str:
-    return "obs-" + secrets.token_hex(8)
+    return new_key("obs-")
 
 
 def _redacted(text: str, field: str, warnings: list[str] | None) -> str:
@@ -50,27 +50,6 @@ def _redacted(text: str, field: str, warnings: list[str] | None) -> str:
     if redaction.redacted and warnings is not None:
         warnings.append(redaction_warning(redaction.kinds, field) or "")
     return redaction.text
-
-
-def session_context(conn: sqlite3.Connection, session_id: str, created_at: str) -> str:
-    """What an agent was doing when a memory was saved: the two memories saved just before it
-    in the same session and the prompt that led to it. Indexed (weighted ~0.5) so questions
-    phrased like the conversation still find the memory."""
-    rows = conn.execute(
-        """SELECT title, content FROM observations
-           WHERE session_id = ? AND deleted_at IS NULL AND created_at <= ?
-           ORDER BY created_at DESC, id DESC LIMIT 2""",
-        (session_id, created_at),
-    ).fetchall()
-    prompt = conn.execute(
-        """SELECT content FROM user_prompts WHERE session_id = ? AND created_at <= ?
-           ORDER BY created_at DESC, id DESC LIMIT 1""",
-        (session_id, created_at),
-    ).fetchone()
-    pieces = [f"{r[0]} {r[1]}"[:CONTEXT_PIECE_CHARS] for r in rows]
-    if prompt is not None:
-        pieces.append(str(prompt[0])[:CONTEXT_PIECE_CHARS])
-    return "\n".join(pieces)
 
 
 def deleted_message(oid: int, deleted_at: str) -> str:
@@ -174,12 +153,14 @@ class ObservationsMixin(StoreBase):
         with self.db.write() as conn:
             now = now_text()
             self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
+            refresh = ContextRefresh(conn)
             action, rowid, sync_id = "created", None, ""
             replaced: tuple[dict[str, Any], str] | None = None
             if topic and (found := self._find_topic_target(conn, project, scope, topic)):
                 action, (rowid, sync_id) = "topic_updated", found
                 replaced = revisions.current_state(conn, rowid)
                 hlc, origin = self.journal.tick(conn)
+                refresh.observation(rowid)
                 fts.remove(conn, "observations", "id", rowid)
                 conn.execute(
                     """UPDATE observations SET type = ?, title = ?, content = ?,
@@ -208,13 +189,15 @@ class ObservationsMixin(StoreBase):
                     "sync_id": sync_id, "session_id": session_id, "type": kind, "title": title,
                     "content": content, "tool_name": tool, "project": project, "scope": scope,
                     "topic_key": topic, "normalized_hash": digest, "now": now, "hlc": hlc,
-                    "search_context": session_context(conn, session_id, now),
+                    "search_context": derive(conn, session_id=session_id, project=project,
+                                             scope=scope, created_at=now, sync_id=sync_id),
                 }  # fmt: skip
                 if deleted_row is not None:
                     # Topic revival (DESIGN §3): the derived key's memory was deleted here; this
                     # newer save brings that key back, so every replica ends with one memory.
                     rowid = deleted_row
                     replaced = revisions.current_state(conn, rowid)
+                    refresh.observation(rowid)
                     fts.remove(conn, "observations", "id", rowid)
                     conn.execute(
                         """UPDATE observations SET session_id = :session_id, type = :type,
@@ -241,6 +224,7 @@ class ObservationsMixin(StoreBase):
                     )
                     rowid = int(cursor.lastrowid or 0)
                     fts.add(conn, "observations", rowid, values)
+                    refresh.inserted(rowid, {**values, "created_at": now})
                     # A hard-deleted key saved again (a topic's derived key): this newer write
                     # beats the tombstone, here and on every replica.
                     drop_tombstone(conn, "observation", project, sync_id)
@@ -248,6 +232,7 @@ class ObservationsMixin(StoreBase):
                 now_state = self._state(conn, "observation", project, sync_id)
                 assert now_state is not None
                 revisions.keep(conn, replaced[0], replaced[1], now_state, hlc)
+            refresh.settle()  # the rows whose session context this save changes
             self._journal_state(conn, "observation", project, sync_id, hlc, origin)
             row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
 
@@ -539,6 +524,8 @@ class ObservationsMixin(StoreBase):
             if tool_name is not None:
                 new["tool_name"] = tool_name.strip() or None
             now = now_text()
+            refresh = ContextRefresh(conn)
+            refresh.observation(oid)
             fts.remove(conn, "observations", "id", oid)
             key = old["sync_id"]
             if new["project"] != old["project"]:
@@ -568,6 +555,7 @@ class ObservationsMixin(StoreBase):
             fts.restore(conn, "observations", "id", oid)
             replaced = {**old, "project": new["project"], "sync_id": key}  # its address now
             revisions.keep(conn, replaced, old_hlc, new, hlc)
+            refresh.settle()
             self._journal_state(conn, "observation", new["project"], key, hlc, origin)
         return self.get_observation(oid)
 
@@ -612,11 +600,14 @@ class ObservationsMixin(StoreBase):
                     raise ConflictError(f"Observation #{oid} is not deleted: nothing to restore")
                 now = now_text()
                 hlc, origin = self.journal.tick(conn)
+                refresh = ContextRefresh(conn)  # back in its session's context, for its rows
+                refresh.observation(oid)
                 conn.execute(
                     "UPDATE observations SET deleted_at = NULL, updated_at = ?, hlc = ? "
                     "WHERE id = ?",
                     (now, hlc, oid),
                 )
+                refresh.settle()
                 vector_queue.queue(conn, [oid])  # searchable by meaning again
                 self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
         return [self.get_observation(oid) for oid in dict.fromkeys(ids)]
@@ -628,6 +619,8 @@ class ObservationsMixin(StoreBase):
         before = Observation.from_row(row)
         now = now_text()
         hlc, origin = self.journal.tick(conn)
+        refresh = ContextRefresh(conn)  # the rows whose session context held this memory
+        refresh.observation(oid)
         if hard:
             old = self._state(conn, "observation", row["project"], row["sync_id"])
             fts.remove(conn, "observations", "id", oid)
@@ -641,6 +634,7 @@ class ObservationsMixin(StoreBase):
                 (now, now, hlc, oid),
             )
             self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
+        refresh.settle()
         return before
 
     # --- passive capture --------------------------------------------------------------------

@@ -11,6 +11,7 @@ from engram.store.base import StoreBase, drop_tombstone
 from engram.store.checks import unknown_project
 from engram.store.identity import insert_stub_session
 from engram.store.models import MergeResult, ProjectInfo, PruneResult, Stats
+from engram.store.search_context import ContextRefresh
 from engram.text import require_storable
 from engram.times import now_text
 
@@ -158,6 +159,7 @@ class ProjectsMixin(StoreBase):
                     drop_tombstone(conn, "session", canonical, session_id)
                     self._journal_state(conn, "session", canonical, session_id, hlc, origin)
                 result.sessions_updated += 1
+            refresh = ContextRefresh(conn)  # moved memories join other sessions' context
             for entity, table in (("observation", "observations"), ("prompt", "user_prompts")):
                 for rowid, project, sync_id in conn.execute(
                     f"SELECT id, project, sync_id FROM {table} WHERE project IN ({marks})"
@@ -166,6 +168,10 @@ class ProjectsMixin(StoreBase):
                 ).fetchall():
                     old = self._state(conn, entity, project, sync_id)
                     assert old is not None
+                    if entity == "observation":
+                        refresh.observation(rowid)
+                    else:
+                        refresh.prompt(rowid)
                     fts.remove(conn, table, "id", rowid)
                     key = self._move(conn, entity, rowid, old, canonical, now)
                     hlc, origin = self.journal.tick(conn)
@@ -176,6 +182,7 @@ class ProjectsMixin(StoreBase):
                         result.observations_updated += 1
                     else:
                         result.prompts_updated += 1
+            refresh.settle()
         result.sources_merged = names
         return result
 
@@ -246,16 +253,19 @@ class ProjectsMixin(StoreBase):
             return result
         now = now_text()
         with self.db.write() as conn:
+            refresh = ContextRefresh(conn)
             for rowid, project, sync_id in conn.execute(
                 f"SELECT id, project, sync_id FROM user_prompts WHERE project IN ({marks})",
                 result.projects,
             ).fetchall():
                 old = self._state(conn, "prompt", project, sync_id)
                 hlc, origin = self.journal.tick(conn)
+                refresh.prompt(rowid)
                 fts.remove(conn, "user_prompts", "id", rowid)
                 conn.execute("DELETE FROM user_prompts WHERE id = ?", (rowid,))
                 self._journal_hard_delete(conn, "prompt", old, now, hlc, origin)
                 result.prompts_deleted += 1
+            refresh.settle()
             for session_id, project in conn.execute(
                 f"SELECT id, project FROM sessions WHERE project IN ({marks})", result.projects
             ).fetchall():

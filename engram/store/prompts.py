@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from engram.errors import NotFoundError, ValidationError
 from engram.project import project_name
+from engram.record import new_key
 from engram.secrets import redact_secrets
 from engram.store import fts
 from engram.store.base import StoreBase, default_session_id
 from engram.store.models import Prompt
+from engram.store.search_context import ContextRefresh
 from engram.store.sessions import check_session_id
 from engram.text import require_storable, strip_private, truncate
 from engram.times import now_text
@@ -37,7 +38,7 @@ class PromptsMixin(StoreBase):
         text = truncate(text, self.config.max_observation_length).text
         project = self._write_project(project_name(project), session_id)  # type: ignore[attr-defined]
         session_id = check_session_id(session_id) if session_id else default_session_id(project)
-        sync_id = "prompt-" + secrets.token_hex(8)
+        sync_id = new_key("prompt-")
         with self.db.write() as conn:
             self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
             hlc, origin = self.journal.tick(conn)
@@ -48,6 +49,9 @@ class PromptsMixin(StoreBase):
             )
             rowid = int(cursor.lastrowid or 0)
             fts.add(conn, "user_prompts", rowid, {"content": text, "project": project})
+            refresh = ContextRefresh(conn)
+            refresh.prompt(rowid)  # memories saved after it in this second now see it
+            refresh.settle()
             self._journal_state(conn, "prompt", project, sync_id, hlc, origin)
             row = conn.execute("SELECT * FROM user_prompts WHERE id = ?", (rowid,)).fetchone()
         return Prompt.from_row(row)
@@ -83,7 +87,10 @@ class PromptsMixin(StoreBase):
             if old is None:
                 raise NotFoundError(f"prompt #{prompt.id} not found")
             hlc, origin = self.journal.tick(conn)
+            refresh = ContextRefresh(conn)
+            refresh.prompt(prompt.id)
             fts.remove(conn, "user_prompts", "id", prompt.id)
             conn.execute("DELETE FROM user_prompts WHERE id = ?", (prompt.id,))
+            refresh.settle()
             self._journal_hard_delete(conn, "prompt", old, now_text(), hlc, origin)
         return prompt

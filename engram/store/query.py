@@ -4,13 +4,19 @@ Agents search with questions ("how did we fix the login timeout?"). The words le
 stoplist of function and question words become quoted FTS5 terms — OR-ed by default, so BM25 ranks
 partial matches; AND-ed with ``match_mode="all"``. Quoting every term means no user text can be
 FTS5 syntax (``NEAR``, ``-``, ``:``, ``*``, unbalanced quotes are all just words or nothing).
+
+Word forms people type: each word also matches as a prefix when it has 4 or more characters and
+its Porter stem too (so "postgres" finds "PostgreSQL" and "auth" finds "authentication", while
+"k8s" stays literal and "uses" does not turn into every word starting with "us").
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from engram.errors import ValidationError
+from engram.store.terms import Probe, stems
 
 MATCH_MODES = ("any", "all")
 
@@ -45,6 +51,49 @@ def check_match_mode(match_mode: str | None) -> str:
             f"match_mode must be 'any' or 'all', got {match_mode!r}", field="match_mode"
         )
     return mode
+
+
+#: Shortest word (and stem) that also matches as a prefix.
+PREFIX_MIN_CHARS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class QueryWord:
+    """One searchable word of a query and its FTS5 phrases (quoted: never syntax)."""
+
+    text: str
+    stems: tuple[str, ...]
+    prefix: bool
+
+    @property
+    def exact(self) -> str:
+        return f'"{self.text}"'
+
+    @property
+    def prefix_phrase(self) -> str:
+        """The word as the start of a longer word (only meaningful when ``prefix``)."""
+        return f'"{self.text}"*'
+
+    @property
+    def expression(self) -> str:
+        """The word in any accepted form: itself (Porter-stemmed) or, if allowed, a prefix."""
+        return f"({self.exact} OR {self.prefix_phrase})" if self.prefix else self.exact
+
+    @property
+    def probe(self) -> Probe:
+        return Probe(self.text, self.stems, self.prefix)
+
+
+def plan_words(text: str) -> list[QueryWord]:
+    """The searchable words of ``text``, in order (words the index cannot hold are dropped)."""
+    planned = []
+    for word in query_words(text):
+        terms = stems(word)
+        if not terms:
+            continue
+        prefix = len(word) >= PREFIX_MIN_CHARS and len(terms[-1]) >= PREFIX_MIN_CHARS
+        planned.append(QueryWord(word, terms, prefix))
+    return planned
 
 
 def build_match(text: str, match_mode: str = "any") -> str | None:

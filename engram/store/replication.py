@@ -29,7 +29,7 @@ from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
 from engram.store.models import ApplyResult
-from engram.store.observations import session_context
+from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalized_hash
 from engram.times import now_text
 
@@ -104,6 +104,7 @@ class _ApplyBatch:
         self.delivered: list[tuple[str, int]] = []
         self.sessions: set[tuple[str, str]] = set()  # (project, id) known to exist or be gone
         self.index = fts.DeferredIndex(conn)
+        self.context = ContextRefresh(conn, self.index, deferred=True)
         self.now = now_text()
         self.newest = ""
 
@@ -165,6 +166,7 @@ class _ApplyBatch:
         result.hold(reason)
 
     def finish(self) -> None:
+        self.context.flush()
         self.index.flush()
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
@@ -261,6 +263,7 @@ class _ApplyBatch:
             # The address is the record's: its project, whatever the payload claimed (a
             # payload naming another project never validates).
             self._write(entity, {**state, "project": project}, record["hlc"], rowid)
+        self.context.settle()  # what this record changed may be in other memories' context
 
     def clear(self, entity: str, project: str, key: str) -> None:
         """Remove whatever an address holds (row or tombstone), for a re-derivation."""
@@ -269,13 +272,23 @@ class _ApplyBatch:
             drop_tombstone(self.conn, entity, project, key)
         elif rowid is not None:
             self._remove_row(entity, project, key, rowid)
+            self.context.settle()
 
     def _remove_row(self, entity: str, project: str, key: str, rowid: int) -> None:
         if entity == "session":
             self.conn.execute("DELETE FROM sessions WHERE project = ? AND id = ?", (project, key))
             return
+        self._noted(entity, rowid)
         self.index.before_change(TABLES[entity], "id", rowid)
         self.conn.execute(f"DELETE FROM {TABLES[entity]} WHERE id = ?", (rowid,))
+
+    def _noted(self, entity: str, rowid: int) -> None:
+        """Note a memory or prompt about to change for session context (engram/store/
+        search_context.py), settled once the record is applied."""
+        if entity == "observation":
+            self.context.observation(rowid)
+        elif entity == "prompt":
+            self.context.prompt(rowid)
 
     def stub_session(self, session_id: str, project: str) -> None:
         """A mutation may arrive before its session: hold its place (in the record's own
@@ -307,6 +320,7 @@ class _ApplyBatch:
         if entity == "prompt":
             values = {**state, "hlc": hlc}
             if rowid is not None:
+                self._noted("prompt", rowid)
                 self.index.before_change("user_prompts", "id", rowid)
                 conn.execute(
                     """UPDATE user_prompts SET session_id = :session_id, content = :content,
@@ -320,9 +334,11 @@ class _ApplyBatch:
                 values,
             )
             fts.add(conn, "user_prompts", int(cursor.lastrowid or 0), state)
+            self._noted("prompt", int(cursor.lastrowid or 0))  # memories saved after it
             return
         values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
         if rowid is not None:
+            self._noted("observation", rowid)
             self.index.before_change("observations", "id", rowid)
             conn.execute(
                 """UPDATE observations SET session_id = :session_id, type = :type,
@@ -336,7 +352,7 @@ class _ApplyBatch:
                 {**values, "id": rowid},
             )
             return
-        values["search_context"] = session_context(conn, state["session_id"], state["created_at"])
+        values["search_context"] = derive_state(conn, state)
         cursor = conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count,
@@ -349,6 +365,7 @@ class _ApplyBatch:
             values,
         )
         fts.add(conn, "observations", int(cursor.lastrowid or 0), values)
+        self.context.inserted(int(cursor.lastrowid or 0), state)  # it may arrive out of order
 
     def _delete(self, record: dict[str, Any], rowid: int | None) -> None:
         """A hard delete, or a soft delete that carries only key fields."""
@@ -362,6 +379,7 @@ class _ApplyBatch:
         deleted_at = payload.get("deleted_at") or hlc_text(hlc)
         hard = entity != "observation" or bool(payload.get("hard", False))
         if not hard and rowid is not None:
+            self._noted("observation", rowid)
             vector_queue.forget_deleted(self.conn, "id", rowid)
             self.conn.execute(
                 "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",

@@ -441,6 +441,48 @@ def migration_8(conn: sqlite3.Connection) -> None:
     )
 
 
+#: FTS5 prefix indexes: the prefix lengths (in characters) prefix queries of that length read
+#: from a ready-made index instead of merging every term that starts with them.
+FTS_PREFIX = "4 5 6"
+
+SEARCH_TRUTH = f"""
+-- Session context is looked up by session, project and scope in save order (both directions).
+CREATE INDEX IF NOT EXISTS observations_context
+    ON observations(session_id, project, scope, created_at, sync_id) WHERE deleted_at IS NULL;
+CREATE INDEX IF NOT EXISTS user_prompts_context
+    ON user_prompts(session_id, project, created_at, sync_id);
+DROP TABLE IF EXISTS observations_fts;
+DROP TABLE IF EXISTS prompts_fts;
+CREATE VIRTUAL TABLE observations_fts USING fts5(
+    title, content, tool_name, type, project, topic_key, search_context,
+    content='observations', content_rowid='id', tokenize='porter unicode61',
+    prefix='{FTS_PREFIX}'
+);
+CREATE VIRTUAL TABLE prompts_fts USING fts5(
+    content, project, content='user_prompts', content_rowid='id', tokenize='porter unicode61',
+    prefix='{FTS_PREFIX}'
+);
+-- How many rows hold each term: search takes the rarest query words first.
+CREATE VIRTUAL TABLE IF NOT EXISTS observations_fts_vocab USING fts5vocab(observations_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS prompts_fts_vocab USING fts5vocab(prompts_fts, 'row');
+"""
+
+
+def migration_9(conn: sqlite3.Connection) -> None:
+    """Search that tells the truth (issue 14): session context re-derived under the new rules
+    (agent sessions only, never across project or scope, nothing deleted), FTS indexes rebuilt
+    with prefix indexes, the vocabulary tables search plans with, and purge's bookkeeping."""
+    from engram.store.purge import create_purge_state
+    from engram.store.search_context import rederive_all
+
+    run_script(conn, SEARCH_TRUTH)
+    conn.execute(_weights_sql())
+    create_purge_state(conn)
+    rederive_all(conn)
+    for fts in ("observations_fts", "prompts_fts"):
+        conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+
+
 REVISIONS_TABLE = """
 -- Earlier versions of each memory, shown to people (engram history, the TUI, mem_get_observation
 -- include_history): local, never synced, bounded per memory (engram/store/revisions.py keeps the
@@ -460,9 +502,10 @@ CREATE INDEX IF NOT EXISTS observation_revisions_key
 """
 
 
-def migration_9(conn: sqlite3.Connection) -> None:
+def migration_10(conn: sqlite3.Connection) -> None:
     """Revisions (issue 17): each memory's earlier versions, bounded, local only."""
     run_script(conn, REVISIONS_TABLE)
+
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
@@ -475,6 +518,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_7,
     migration_8,
     migration_9,
+    migration_10,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

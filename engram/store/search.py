@@ -1,26 +1,89 @@
-"""Full-text search over observations and prompts (FTS5, BM25, natural-language queries), and
-the entry point of every search mode: ``lexical`` is here, ``semantic`` and ``hybrid`` (the
-default with the semantic extra) in :mod:`engram.store.hybrid`, imported only when used."""
+"""Full-text search over observations and prompts: natural-language queries, tiered BM25
+ranking (engram/store/ranking.py) and, for every result, why it matched; and the entry point of
+every search mode: ``lexical`` is here, ``semantic`` and ``hybrid`` (the default with the
+semantic extra) in :mod:`engram.store.hybrid`, imported only when used.
+
+One implementation for every face: the CLI, MCP, HTTP and the TUI only render what
+:meth:`SearchMixin.search` returns (``Observation.match``, and ``found_by`` with meaning).
+"""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from engram.errors import ValidationError
 from engram.project import project_name
 from engram.semantic import resolve_mode
+from engram.store import terms
 from engram.store.base import StoreBase
 from engram.store.checks import check_count
-from engram.store.models import Observation, Prompt
-from engram.store.query import build_match, check_match_mode
-from engram.store.schema import OBSERVATIONS_FTS_WEIGHTS
+from engram.store.models import Observation, Prompt, SearchMatch
+from engram.store.query import QueryWord, check_match_mode, plan_words
+from engram.store.ranking import (
+    CONTEXT,
+    PREFIX,
+    WORDS,
+    Filters,
+    IndexSpec,
+    TermCounts,
+    rank,
+)
+from engram.store.schema import OBSERVATIONS_FTS_COLUMNS, OBSERVATIONS_FTS_WEIGHTS
 
 TOPIC_FAST_PATH_RANK = -1000.0
 #: FTS columns a memory's own text lives in (everything but the session context).
-OWN_COLUMNS = "{title content tool_name type project topic_key}"
+OWN_COLUMNS = tuple(c for c in OBSERVATIONS_FTS_COLUMNS if c != "search_context")
+TIER_NAMES = {WORDS: "words", PREFIX: "prefix", CONTEXT: "context"}
+PROMPTS_SPEC = IndexSpec(
+    fts="prompts_fts",
+    vocab="prompts_fts_vocab",
+    columns=("content", "project"),
+    own_columns=("content", "project"),
+    weights=(1.0, 1.0),
+)
+
+
+def observations_spec(context_weight: float) -> IndexSpec:
+    """The observations index with the session context weighted ``context_weight`` (≤ 0: off)."""
+    return IndexSpec(
+        fts="observations_fts",
+        vocab="observations_fts_vocab",
+        columns=OBSERVATIONS_FTS_COLUMNS,
+        own_columns=OWN_COLUMNS,
+        weights=(*OBSERVATIONS_FTS_WEIGHTS[:-1], max(float(context_weight), 0.0)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """Where ranked rows come from, and how their texts read when explaining a match."""
+
+    name: str
+    alias: str
+    build: Callable[[sqlite3.Row], Any]
+    texts: Callable[[sqlite3.Row], tuple[str, str]]  # (own text, context text)
+
+
+def _observation_texts(context: bool) -> Callable[[sqlite3.Row], tuple[str, str]]:
+    def texts(row: sqlite3.Row) -> tuple[str, str]:
+        own = (row[c] for c in OWN_COLUMNS)
+        return "\n".join(v for v in own if v), row["search_context"] if context else ""
+
+    return texts
+
+
+PROMPTS = _Table(
+    "user_prompts", "p", Prompt.from_row, lambda r: (f"{r['content']}\n{r['project']}", "")
+)
 
 
 class SearchMixin(StoreBase):
+    #: Rows per index term, remembered for the store's life (engram/store/ranking.py).
+    term_counts: TermCounts
+
     def _search_limit(self, limit: Any) -> int:
         """``None`` is the default; below 1 is refused; above the maximum reads as it."""
         return check_count(
@@ -44,9 +107,9 @@ class SearchMixin(StoreBase):
         mode: str | None = None,
         include_deleted: bool = False,
     ) -> list[Observation]:
-        """Observations matching ``query``, best first (soft-deleted ones too with
-        ``include_deleted``: their ``deleted_at`` is set; deleted memories have no vectors, so
-        they are found by their words).
+        """Observations matching ``query``, best first, each with ``match`` saying why
+        (soft-deleted ones too with ``include_deleted``: their ``deleted_at`` is set; deleted
+        memories have no vectors, so they are found by their words).
 
         ``mode``: ``lexical`` (words), ``semantic`` (meaning) or ``hybrid`` (both); by default
         hybrid when the semantic extra is installed, else lexical (``ENGRAM_SEARCH_MODE``
@@ -104,62 +167,32 @@ class SearchMixin(StoreBase):
             project, scope, type, since, until, include_deleted=include_deleted
         )
         where = " AND ".join(clauses)
-        results: list[Observation] = []
-        seen: set[int] = set()
         raw = query.strip()
-        if "/" in raw:
-            rows = self.db.rows(
-                f"""SELECT o.*, {TOPIC_FAST_PATH_RANK} AS rank FROM observations o
-                    WHERE o.topic_key = ? AND {where}
-                    ORDER BY o.updated_at DESC LIMIT ?""",
-                [raw.lower(), *params, limit],
-            )
-            for row in rows:
-                seen.add(row["id"])
-                results.append(Observation.from_row(row))
-        match = build_match(raw, mode)
-        if match is not None and len(results) < limit:
-            for row in self._ranked(match, where, params, limit + len(seen)):
-                if row["id"] not in seen and len(results) < limit:
-                    results.append(Observation.from_row(row))
-        return results
-
-    def _ranked(self, match: str, where: str, params: list[Any], limit: int) -> list:
-        """The best ``limit`` live rows for an FTS expression, filtered by ``where``.
-
-        Ranking inside FTS alone is several times cheaper than joining every match to its row
-        before sorting, so first rank a few more candidates than needed in FTS, then filter those
-        rows; only when filters reject too many candidates fall back to the full join.
-        """
+        words = plan_words(raw)
         weight = float(self.config.search_context_weight)
-        if weight <= 0:
-            match = f"{OWN_COLUMNS} : ({match})"
-        weights = ", ".join(str(w) for w in (*OBSERVATIONS_FTS_WEIGHTS[:-1], max(weight, 0.0)))
-        score = f"bm25(observations_fts, {weights})"
-        overfetch = limit * 4 + 20
-        candidates = self.db.rows(
-            f"""SELECT rowid, {score} AS score FROM observations_fts
-                WHERE observations_fts MATCH ? ORDER BY score LIMIT ?""",
-            [match, overfetch],
-        )
-        if not candidates:
-            return []
-        scores = {r[0]: r[1] for r in candidates}
-        marks = ", ".join("?" for _ in scores)
-        rows = self.db.rows(
-            f"SELECT o.* FROM observations o WHERE o.id IN ({marks}) AND {where}",
-            [*scores, *params],
-        )
-        if len(rows) < limit and len(candidates) == overfetch:
-            return self.db.rows(
-                f"""SELECT o.*, {score} AS rank
-                    FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid
-                    WHERE observations_fts MATCH ? AND {where}
-                    ORDER BY rank LIMIT ?""",
-                [match, *params, limit],
-            )
-        ranked = sorted(rows, key=lambda r: (scores[r["id"]], r["id"]))[:limit]
-        return [_with_rank(r, scores[r["id"]]) for r in ranked]
+        results: list[Observation] = []
+        with self.db.read() as conn:
+            if "/" in raw:
+                rows = conn.execute(
+                    f"""SELECT o.*, {TOPIC_FAST_PATH_RANK} AS rank FROM observations o
+                        WHERE o.topic_key = ? AND {where}
+                        ORDER BY o.updated_at DESC LIMIT ?""",
+                    [raw.lower(), *params, limit],
+                ).fetchall()
+                for row in rows:
+                    obs = Observation.from_row(row)
+                    obs.match = SearchMatch("topic")
+                    results.append(obs)
+            if words and len(results) < limit:
+                seen = {o.id for o in results}
+                table = _Table("observations", "o", Observation.from_row,
+                               _observation_texts(weight > 0))  # fmt: skip
+                ranked = self._ranked(
+                    conn, observations_spec(weight), table, words, mode, limit + len(seen),
+                    where, params,
+                )  # fmt: skip
+                results += [o for o in ranked if o.id not in seen][: limit - len(results)]
+        return results
 
     def search_prompts(
         self,
@@ -169,25 +202,84 @@ class SearchMixin(StoreBase):
         limit: int | None = None,
         match_mode: str = "any",
     ) -> list[Prompt]:
+        """Prompts matching ``query`` (words, then prefixes; BM25 within each), with ``match``."""
         if not query or not query.strip():
             raise ValidationError("search: query cannot be empty", field="query")
-        match = build_match(query, check_match_mode(match_mode))
-        if match is None:
+        mode = check_match_mode(match_mode)
+        limit = self._search_limit(limit)
+        words = plan_words(query)
+        if not words:
             return []
-        clauses, params = ["prompts_fts MATCH ?"], [match]
+        clauses, params = ["1"], []
         if project:
             clauses.append("p.project = ?")
             params.append(project_name(project))
-        rows = self.db.rows(
-            f"""SELECT p.*, prompts_fts.rank AS rank
-                FROM prompts_fts JOIN user_prompts p ON p.id = prompts_fts.rowid
-                WHERE {" AND ".join(clauses)} ORDER BY prompts_fts.rank LIMIT ?""",
-            [*params, self._search_limit(limit)],
-        )
-        return [Prompt.from_row(r) for r in rows]
+        with self.db.read() as conn:
+            return self._ranked(
+                conn, PROMPTS_SPEC, PROMPTS, words, mode, limit, " AND ".join(clauses), params
+            )
+
+    def _ranked(
+        self,
+        conn: sqlite3.Connection,
+        spec: IndexSpec,
+        table: _Table,
+        words: Sequence[QueryWord],
+        mode: str,
+        limit: int,
+        where: str,
+        params: list[Any],
+    ) -> list[Any]:
+        """The best ``limit`` rows for ``words`` that pass ``where``, built, each with its tier,
+        BM25 (``rank``) and matched words.
+
+        Ranking inside FTS alone (engram/store/ranking.py) is several times cheaper than joining
+        every match to its row, so rank there first (a few more than needed), then keep the rows
+        the filters accept; only when the filters reject too many, rank again with them inside.
+        """
+        fetch = limit * 4 + 20
+        options = {"match_all": mode == "all", "k": limit, "fetch": fetch}
+        ranking = rank(
+            conn, spec, words, prune=self.config.search_pruning, counts=self.term_counts,
+            **options,
+        )  # fmt: skip
+        hits = ranking.hits
+        a = table.alias
+        if hits:
+            marks = ", ".join("?" for _ in hits)
+            # NOT INDEXED: look the ids up by rowid, never scan a project index.
+            kept = {
+                r[0]
+                for r in conn.execute(
+                    f"SELECT {a}.id FROM {table.name} {a} NOT INDEXED"
+                    f" WHERE {a}.id IN ({marks}) AND {where}",
+                    [*(h.rowid for h in hits), *params],
+                )
+            }
+            hits = [h for h in hits if h.rowid in kept]
+        if len(hits) < limit and not ranking.complete:
+            filters = Filters(table.name, a, where, tuple(params))
+            hits = rank(conn, spec, words, prune=False, filters=filters, **options).hits
+        best = hits[:limit]
+        if not best:
+            return []
+        marks = ", ".join("?" for _ in best)
+        rows = {
+            r["id"]: r
+            for r in conn.execute(
+                f"SELECT * FROM {table.name} NOT INDEXED WHERE id IN ({marks})",
+                [h.rowid for h in best],
+            )
+        }
+        found = terms.find([table.texts(rows[h.rowid]) for h in best], [w.probe for w in words])
+        return [
+            _built(table, rows[h.rowid], h.tier, h.score, match)
+            for h, match in zip(best, found, strict=True)
+        ]
 
 
-def _with_rank(row: Any, rank: float) -> dict[str, Any]:
-    data = dict(row)
-    data["rank"] = rank
-    return data
+def _built(table: _Table, row: sqlite3.Row, tier: int, score: float, found: terms.Found) -> Any:
+    item = table.build(row)
+    item.rank = score
+    item.match = SearchMatch(TIER_NAMES[tier], found.words, found.prefix_words, found.context_words)
+    return item

@@ -9,6 +9,7 @@ from engram.project import project_name
 from engram.store import fts
 from engram.store.base import StoreBase, drop_tombstone
 from engram.store.models import Observation, Prompt, Session
+from engram.store.search_context import ContextRefresh
 from engram.text import require_storable
 from engram.times import now_text, parse_user_date
 
@@ -296,12 +297,15 @@ class SessionsMixin(StoreBase):
             "SELECT id, sync_id FROM user_prompts WHERE project = ? AND session_id = ?",
             (project, old["id"]),
         ).fetchall()
+        refresh = ContextRefresh(conn)
         for rowid, sync_id in prompts:
             state = self._state(conn, "prompt", project, sync_id)
             hlc, origin = self.journal.tick(conn)
+            refresh.prompt(rowid)
             fts.remove(conn, "user_prompts", "id", rowid)
             conn.execute("DELETE FROM user_prompts WHERE id = ?", (rowid,))
             self._journal_hard_delete(conn, "prompt", state, now, hlc, origin)
+        refresh.settle()
         hlc, origin = self.journal.tick(conn)
         conn.execute("DELETE FROM sessions WHERE project = ? AND id = ?", (project, old["id"]))
         self._journal_hard_delete(conn, "session", old, now, hlc, origin)

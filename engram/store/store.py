@@ -21,6 +21,8 @@ from engram.store.observations import ObservationsMixin
 from engram.store.pattern import PatternSearchMixin
 from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
+from engram.store.purge import PurgeMixin
+from engram.store.ranking import TermCounts
 from engram.store.replication import ReplicationMixin
 from engram.store.revisions import RevisionsMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
@@ -39,6 +41,7 @@ class Store(
     ProjectsMixin,
     ExchangeMixin,
     ReplicationMixin,
+    PurgeMixin,
     VectorsMixin,
     RevisionsMixin,
 ):
@@ -48,6 +51,7 @@ class Store(
         self.db = db
         self.config = config
         self.journal = Journal(db, config.max_clock_drift_ms)
+        self.term_counts = TermCounts()
         #: The vectors held in memory for semantic search (loaded on the first one).
         self.vector_index: Any = None
 

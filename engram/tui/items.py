@@ -7,6 +7,7 @@ these functions hold no colours and are tested as plain text.
 
 from __future__ import annotations
 
+from engram.formatting import VIA_CONTEXT, match_line
 from engram.store import Prompt, Session
 from engram.store.models import TimelineEntry
 from engram.text import one_line
@@ -18,17 +19,19 @@ ACTIVE = "● active"
 
 
 def observation_item(row: ObservationRow) -> tuple[Line, Line]:
+    """A memory; a search result also says why it matched (the store's ``match``)."""
     obs = row.observation
     head: list[tuple[str, str]] = [(f"#{obs.id}", "id"), (" ", ""), (obs.type, "type"), (" ", "")]
     if row.active:
         head += [(ACTIVE, "badge"), (" ", "")]
+    if obs.match is not None and obs.match.via_context:
+        head += [(VIA_CONTEXT, "badge"), (" ", "")]
     head.append((one_line(obs.title, 200), "title"))
     where = " · ".join(p for p in (obs.project, short_time(obs.created_at)) if p)
-    preview: list[tuple[str, str]] = [
-        (where, "meta"),
-        ("  ", ""),
-        (one_line(obs.content), "preview"),
-    ]
+    preview: list[tuple[str, str]] = [(where, "meta"), ("  ", "")]
+    if obs.match is not None and not obs.match.via_context:
+        preview += [(match_line(obs.match), "badge"), ("  ", "")]
+    preview.append((one_line(obs.content), "preview"))
     return head, preview
 
 

@@ -191,7 +191,17 @@ def test_distractors_are_deterministic_and_distinct(tmp_path: Path) -> None:
 
 def test_script_runs_in_a_tiny_mode_with_json(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--distractors", "25", "--weights", "1.0", "--json"],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--distractors",
+            "25",
+            "--weights",
+            "1.0",
+            "--exact-distractors",
+            "30",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -214,12 +224,19 @@ def test_script_runs_in_a_tiny_mode_with_json(tmp_path: Path) -> None:
     # Requiring every word finds strictly fewer memories than OR-ing them.
     by_name = {m["name"]: m for m in report["modes"]}
     assert by_name["all, no context"]["hit_at_10"] < by_name["any, no context"]["hit_at_10"]
+    # Issue 14: the truth questions find no replaced, deleted or unrelated memory, and the
+    # pruning check compared every question.
+    assert report["truth"]["forbidden_found"] == 0 and report["truth"]["questions"] >= 10
+    assert report["truth"]["answered"] == report["truth"]["with_answers"]
+    assert report["pruning"]["questions"] == report["dataset"]["questions"]
+    assert 0 <= report["pruning"]["top10_differs"] <= report["pruning"]["questions"]
 
 
 def test_human_table_lists_every_mode(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.main(["--distractors", "0", "--show-misses"]) == 0
+    assert bench.main(["--distractors", "0", "--show-misses", "--exact-distractors", "0"]) == 0
     out = capsys.readouterr().out
     for name in MODES:
         assert sum(line.startswith(name) for line in out.splitlines()) == 1
         assert f"not in the top 10 with '{name}'" in out
     assert "hit@10" in out and "p95 ms" in out
+    assert "truth (13 questions" in out and "forbidden memories found 0" in out

@@ -25,6 +25,11 @@ def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) 
         assert {t.name for t in models.metadata.sorted_tables} <= tables
 
         status = downgrade(engine)  # one step: the latest revision only
+        assert status.current == "0004" and not status.up_to_date
+        by_key = {i["name"] for i in inspect(engine).get_indexes("cloud_mutations")}
+        assert "ix_cloud_mutations_project_entity_key" not in by_key
+
+        status = downgrade(engine)
         assert status.current == "0003" and not status.up_to_date
         columns = {c["name"] for c in inspect(engine).get_columns("cloud_mutations")}
         assert "held" not in columns and "record" in columns

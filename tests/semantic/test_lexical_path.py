@@ -37,16 +37,18 @@ sys.meta_path.insert(0, _Hidden())
 #: Engram modules the lexical commands may import (``save`` imports a subset).
 LEXICAL_ENGRAM_MODULES = {
     "engram", "engram.cli", "engram.cli.common", "engram.cli.main",
-    "engram.cli.cloud_client_commands", "engram.config", "engram.errors", "engram.formatting",
-    "engram.project", "engram.record", "engram.semantic", "engram.text", "engram.times",
-    "engram.store", "engram.store.base", "engram.store.context", "engram.store.db",
-    "engram.store.exchange", "engram.store.fts", "engram.store.journal",
-    "engram.store.models", "engram.store.observations", "engram.store.projects",
-    "engram.store.prompts", "engram.store.query", "engram.store.replication",
-    "engram.store.schema", "engram.store.search", "engram.store.sessions",
-    "engram.store.store", "engram.store.vectors", "engram.store.vector_queue", "engram.store.identity", "engram.store.quarantine", "engram.store.clock_repair", "engram_cloud", "engram_cloud.cli",
-    "engram.cli.cmd_serve", "engram.secrets", "engram.store.pattern", "engram.platform",
-    "engram.terminal",
+    "engram.cli.cloud_client_commands", "engram.cli.cmd_serve", "engram.config", "engram.errors",
+    "engram.formatting", "engram.platform", "engram.project", "engram.record", "engram.secrets",
+    "engram.semantic", "engram.terminal", "engram.text", "engram.times",
+    "engram.store", "engram.store.base", "engram.store.clock_repair", "engram.store.context",
+    "engram.store.db", "engram.store.exchange", "engram.store.fts", "engram.store.identity",
+    "engram.store.journal", "engram.store.models", "engram.store.observations",
+    "engram.store.pattern", "engram.store.projects", "engram.store.prompts", "engram.store.purge",
+    "engram.store.quarantine", "engram.store.query", "engram.store.ranking",
+    "engram.store.replication", "engram.store.schema", "engram.store.search",
+    "engram.store.search_context", "engram.store.sessions", "engram.store.store",
+    "engram.store.terms", "engram.store.vector_queue", "engram.store.vectors",
+    "engram_cloud", "engram_cloud.cli",
 }  # fmt: skip
 THIRD_PARTY_ALLOWED = {"orjson"}
 #: Names the standard library only tries to import (copy.py probes for Jython's ``org``).

@@ -198,3 +198,18 @@ def test_a_search_catches_up_on_a_few_waiting_memories(store: Store, mode: str) 
     found = store.search("how do we keep people logged in?", mode=mode)
     assert found and found[0].id == oid
     assert store.vector_coverage().missing == 0
+
+
+def test_a_re_derived_session_context_keeps_the_memory_s_vector(store: Store) -> None:
+    """A vector is made from a memory's title and content: when only its session context is
+    re-derived (the memory before it was edited), it keeps its vector and is not queued."""
+    first = save(store, *MEMORIES[0], session_id="s1")
+    second = save(store, *MEMORIES[1], session_id="s1")
+    store.vectorize()
+    context = "SELECT search_context FROM observations WHERE id = ?"
+    before = store.db.scalar(context, (second,))
+    store.update_observation(first, content="**What**: the deploy now waits for health checks")
+    assert store.db.scalar(context, (second,)) != before
+    assert store.db.scalar(f"SELECT COUNT(*) FROM {TABLE} WHERE obs_id = ?", (second,)) == 1
+    queued = {r[0] for r in store.db.rows(f"SELECT obs_id FROM {PENDING}")}
+    assert queued == {first}

@@ -19,6 +19,7 @@ from engram.config import Config
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.record import build_record, format_hlc, new_mid
 from engram.store import Store
+from engram.store.search_context import rederive_all
 
 from .replicas import converge, exchange
 
@@ -210,6 +211,21 @@ def test_any_interleaving_converges(plan: list[tuple], seed: int) -> None:
                     s.db.conn.execute(
                         f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)"
                     )
+            # Session context is derived: the same on every replica, and exactly what the rule
+            # gives for the final memories (no deleted or replaced text left in it).
+            contexts = [
+                {
+                    (r[0], r[1]): r[2]
+                    for r in s.db.rows("SELECT project, sync_id, search_context FROM observations")
+                }
+                for s in stores
+            ]
+            assert contexts[0] == contexts[1] == contexts[2]
+            for s in stores:
+                with s.db.read() as conn:
+                    conn.execute("SAVEPOINT check_context")
+                    assert rederive_all(conn) == 0
+                    conn.execute("ROLLBACK TO check_context")
             # Idempotence: replaying every journal everywhere again changes nothing.
             for src in stores:
                 records = [e.record for e in src.journal.pending("replay")]

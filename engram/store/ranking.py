@@ -1,0 +1,373 @@
+"""Lexical ranking over one FTS5 index: tiers first, BM25 within a tier, bounded work.
+
+Tiers (DESIGN §3 "Search"):
+
+1. a query word itself (its Porter stem) is in the row's own text — ranked by BM25 over the
+   query's words, every column weighted (the session context at its weight);
+2. only as the start of a longer word (a prefix, words of 4+ characters) in its own text —
+   ranked by BM25 over the words as prefixes;
+3. only in the session context: first rows holding a word itself there, then a prefix.
+
+Scores equal to :data:`SCORE_DECIMALS` decimals are ties, broken by rowid. Tiers 2 and 3 by
+prefix are only looked for while tier 1 leaves room: they cannot outrank it.
+
+Bounded work. Broad questions match most of the store, and scoring every match is what made
+search slow: BM25 costs per matching row and, for its IDF, a pass over each phrase's rows. So
+tier 1 takes the words most selective first (fewest rows, from the index's vocabulary): step 1
+scores the rows that hold one of the rarest words (up to :data:`GROUP_BUDGET` rows) with every
+word of the query — BM25 is a sum over phrases, so they get their final score — first those
+that also hold a more common word, then, only if they could still matter, those that hold
+nothing else. If the k-th best row is in tier 1 and scores more than rows holding only the
+common words could reach, the rest is skipped; else step 2 scores those rows too. What an unseen
+word could add is taken as :data:`PRUNE_FACTOR` × its IDF: a word found once in a row of average
+length adds about 1 × IDF, and no phrase adds more than (k1 + 1) × IDF = 2.2 × IDF (FTS5's k1 is
+1.2), so with 2.2 skipping would never change the top k; the smaller factor trades that
+certainty for speed, and bench/retrieval_bench.py measures how often the top 10 differs from
+ranking every match (``Config.search_pruning=False``).
+
+With ``filters`` (an SQL condition on the rows), every step joins the rows and applies it, and
+nothing is skipped: exact, and slower — for when the filters reject most of the best rows.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engram.store.query import QueryWord
+
+#: Most rows step 1 scores (always at least the rarest word's).
+GROUP_BUDGET = 1500
+#: What a word not yet scored is assumed to add to a row's score at most, in units of its IDF
+#: (see the module docstring: 2.2 would be exact).
+PRUNE_FACTOR = 1.2
+#: An index of at most this many rows, or a query whose words are in at most this many, is
+#: scored in one step, without planning.
+SMALL_QUERY = 2 * GROUP_BUDGET
+#: Scores equal to this many decimals are ties, broken by rowid: the same phrases summed in
+#: another order differ in the last bits, and must not reorder results.
+SCORE_DECIMALS = 9
+#: The tiers (see the module docstring).
+WORDS, PREFIX, CONTEXT = 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSpec:
+    """One FTS5 index as ranking sees it."""
+
+    fts: str
+    vocab: str
+    columns: tuple[str, ...]
+    own_columns: tuple[str, ...]
+    weights: tuple[float, ...]
+
+    @property
+    def bm25(self) -> str:
+        return f"bm25({self.fts}, {', '.join(repr(float(w)) for w in self.weights)})"
+
+    @property
+    def own_bm25(self) -> str:
+        """BM25 of the row's own text only: below 0 exactly when a query phrase is in it."""
+        weights = (
+            w if c in self.own_columns else 0.0
+            for c, w in zip(self.columns, self.weights, strict=True)
+        )
+        return f"bm25({self.fts}, {', '.join(repr(float(w)) for w in weights)})"
+
+    @property
+    def has_context(self) -> bool:
+        """Whether some weighted column is not the row's own text."""
+        return any(
+            w > 0
+            for c, w in zip(self.columns, self.weights, strict=True)
+            if c not in self.own_columns
+        )
+
+    def own(self, expression: str) -> str:
+        """``expression`` restricted to the row's own text."""
+        if set(self.own_columns) == set(self.columns):
+            return expression
+        return f"{{{' '.join(self.own_columns)}}} : ({expression})"
+
+    def searched(self, expression: str) -> str:
+        """``expression`` over the columns that count (the own text only when the context
+        column has no weight)."""
+        return expression if self.has_context else self.own(expression)
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """An SQL condition on the ranked rows: ``table`` aliased ``alias``, ``where`` with
+    ``params``."""
+
+    table: str
+    alias: str
+    where: str
+    params: tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    rowid: int
+    tier: int  # WORDS, PREFIX or CONTEXT
+    score: float  # BM25 (lower is better) within its tier
+
+
+@dataclass(slots=True)
+class Ranking:
+    hits: list[Hit]  # best first
+    complete: bool  # no matching row was left out (by a limit or by pruning)
+    steps: int = 0  # ranking statements run
+    pruned: bool = False  # stopped before scoring the rows of the most common words
+
+
+@dataclass(slots=True)
+class _Word:
+    phrase: str
+    docs: int  # rows holding the word (a phrase of several terms: its rarest term's)
+    bound: float  # the most it may add to a score (see PRUNE_FACTOR)
+
+
+def _any(expressions: Sequence[str]) -> str:
+    return " OR ".join(expressions)
+
+
+def _order(hit: Hit) -> tuple[int, float, int]:
+    return (hit.tier, round(hit.score, SCORE_DECIMALS), hit.rowid)
+
+
+def row_count(conn: sqlite3.Connection, fts: str) -> int:
+    """Rows in an FTS5 index, read from its averages record (FTS5's own count, no scan)."""
+    row = conn.execute(f"SELECT block FROM {fts}_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0
+    value = 0
+    for i, byte in enumerate(bytes(row[0])[:9]):  # an SQLite varint
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            break
+    return value
+
+
+def _idf(total: int, docs: int) -> float:
+    """FTS5's BM25 IDF (never below its floor of 1e-6)."""
+    return max(1e-6, math.log((total - docs + 0.5) / (docs + 0.5)))
+
+
+class TermCounts:
+    """Rows per index term, remembered between searches (a process searching often, like
+    ``engram mcp``, asks for the same words again and again).
+
+    The counts only order words and bound scores, so a remembered count is used until the
+    index's row count has moved by more than :attr:`DRIFT` since it was read; a zero is never
+    remembered (a word must not be left out of a query because it was absent a while ago).
+    """
+
+    DRIFT = 0.05
+    LIMIT = 20_000
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def get(self, fts: str, term: str, total: int) -> int | None:
+        held = self._counts.get((fts, term))
+        if held is None or abs(total - held[1]) > self.DRIFT * max(held[1], 1):
+            return None
+        return held[0]
+
+    def put(self, fts: str, term: str, total: int, docs: int) -> None:
+        if docs <= 0:
+            return
+        if len(self._counts) >= self.LIMIT:
+            self._counts.clear()
+        self._counts[(fts, term)] = (docs, total)
+
+
+def _statistics(
+    conn: sqlite3.Connection,
+    spec: IndexSpec,
+    words: Sequence[QueryWord],
+    total: int,
+    counts: TermCounts,
+) -> list[_Word]:
+    """How many rows hold each word, from the index's vocabulary (one statement for the terms
+    ``counts`` does not hold). A word of several terms is a phrase: its rows may be as few as
+    none, so its bound assumes that."""
+    terms = {stem for word in words for stem in word.stems}
+    docs = {term: counts.get(spec.fts, term, total) for term in terms}
+    missing = sorted(term for term, held in docs.items() if held is None)
+    if missing:
+        parts = [f"SELECT {n}, doc FROM {spec.vocab} WHERE term = ?" for n in range(len(missing))]
+        found = dict(conn.execute(" UNION ALL ".join(parts), missing).fetchall())
+        for n, term in enumerate(missing):
+            docs[term] = int(found.get(n, 0))
+            counts.put(spec.fts, term, total, docs[term])
+    stats = []
+    for word in words:
+        rows = min(docs[stem] or 0 for stem in word.stems)
+        fewest = rows if len(word.stems) == 1 else 0
+        stats.append(_Word(spec.searched(word.exact), rows, PRUNE_FACTOR * _idf(total, fewest)))
+    return stats
+
+
+def rank(
+    conn: sqlite3.Connection,
+    spec: IndexSpec,
+    words: Sequence[QueryWord],
+    *,
+    match_all: bool,
+    k: int,
+    fetch: int,
+    prune: bool = True,
+    counts: TermCounts | None = None,
+    filters: Filters | None = None,
+) -> Ranking:
+    """The best ``fetch`` rows for ``words``, in tier order; pruning stops once the best ``k``
+    cannot change (see the module doc). Run inside a read snapshot."""
+    if not words:
+        return Ranking([], True)
+    exact = [spec.searched(w.exact) for w in words]
+    prefixes = [spec.searched(w.prefix_phrase) for w in words if w.prefix]
+    if match_all:
+        every = " AND ".join(f"({spec.searched(w.expression)})" for w in words)  # any form
+        found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
+        return Ranking(found, len(found) < fetch, 1)
+    first = _tier_one(conn, spec, words, exact, k, fetch, prune and filters is None,
+                      counts or TermCounts(), filters)  # fmt: skip
+    best = [h for h in first.hits if h.tier == WORDS]
+    context = [h for h in first.hits if h.tier == CONTEXT]
+    if not prefixes:
+        return first
+    if len(best) >= k:
+        # Prefix matches rank below the k best already found; only if filters later reject
+        # some of those could they matter: then the ranking is not complete.
+        return Ranking(first.hits, False, first.steps, first.pruned)
+    # Prefixes: own text first (tier 2), then context rows with neither a word nor a prefix
+    # in their own text. Rows with a word itself somewhere are already in `first`.
+    expression, words_expr = _any(prefixes), _any(exact)
+    own_prefix = _step(
+        conn, spec, f"({spec.own(expression)}) NOT ({spec.own(words_expr)})", fetch, filters,
+        tier=PREFIX,
+    )  # fmt: skip
+    steps, complete = first.steps + 1, first.complete and len(own_prefix) < fetch
+    promoted = {h.rowid for h in own_prefix}
+    hits = [*best, *own_prefix, *(h for h in context if h.rowid not in promoted)]
+    if len(hits) < fetch and spec.has_context:
+        room = fetch - len(hits)
+        only = f"({expression}) NOT ({words_expr}) NOT ({spec.own(expression)})"
+        more = _step(conn, spec, only, room, filters, tier=CONTEXT)
+        hits += more
+        steps, complete = steps + 1, complete and len(more) < room
+    return Ranking(hits[:fetch], complete and len(hits) <= fetch, steps, first.pruned)
+
+
+def _tier_one(
+    conn: sqlite3.Connection,
+    spec: IndexSpec,
+    words: Sequence[QueryWord],
+    exact: list[str],
+    k: int,
+    fetch: int,
+    prune: bool,
+    counts: TermCounts,
+    filters: Filters | None,
+) -> Ranking:
+    """Rows holding a query word itself: in their own text (tier 1), else in their context."""
+    total = row_count(conn, spec.fts)
+    if not prune or total <= SMALL_QUERY:  # small, or exact: no planning needed
+        found = _step(conn, spec, _any(exact), fetch, filters)
+        return Ranking(found, len(found) < fetch, 1)
+    # Words no row holds cannot match: leave them out of every expression.
+    stats = sorted(
+        (s for s in _statistics(conn, spec, words, total, counts) if s.docs),
+        key=lambda s: s.docs,
+    )
+    if not stats:
+        return Ranking([], True)
+    if sum(s.docs for s in stats) <= SMALL_QUERY:
+        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters)
+        return Ranking(found, len(found) < fetch, 1)
+    # Step 1: the rows holding one of the rarest words (up to GROUP_BUDGET rows), scored with
+    # every word. Step 2, only if rows without them could still be among the best k: the rest.
+    group = [stats[0]]
+    while (
+        len(group) < len(stats)
+        and sum(s.docs for s in group) + stats[len(group)].docs <= GROUP_BUDGET
+    ):
+        group.append(stats[len(group)])
+    rest = stats[len(group) :]
+    docs = _any([s.phrase for s in group])
+    if not rest:
+        found = _step(conn, spec, docs, fetch, filters)
+        return Ranking(found, len(found) < fetch, 1)
+    others = _any([s.phrase for s in rest])
+    hits = _step(conn, spec, f"({docs}) AND ({others})", fetch, filters)
+    complete, steps = len(hits) < fetch, 1
+    # Rows holding only the rare words score at most their bound: scored only if that could
+    # still put them among the best k.
+    if _settled(hits, k, sum(s.bound for s in group)):
+        complete = False
+    else:
+        alone = _step(conn, spec, f"({docs}) NOT ({others})", fetch, filters)
+        complete, steps = complete and len(alone) < fetch, steps + 1
+        hits = sorted([*hits, *alone], key=_order)[:fetch]
+    if _settled(hits, k, sum(s.bound for s in rest)):
+        return Ranking(hits, False, steps, pruned=True)
+    more = _step(conn, spec, f"({others}) NOT ({docs})", fetch, filters)
+    complete = complete and len(more) < fetch
+    return Ranking(sorted([*hits, *more], key=_order)[:fetch], complete, steps + 1)
+
+
+def _settled(hits: list[Hit], k: int, bound: float) -> bool:
+    """Whether rows scoring at most ``bound`` can no longer enter the best ``k`` of ``hits``
+    (sorted): the k-th is in tier 1 and scores more (BM25 scores are negative)."""
+    if len(hits) < k:
+        return False
+    kth = hits[k - 1]
+    return kth.tier == WORDS and -kth.score > bound
+
+
+def _step(
+    conn: sqlite3.Connection,
+    spec: IndexSpec,
+    expression: str,
+    fetch: int,
+    filters: Filters | None,
+    *,
+    tier: int | None = None,
+    tier_of: str | None = None,
+) -> list[Hit]:
+    """The best ``fetch`` rows of ``expression`` by BM25, each given its tier: ``tier``, or
+    WORDS when its own text matched (``tier_of``, if given, in its own text) and CONTEXT
+    otherwise."""
+    fts = spec.fts
+    source = f"{fts} WHERE {fts} MATCH ?"
+    params: list[object] = [expression]
+    if filters is not None:
+        f = filters
+        source = (
+            f"{fts} JOIN {f.table} {f.alias} ON {f.alias}.id = {fts}.rowid"
+            f" WHERE {fts} MATCH ? AND {f.where}"
+        )
+        params += f.params
+    prelude, case = "", f"CASE WHEN own < 0 THEN {WORDS} ELSE {CONTEXT} END"
+    if tier is not None:
+        case = str(tier)
+    elif tier_of is not None:  # strict mode: a word itself in the own text, else a prefix
+        prelude = f"WITH t1(r) AS MATERIALIZED (SELECT rowid FROM {fts} WHERE {fts} MATCH ?) "
+        params.insert(0, spec.own(tier_of))
+        case = f"CASE WHEN id IN t1 THEN {WORDS} WHEN own < 0 THEN {PREFIX} ELSE {CONTEXT} END"
+    rows = conn.execute(
+        f"""{prelude}SELECT id, {case} AS tier, score FROM (
+                SELECT {fts}.rowid AS id, {spec.bm25} AS score, {spec.own_bm25} AS own
+                FROM {source})
+            ORDER BY tier, score LIMIT ?""",
+        [*params, fetch],
+    ).fetchall()
+    # Ties (to SCORE_DECIMALS) are ordered here, on the few rows kept: rounding every row in
+    # SQL cost a fifth of the query.
+    return sorted((Hit(int(r[0]), int(r[1]), float(r[2])) for r in rows), key=_order)

@@ -1,0 +1,182 @@
+"""Search says why a memory matched, ranks by tiers, and finds the word forms people type
+(issue 14; DESIGN §3 "Search")."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engram.config import Config
+from engram.store import Store, ranking
+from engram.store.query import plan_words
+from engram.store.ranking import row_count
+from engram.times import STORE_FORMAT
+
+
+@pytest.fixture(autouse=True)
+def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One second between saves, so session order does not depend on random sync ids."""
+    start = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
+    ticks = itertools.count()
+
+    def now_text() -> str:
+        return (start + timedelta(seconds=next(ticks))).strftime(STORE_FORMAT)
+
+    for module in ("observations", "prompts"):
+        monkeypatch.setattr(f"engram.store.{module}.now_text", now_text)
+
+
+def save(store: Store, title: str, content: str, **kwargs) -> int:
+    kwargs.setdefault("project", "acme")
+    return store.add_observation(title=title, content=content, **kwargs).observation.id
+
+
+def matches(store: Store, query: str, **kwargs) -> list[tuple[str, dict]]:
+    return [(o.title, o.match.to_dict()) for o in store.search(query, **kwargs)]
+
+
+def test_word_forms_people_type(store: Store) -> None:
+    save(store, "Team server uses PostgreSQL", "several processes share one database")
+    save(store, "Login", "authentication goes through the SSO middleware")
+    save(store, "Cluster", "we deploy to k8s with helm")
+    save(store, "Operator", "k8ssandra runs the cassandra ring")
+    save(store, "People", "every user has a role")
+    assert [t for t, _ in matches(store, "postgres")] == ["Team server uses PostgreSQL"]
+    assert [t for t, _ in matches(store, "auth")] == ["Login"]
+    assert [t for t, _ in matches(store, "k8s")] == ["Cluster"]  # short words stay literal
+    # "uses" stems to "us": a prefix that short would match every "user"; it stays a word.
+    assert [t for t, _ in matches(store, "uses")] == ["Team server uses PostgreSQL"]
+    _title, match = matches(store, "postgres")[0]
+    assert match == {
+        "tier": "prefix",
+        "words": [],
+        "prefix_words": ["postgres"],
+        "context_words": [],
+        "context": False,
+    }
+
+
+def test_exact_words_rank_above_prefixes_above_context(store: Store) -> None:
+    # BM25 alone would put the context-only memory first: "postgres" is all over its context.
+    store.add_prompt("postgres postgres postgres is slow", session_id="s1", project="acme")
+    save(store, "Context only", "nothing about databases here", session_id="s1")
+    save(store, "Prefix only", "we run PostgreSQL 16 in production, a long note " * 5)
+    save(store, "Exact word", "a postgres note, among many other words " * 5)
+    found = matches(store, "postgres")
+    assert [t for t, _ in found] == ["Exact word", "Prefix only", "Context only"]
+    assert [m["tier"] for _, m in found] == ["words", "prefix", "context"]
+    assert found[2][1]["context_words"] == ["postgres"] and found[2][1]["context"] is True
+    assert found[0][1]["words"] == ["postgres"] and found[0][1]["context"] is False
+
+
+def test_every_result_names_its_words(store: Store) -> None:
+    store.add_prompt("the login page times out after lunch", session_id="s1", project="acme")
+    save(store, "Raised session TTL", "users were logged out mid-review", session_id="s1")
+    [(title, match)] = matches(store, "how did we fix the login timeout in the session?")
+    assert title == "Raised session TTL"
+    assert match["tier"] == "words"
+    assert match["words"] == ["session"]
+    assert match["context_words"] == ["login"] and match["context"] is True
+
+
+def test_strict_mode_and_context_weight_zero(tmp_path: Path) -> None:
+    with Store.open(config=Config(data_dir=tmp_path / "w0", search_context_weight=0)) as store:
+        store.add_prompt("the walrus is angry", session_id="s1", project="acme")
+        save(store, "A", "plain text about seals", session_id="s1")
+        assert store.search("walrus") == []
+        [(_title, match)] = matches(store, "seal", match_mode="all")
+        assert match["context_words"] == [] and match["tier"] == "words"
+    with Store.open(config=Config(data_dir=tmp_path / "w1")) as store:
+        store.add_prompt("the walrus is angry", session_id="s1", project="acme")
+        save(store, "A", "plain text about seals", session_id="s1")
+        assert matches(store, "walrus seal", match_mode="all")[0][1]["tier"] == "words"
+        assert matches(store, "walrus", match_mode="all")[0][1]["tier"] == "context"
+
+
+def test_topic_fast_path_says_so(store: Store) -> None:
+    save(store, "Auth decision", "PASETO", topic_key="architecture/auth")
+    [(_title, match)] = matches(store, "architecture/auth")
+    assert match["tier"] == "topic"
+
+
+def test_prompt_search_uses_word_forms_and_says_why(store: Store) -> None:
+    store.add_prompt("move the database to PostgreSQL", session_id="s1", project="acme")
+    store.add_prompt("the postgres pool is exhausted", session_id="s1", project="acme")
+    found = store.search_prompts("postgres")
+    assert [p.content for p in found] == [
+        "the postgres pool is exhausted",
+        "move the database to PostgreSQL",
+    ]
+    assert [p.match.tier for p in found] == ["words", "prefix"]
+    assert found[1].to_dict()["match"]["prefix_words"] == ["postgres"]
+
+
+def test_filters_that_reject_the_best_matches_still_find_the_rest(store: Store) -> None:
+    for i in range(120):
+        save(store, f"Cache note {i}", "cache cache cache eviction", project="big")
+    save(store, "Small", "one cache mention among other words", project="small")
+    found = store.search("cache", project="small")
+    assert [o.title for o in found] == ["Small"]
+    assert found[0].match.tier == "words"
+
+
+def test_row_count_reads_the_index(store: Store) -> None:
+    for i in range(5):
+        save(store, f"n{i}", "text")
+    store.delete_observation(1, hard=True)
+    assert row_count(store.db.conn, "observations_fts") == 4
+    assert row_count(store.db.conn, "prompts_fts") == 0
+
+
+def test_words_the_index_cannot_hold_are_dropped() -> None:
+    assert [w.text for w in plan_words("___ __ postgres?")] == ["postgres"]
+    assert plan_words("k8s")[0].prefix is False
+    assert plan_words("auth")[0].prefix is True
+    assert plan_words("uses")[0].prefix is False  # its stem "us" is too short
+
+
+WORDS = (
+    "cache timeout login redis postgres queue worker deploy migration index session token "
+    "retry webhook invoice export upload image report billing flaky runner docker pipeline"
+).split()
+
+
+def test_pruned_ranking_matches_exact_ranking_on_a_broad_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pruning skips rows that hold only very common words; on this corpus (3,000 memories,
+    broad questions, steps made small so that pruning happens at this size) the top 10 must be
+    exactly what ranking every match gives."""
+    monkeypatch.setattr(ranking, "GROUP_BUDGET", 300)
+    monkeypatch.setattr(ranking, "SMALL_QUERY", 600)
+    steps: list[ranking.Ranking] = []
+
+    def counted(*args, **kwargs) -> ranking.Ranking:
+        steps.append(ranking.rank(*args, **kwargs))
+        return steps[-1]
+
+    monkeypatch.setattr("engram.store.search.rank", counted)
+    rng = random.Random(14)
+    with Store.open(config=Config(data_dir=tmp_path / "d")) as store:
+        for i in range(3000):
+            picked = rng.sample(WORDS, 6)
+            store.add_observation(
+                title=" ".join(picked[:2]),
+                content=" ".join(picked[2:]) + f" note {i}",
+                project="acme",
+                session_id=f"s{i // 6}",
+            )
+    queries = [" ".join(rng.sample(WORDS, rng.randint(2, 6))) for _ in range(60)]
+    results = {}
+    for prune in (True, False):
+        config = Config(data_dir=tmp_path / "d", search_pruning=prune)
+        with Store.open(config=config) as store:
+            results[prune] = [
+                [(o.id, o.match.tier) for o in store.search(q, limit=10)] for q in queries
+            ]
+    assert results[True] == results[False]
+    assert sum(r.pruned for r in steps[: len(queries)]) >= 10  # pruning did happen
