@@ -287,7 +287,9 @@ def test_export_then_import_into_another_store(client: TestClient, make_store) -
 def test_null_optional_fields_mean_their_defaults(client: TestClient) -> None:
     body = {"title": "t", "content": "c", "type": None, "project": None, "scope": None}
     saved = client.post("/observations", json=body).json()["observation"]
-    assert (saved["type"], saved["project"], saved["scope"]) == ("manual", "", "project")
+    # no project: the server's own (issue 17 item 1), no longer project ""
+    here = client.get("/project/current").json()["project"]
+    assert here and (saved["type"], saved["project"], saved["scope"]) == ("manual", here, "project")
     assert client.post("/sessions", json={"id": "s", "project": None}).status_code == 201
     assert client.post("/prompts", json={"content": "p", "project": None}).status_code == 201
     suggested = client.post("/topic-keys/suggest", json={"title": "Cache", "type": None})

@@ -49,8 +49,12 @@ def test_every_route_over_real_http(server: Server) -> None:
         assert http.get("/prompts/search", params={"q": "login"}).status_code == 200
         assert "Login fix" in http.get("/context").json()["context"]
         assert http.get("/stats").json()["total_observations"] == 2
-        assert http.get("/projects").json()["count"] == 1
-        assert http.get("/project/current").json()["project"]
+        # acme (the session's), and the server's own project for the passive capture, which
+        # named neither (issue 17 item 1: never project "")
+        here = http.get("/project/current").json()
+        assert here["project"] and here["available_projects"] == sorted({"acme", here["project"]})
+        names = {p["name"] for p in http.get("/projects").json()["projects"]}
+        assert names == {"acme", here["project"]}
         assert http.get("/sync/status").json()["reason_code"] == "cloud_not_configured"
         assert http.post("/topic-keys/suggest", json={"title": "Login"}).status_code == 200
         exported = http.get("/export").json()
