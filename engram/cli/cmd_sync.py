@@ -22,6 +22,7 @@ from engram.cli.common import (
     wants_json,
     warn,
 )
+from engram.text import plural
 
 if TYPE_CHECKING:
     from engram.sync.git.sync import ChunkProblem, GitSync
@@ -157,6 +158,7 @@ def git_export(args: argparse.Namespace) -> int:
         sync = _git(args, store)
         report = sync.export(projects=projects, include_personal=args.include_personal)
         shown = sync.dir.display()
+        tracked = sync.dir.in_repository()
         unknown = projects is not None and not store.project_exists(projects[0])
         known = store.project_names() if unknown else []
     _warn(report.problems)
@@ -185,9 +187,14 @@ def git_export(args: argparse.Namespace) -> int:
         f"  Prompts:      {data['prompts']}",
         f"  Mutations:    {data['mutations']}",
         "",
-        "Add to git:",
-        f'  git add {shown} && git commit -m "sync engram memories"',
     ]
+    if tracked:
+        lines += ["Add to git:", f'  git add {shown} && git commit -m "sync engram memories"']
+    else:  # no repository here: nothing to add the chunks to
+        lines.append(
+            f"{shown} is not in a git repository: share it your own way, or run engram sync "
+            "inside the repository (or pass --dir)."
+        )
     emit(args, "\n".join(lines), data)
     return 0
 
@@ -215,10 +222,10 @@ def git_import(args: argparse.Namespace) -> int:
     if not report.chunks_imported and not report.chunks_reread and not report.failures:
         lines.append("Already up to date — no new chunks to import.")
         if report.chunks_already:
-            lines.append(f"({report.chunks_already} chunks already imported)")
+            lines.append(f"({plural(report.chunks_already, 'chunk')} already imported)")
     if report.chunks_imported or report.chunks_reread:
         applied = report.applied
-        head = f"Imported {len(report.chunks_imported)} new chunk(s) from {shown}"
+        head = f"Imported {plural(len(report.chunks_imported), 'new chunk')} from {shown}"
         if report.chunks_reread:
             head += f" and re-read {len(report.chunks_reread)} for records accepted since"
         lines += [
@@ -280,11 +287,20 @@ def git_status(args: argparse.Namespace) -> int:
         *[f"  Held back:       {held}" for held in report.held],
     ]
     if report.chunks:
-        who = ", ".join(f"{name} ({count} chunks)" for name, count in report.contributors.items())
-        lines.append(
-            f"{report.chunks} chunks, {report.memories} memories, {report.sessions} sessions"
-            f" — contributors: {who}"
+        who = ", ".join(
+            f"{name} ({plural(count, 'chunk')})" for name, count in report.contributors.items()
         )
+        if report.project_memories is None:  # --all: the chunks' totals are the answer
+            inside = f"{plural(report.memories, 'memory')}, {plural(report.sessions, 'session')}"
+        else:
+            # the headers count every project's: the selected one's are counted from what
+            # this machine exported there or imported from there
+            so_far = " imported so far" if report.pending_import else ""
+            inside = (
+                f"{plural(report.project_memories, 'memory')} of {_describe(projects)}{so_far} "
+                f"(all projects: {plural(report.memories, 'memory')})"
+            )
+        lines.append(f"{plural(report.chunks, 'chunk')}, {inside} — contributors: {who}")
     else:
         lines.append("No chunks synced yet.")
     lines += [f"  problem: {p}" for p in report.problems]

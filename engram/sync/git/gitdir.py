@@ -74,6 +74,11 @@ class SyncDir:
     def exists(self) -> bool:
         return self.path.is_dir()
 
+    def in_repository(self) -> bool:
+        """Whether git tracks the folder this directory is in (else there is nothing to add
+        the chunks to: they are shared some other way, or not at all)."""
+        return find_repository(self.path.parent) is not None
+
     def display(self) -> str:
         """The directory as a human types it: relative to the working directory when that is
         inside the project that holds it (``.engram/``, ``../.engram/``), else absolute."""

@@ -187,6 +187,10 @@ class StatusReport:
     memories: int = 0
     prompts: int = 0
     contributors: dict[str, int] = field(default_factory=dict)
+    #: Live memories of the selected projects that this directory holds, as far as this
+    #: store knows (what it exported there and what it applied from there); ``None`` for
+    #: ``--all`` (the chunk totals above are then the answer).
+    project_memories: int | None = None
     manifest: str = "missing"
     problems: list[ChunkProblem] = field(default_factory=list)
     scope: dict[str, Any] = field(default_factory=dict)
