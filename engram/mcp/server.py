@@ -5,6 +5,11 @@ hints, and how failures become MCP tool errors (``is_error``) whose text is JSON
 on — ``{"error", "error_code"[, "available_projects"]}`` — so a bad call never stops the
 server. The tools themselves live in :mod:`engram.mcp.tools`.
 
+What ``tools/list`` costs an agent is context it pays on every session, so by default the
+server lists the agent profile (no admin tools) *compactly*: a short description per tool, input
+schemas without generated titles, and no output schemas (results still carry their structured
+content). ``--tools all`` lists every tool with its full description and output schema.
+
 Start-up matters (agents start this process often): import only the SDK and the store here.
 """
 
@@ -59,6 +64,7 @@ AGENT_TOOLS = (
 )
 ADMIN_TOOLS = (
     "mem_delete",
+    "mem_restore",
     "mem_stats",
     "mem_timeline",
     "mem_merge_projects",
@@ -102,6 +108,7 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "mem_current_project": _hints("Current project", read_only=True, idempotent=True),
     "mem_list_projects": _hints("List projects", read_only=True, idempotent=True),
     "mem_delete": _hints("Delete a memory", read_only=False, destructive=True),
+    "mem_restore": _hints("Restore a deleted memory", read_only=False, idempotent=True),
     "mem_stats": _hints("Memory statistics", read_only=True, idempotent=True),
     "mem_timeline": _hints("Timeline around a memory", read_only=True, idempotent=True),
     "mem_merge_projects": _hints("Merge projects", read_only=False, destructive=True),
@@ -119,13 +126,80 @@ ANNOTATIONS["ingestGit"] = ANNOTATIONS["mem_ingest_git"]
 ANNOTATIONS["summarize"] = ANNOTATIONS["mem_summarize"]
 
 
+#: What the compact listing says of each tool: when to call it, in a sentence or two (the full
+#: docstrings, listed with --tools all, say more).
+SHORT_DESCRIPTIONS: dict[str, str] = {
+    "mem_save": "Save a memory right after a bugfix, decision, discovery, tricky config, pattern "
+    "or user preference; don't wait to be asked. Content: **What** / **Why** / **Where** / "
+    "**Learned**. Reusing a topic_key updates that memory.",
+    "mem_search": "Search memories (best first) before re-investigating anything. Results are "
+    "previews with #ids: mem_get_observation gives the full text.",
+    "mem_context": "Recent sessions, prompts and memories of this project: call it first in "
+    "every session and after a context reset.",
+    "mem_session_summary": "Save the end-of-session summary (Goal, Instructions, Discoveries, "
+    "Accomplished, Next Steps, Relevant Files): mandatory before ending or a context reset.",
+    "mem_session_start": "Start a session: saves without a session_id join it.",
+    "mem_session_end": "End a session (save its summary with mem_session_summary first).",
+    "mem_get_observation": "One memory in full by #id; include_history adds its earlier versions.",
+    "mem_suggest_topic_key": "Propose a stable topic_key (family/subject) for an evolving subject.",
+    "mem_capture_passive": "Save each item of a '## Key Learnings:' list in the text as its "
+    "own memory.",
+    "mem_save_prompt": "Record the user's request when its intent is worth keeping.",
+    "mem_update": "Correct or extend a memory in place (give only the fields that change).",
+    "mem_current_project": "Which project saves go to and why, and the projects that exist.",
+    "mem_list_projects": "Every project with its counts.",
+    "mem_delete": "Delete a wrong or obsolete memory (soft by default: mem_restore undoes it).",
+    "mem_restore": "Undo the soft delete of a memory.",
+    "mem_stats": "How many sessions, memories and prompts are stored.",
+    "mem_timeline": "The memories saved before and after one, in its session.",
+    "mem_merge_projects": "Move every memory of some projects into another.",
+    "mem_ingest_git": "One memory per recent change set of the git repository (safe to repeat).",
+    "mem_summarize": "Extract learnings from recent memories and commits, saved as memories.",
+    "ingestGit": "Alias of mem_ingest_git.",
+    "summarize": "Alias of mem_summarize.",
+}
+
+
+def compact_schema(schema: Any) -> Any:
+    """An input schema as agents need it: without pydantic's generated ``title`` of every
+    property, with ``X | None = None`` written as an optional ``X`` (the server still accepts
+    null: the arguments are validated against the full model)."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: compact_schema(prop) for name, prop in value.items()}
+        elif key == "title" and isinstance(value, str):
+            continue
+        else:
+            out[key] = compact_schema(value)
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        other = next(o for o in options if o != {"type": "null"})
+        del out["anyOf"]
+        out = {**other, **out}
+        if out.get("default", 0) is None:
+            del out["default"]
+    return out
+
+
+def full_listing(spec: str | Iterable[str] | None) -> bool:
+    """Whether ``--tools`` asks for the full listing (the ``all`` profile)."""
+    tokens = spec.split(",") if isinstance(spec, str) else list(spec or [])
+    return "all" in {t.strip() for t in tokens if t}
+
+
 def select_tools(spec: str | Iterable[str] | None) -> list[str]:
     """Tool names for a ``--tools`` value: profiles (agent, admin, all) and/or tool names,
-    comma-separated. Empty means every tool. Unknown names are an error (nothing starts)."""
+    comma-separated. Empty means the agent profile. Unknown names are an error (nothing
+    starts)."""
     tokens = spec.split(",") if isinstance(spec, str) else list(spec or [])
     tokens = [t.strip() for t in tokens if t and t.strip()]
     if not tokens:
-        return list(ALL_TOOLS)
+        return list(AGENT_TOOLS)
     chosen: set[str] = set()
     for token in tokens:
         if token in PROFILES:
@@ -175,7 +249,11 @@ def engram_error_result(exc: EngramError) -> CallToolResult:
 
 def _describe_problem(arg: str, error: Any) -> str:
     kind, received = error["type"], error.get("input")
-    shown = repr(received)
+    # JSON's words for what arrived (a client sends null, not None); strings as the CLI and
+    # the store quote them ('abc'), so every face names a bad value the same way.
+    names = {None: "null", True: "true", False: "false"}
+    literal = isinstance(received, bool) or received is None
+    shown = names[received] if literal else repr(received)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     if kind == "missing":
         return f"{arg} is required"
@@ -207,9 +285,28 @@ def invalid_arguments_result(tool: str, exc: pydantic.ValidationError) -> CallTo
 class EngramMCPServer(MCPServer):
     """MCPServer whose tool failures are JSON tool errors, never protocol errors or crashes."""
 
-    def __init__(self, *args: Any, tool_names: Sequence[str], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, tool_names: Sequence[str], full: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.tool_names = tuple(tool_names)
+        self.full = full
+
+    async def list_tools(self) -> list[Any]:
+        """The listing: compact unless the server runs with ``--tools all`` (module doc)."""
+        tools = await super().list_tools()
+        if self.full:
+            return tools
+        return [
+            tool.model_copy(
+                update={
+                    "description": SHORT_DESCRIPTIONS.get(tool.name, tool.description),
+                    "input_schema": compact_schema(tool.input_schema),
+                    "output_schema": None,
+                }
+            )
+            for tool in tools
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
@@ -288,13 +385,17 @@ def build_server(
     tools: Sequence[str] | None = None,
     cwd: str | None = None,
     project: str | None = None,
+    full: bool | None = None,
 ) -> EngramMCPServer:
-    """The ``engram`` server exposing ``tools`` (default: all) over ``store``.
+    """The ``engram`` server exposing ``tools`` (default: every tool) over ``store``.
 
     ``cwd`` is the directory the project is detected from (default: the process's);
-    ``project`` overrides detection (``--project`` / ``ENGRAM_PROJECT``).
+    ``project`` overrides detection (``--project`` / ``ENGRAM_PROJECT``); ``full`` lists the
+    tools with full descriptions and output schemas (default: when every tool is exposed).
     """
     names = list(tools) if tools is not None else list(ALL_TOOLS)
+    if full is None:
+        full = set(names) >= set(ALL_TOOLS)
     workspace = Workspace(store, cwd or os.getcwd(), project)
     impl = MemoryTools(store, workspace)
     registered: list[Tool] = []
@@ -320,6 +421,7 @@ def build_server(
         version=__version__,
         tools=registered,
         tool_names=names,
+        full=full,
         log_level="WARNING",
     )
 
@@ -364,7 +466,7 @@ def run(tools: str | None = None, project: str | None = None) -> None:
     store = Store.open()
     try:
         override = project or store.config.project_override
-        server = build_server(store, tools=names, project=override)
+        server = build_server(store, tools=names, project=override, full=full_listing(tools))
         anyio.run(serve, server, store)
     finally:
         store.close()

@@ -2,8 +2,11 @@
 
 Each tool validates what only the MCP face knows about (which project a call means, how big an
 argument may be), calls one store method, and returns the envelope
-``{"project", "project_source", "project_path", "result"}``. Failures are raised as
-``engram.errors`` exceptions; ``engram.mcp.server`` turns them into tool errors.
+``{"project", "project_source", "project_path", "result"}`` as text; its structured content is
+that envelope plus ``data``, the same JSON object ``engram … --json`` prints for that operation
+(for ``mem_save`` the memory with its ``id``, ``sync_id`` and ``action``), so a program never
+parses the text. Failures are raised as ``engram.errors`` exceptions; ``engram.mcp.server``
+turns them into tool errors.
 
 Which project a call means (reference §8.3): an explicit ``project`` argument must name a known
 project; otherwise the session's project (for tools given a ``session_id``), then the process
@@ -25,8 +28,9 @@ from engram import formatting
 from engram.errors import EngramError, NotFoundError, ProjectResolutionError, ValidationError
 from engram.project import ProjectResolution, detect_project, normalize_project
 from engram.store import Store
+from engram.store.checks import unknown_project
 from engram.store.db import MAX_INTEGER
-from engram.text import find_similar, strip_private, suggest_topic_key
+from engram.text import strip_private, suggest_topic_key
 
 CONTEXT_DEFAULT_BYTES = 16 * 1024
 CONTEXT_MAX_BYTES = 64 * 1024
@@ -48,6 +52,10 @@ class Envelope(BaseModel):
     )
     project_path: str = Field(description="the directory that project was detected from")
     result: str | dict[str, Any] = Field(description="the tool's output")
+    data: Any = Field(
+        default=None,
+        description="the same JSON object `engram ... --json` prints (structured content only)",
+    )
 
 
 #: The return annotation of every tool: a CallToolResult whose structured content is validated
@@ -74,17 +82,23 @@ class Resolved:
     path: str
 
 
-def envelope(resolved: Resolved, result: str | dict[str, Any], **extra: Any) -> CallToolResult:
-    """The JSON envelope as text, mirrored in ``structured_content``."""
-    data: dict[str, Any] = {
+def envelope(
+    resolved: Resolved, result: str | dict[str, Any], *, data: Any = None, **extra: Any
+) -> CallToolResult:
+    """The JSON envelope as text; the structured content is the envelope plus ``data`` (what
+    the CLI prints with ``--json``), which the text leaves out (an agent reads ``result``)."""
+    body: dict[str, Any] = {
         "project": resolved.project,
         "project_source": resolved.source,
         "project_path": resolved.path,
         "result": result,
         **extra,
     }
-    text = orjson.dumps(data).decode()
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+    text = orjson.dumps(body).decode()
+    structured = {**body, "data": result if data is None else data}
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=structured
+    )
 
 
 def check_size(value: str | None, field: str, limit: int) -> None:
@@ -168,16 +182,13 @@ class Workspace:
         return resolved
 
     def unknown_project(self, name: str) -> ProjectResolutionError:
-        known = self.known_projects()
-        similar = find_similar(name, known, max_distance=2)
-        hint = f' Did you mean "{similar[0]}"?' if similar else ""
+        """The store's unknown-project error (its did-you-mean), with what to do here."""
         here = self.default().project
         fallback = f' or omit project to use this directory\'s project "{here}"' if here else ""
-        return ProjectResolutionError(
-            f'Unknown project "{name}": nothing is stored under that name.{hint} Use one of '
-            f"available_projects{fallback}. Nothing was written.",
-            code="unknown_project",
-            available_projects=known,
+        return unknown_project(
+            name,
+            self.known_projects(),
+            hint=f"Use one of available_projects{fallback}. Nothing was written.",
         )
 
     def resolve_with_session(
@@ -320,7 +331,7 @@ class MemoryTools:
             topic_key=topic_key,
             allow_secrets=allow_secrets,
         )
-        return envelope(resolved, formatting.save_result(saved))
+        return envelope(resolved, formatting.save_result(saved), data=saved.to_dict())
 
     def mem_save_prompt(
         self,
@@ -334,7 +345,7 @@ class MemoryTools:
         resolved, session = self.workspace.resolve_with_session(project, session_id)
         prompt = self.store.add_prompt(content, session_id=session, project=resolved.project)
         shown = formatting.quoted(formatting.cut_bytes(prompt.content, 80))
-        return envelope(resolved, f"Prompt saved: {shown}")
+        return envelope(resolved, f"Prompt saved: {shown}", data=prompt.to_dict())
 
     def mem_session_summary(
         self,
@@ -353,7 +364,7 @@ class MemoryTools:
         Relevant Files. The next session reads it through mem_context."""
         check_size(content, "content", self.max_content)
         resolved, session = self.workspace.resolve_with_session(project, session_id)
-        self.store.add_observation(
+        saved = self.store.add_observation(
             title=f"Session summary: {resolved.project or 'no project'}",
             content=content,
             type="session_summary",
@@ -361,7 +372,9 @@ class MemoryTools:
             project=resolved.project,
         )
         return envelope(
-            resolved, f"Session summary saved for project {formatting.quoted(resolved.project)}"
+            resolved,
+            f"Session summary saved for project {formatting.quoted(resolved.project)}",
+            data=saved.to_dict(),
         )
 
     def mem_capture_passive(
@@ -386,6 +399,7 @@ class MemoryTools:
             resolved,
             f"Passive capture complete: extracted={result.extracted} saved={result.saved} "
             f"duplicates={result.duplicates}",
+            data=result.to_dict(),
         )
 
     # --- sessions ---------------------------------------------------------------------------
@@ -417,6 +431,7 @@ class MemoryTools:
             resolved,
             f"Session {formatting.quoted(session.id)} started for project "
             f"{formatting.quoted(session.project)}",
+            data=session.to_dict(),
         )
 
     def mem_session_end(
@@ -434,7 +449,9 @@ class MemoryTools:
             ) from None
         self.workspace.live_sessions.pop(session.id, None)
         resolved = Resolved(session.project, "session", session.directory)
-        return envelope(resolved, f"Session {formatting.quoted(session.id)} completed")
+        return envelope(
+            resolved, f"Session {formatting.quoted(session.id)} completed", data=session.to_dict()
+        )
 
     # --- finding ----------------------------------------------------------------------------
 
@@ -481,13 +498,27 @@ class MemoryTools:
             mode=mode,
         )
         return envelope(
-            resolved, formatting.search_results(query, results, cut_hint=SEARCH_CUT_HINT)
+            resolved,
+            formatting.search_results(query, results, cut_hint=SEARCH_CUT_HINT),
+            data=[o.to_dict() for o in results],
         )
 
-    def mem_get_observation(self, id: MemoryId) -> ToolResult:
-        """Get one memory in full (search results only show previews)."""
+    def mem_get_observation(
+        self,
+        id: MemoryId,
+        include_history: Annotated[
+            bool, Field(description="also its earlier versions (kept on this machine)")
+        ] = False,
+    ) -> ToolResult:
+        """Get one memory in full (search results only show previews); include_history adds
+        its earlier versions, newest first."""
         obs = self.store.get_observation(id)
-        return envelope(self.workspace.default(), formatting.observation(obs))
+        if include_history:
+            found = self.store.history(id)
+            return envelope(
+                self.workspace.default(), formatting.history(found), data=found.to_dict()
+            )
+        return envelope(self.workspace.default(), formatting.observation(obs), data=obs.to_dict())
 
     def mem_context(
         self,
@@ -505,9 +536,10 @@ class MemoryTools:
         resolved = self.workspace.resolve(project, write=False)
         size = CONTEXT_DEFAULT_BYTES if max_bytes is None else min(max_bytes, CONTEXT_MAX_BYTES)
         text = self.store.context(resolved.project or None, scope, max_bytes=size, compact=compact)
+        data = {"project": resolved.project or None, "context": text}  # as engram context
         if not text:
-            return envelope(resolved, "No previous session memories found.")
-        return envelope(resolved, text + formatting.context_footer(self.store.stats()))
+            return envelope(resolved, "No previous session memories found.", data=data)
+        return envelope(resolved, text + formatting.context_footer(self.store.stats()), data=data)
 
     def mem_timeline(
         self,
@@ -528,7 +560,7 @@ class MemoryTools:
                 f'"{resolved.project}".',
                 code="project_mismatch",
             )
-        return envelope(resolved, formatting.timeline(timeline))
+        return envelope(resolved, formatting.timeline(timeline), data=timeline.to_dict())
 
     def mem_suggest_topic_key(
         self,
@@ -544,7 +576,9 @@ class MemoryTools:
             raise ValidationError(
                 "give a title or content (or both) to suggest a topic key", field="title"
             ) from None
-        return envelope(self.workspace.default(), f"Suggested topic_key: {key}")
+        return envelope(
+            self.workspace.default(), f"Suggested topic_key: {key}", data={"topic_key": key}
+        )
 
     # --- changing ---------------------------------------------------------------------------
 
@@ -584,7 +618,9 @@ class MemoryTools:
             f"Memory updated: #{obs.id} {formatting.quoted(obs.title)} "
             f"({obs.type}, scope={obs.scope})"
         )
-        return envelope(resolved, "\n".join([text, *warnings]))
+        return envelope(
+            resolved, "\n".join([text, *warnings]), data={**obs.to_dict(), "warnings": warnings}
+        )
 
     def mem_delete(
         self,
@@ -598,7 +634,18 @@ class MemoryTools:
         resolved = self.workspace.resolve(None, write=True)
         obs = self.store.delete_observation(id, hard=hard_delete)
         how = "permanently deleted" if hard_delete else "soft-deleted"
-        return envelope(resolved, f"Memory #{obs.id} {how}")
+        data = {"id": obs.id, "status": "deleted", "hard_delete": hard_delete}  # as the CLI
+        return envelope(resolved, f"Memory #{obs.id} {how}", data=data)
+
+    def mem_restore(self, id: MemoryId) -> ToolResult:
+        """Undo the soft delete of a memory: it is live again here and, through sync,
+        everywhere. A hard delete cannot be undone."""
+        resolved = self.workspace.resolve(None, write=True)
+        obs = self.store.restore_observation(id)
+        data = {"id": obs.id, "status": "restored", "sync_id": obs.sync_id}  # as the CLI
+        return envelope(
+            resolved, f"Memory #{obs.id} restored: {formatting.quoted(obs.title)}", data=data
+        )
 
     # --- projects and statistics ------------------------------------------------------------
 
@@ -609,8 +656,11 @@ class MemoryTools:
         given = project is not None and project.strip()
         scope = resolved.project if given else None
         stats = self.store.stats(scope)
+        vectors = self.store.vector_coverage(scope)
         return envelope(
-            resolved, formatting.stats(stats, vectors=self.store.vector_coverage(scope))
+            resolved,
+            formatting.stats(stats, vectors=vectors),
+            data={**stats.to_dict(), "vectors": vectors.to_dict()},  # as engram stats --json
         )
 
     def mem_current_project(self) -> ToolResult:
@@ -634,10 +684,12 @@ class MemoryTools:
         return envelope(
             resolved,
             text,
+            data={**detected.to_dict(), "project": resolved.project,
+                  "project_source": resolved.source, "available_projects": available},
             cwd=detected.cwd,
             available_projects=available,
             warning=detected.warning,
-        )
+        )  # fmt: skip
 
     def mem_list_projects(self) -> ToolResult:
         """Every project with its memory, session and prompt counts and directories."""
@@ -733,11 +785,11 @@ class MemoryTools:
         ``engram.mcp.server`` registers it with an explicit argument model)."""
         names = [normalize_project(s)[0] for s in sources if s and s.strip()]
         unknown = [n for n in names if not self.store.project_exists(n)]
-        if unknown:
+        if unknown:  # (the store refuses it too: the same check, this face's hint)
             raise self.workspace.unknown_project(unknown[0])
         result = self.store.merge_projects(names, to)
         resolved = Resolved(result.canonical, "explicit_override", "")
-        return envelope(resolved, result.to_dict())
+        return envelope(resolved, result.to_dict(), data=result.to_dict())
 
 
 MERGE_DESCRIPTION = (

@@ -29,6 +29,7 @@ from engram.text import (
     normalize_scope,
     normalize_topic_key,
     normalized_hash,
+    plural,
     require_storable,
     strip_private,
     suggest_topic_key,
@@ -109,7 +110,7 @@ class ObservationsMixin(StoreBase):
         )
         return (
             f'⚠️ Project "{project}" has no memories. Similar project found: "{best}" '
-            f"({count} memories). Consider using that name instead."
+            f"({plural(count, 'memory')}). Consider using that name instead."
         )
 
     def add_observation(
