@@ -28,6 +28,7 @@ from engram_cloud.compression import response_compression
 from engram_cloud.dashboard.pages import DashboardPlugin
 from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
 from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
+from engram_cloud.fleet import Liveness
 from engram_cloud.guards import refuse_unstorable_parameters
 from engram_cloud.live import LiveFeed
 from engram_cloud.notify import Notifier
@@ -112,7 +113,7 @@ def create_app(
     owns_engine = engine is None
     engine = engine or create_db_engine(settings.database_url, pool_size=settings.pool_size)
     notifier = Notifier(libpq_url(settings.database_url))
-    live_feed = LiveFeed(engine, notifier)
+    live_feed = LiveFeed(engine, notifier, liveness=Liveness.of(settings))
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:

@@ -130,8 +130,12 @@ def json_body(
         _heavy.release()
 
 
-def read_small_json(request: Request[Any, Any, Any], body: bytes) -> Any:
+def read_small_json(
+    request: Request[Any, Any, Any],
+    body: bytes,
+    invalid: Callable[[str], ApiError] = _invalid_body,
+) -> Any:
     """The JSON document of a route whose bodies are always small (at most
-    :data:`SMALL_BODY_BYTES` once decompressed)."""
-    with json_body(request, body, SMALL_BODY_BYTES) as doc:
+    :data:`SMALL_BODY_BYTES` once decompressed); ``invalid(reason)`` when it is not JSON."""
+    with json_body(request, body, SMALL_BODY_BYTES, invalid) as doc:
         return doc

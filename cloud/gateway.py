@@ -13,8 +13,8 @@ Protocol (``reference/seed-engram-hub-api.md``, "WebSocket Gateway"), at ``/ws``
    model), ``hub``/``sync_status`` (the caller's projects) — anything else gets the seed's error
    shape, as do invalid JSON and unknown types (the connection stays open).
 3. Our addition: ``{"type": "subscribe"}`` starts a stream of ``{"type": "event", "event":
-   "memory"|"push"|"pause"|"resume"|"heartbeat", …}`` for the projects the caller may read
-   (:mod:`engram_cloud.live`). Seed clients never ask, so their request/answer pairs stay in step.
+   "memory"|"push"|"pause"|"resume"|"heartbeat"|"machine_status", …}`` for the projects the
+   caller may read (:mod:`engram_cloud.live`). Seed clients never ask, so their request/answer pairs stay in step.
 
 Dashboard pages connect to ``/dashboard/ws`` (their login cookie has ``Path=/dashboard``) and send
 ``{"token": null}``: the cookie then authenticates, but only when the ``Origin`` header names this
@@ -43,6 +43,7 @@ from engram_cloud import models, read_model, sync_log
 from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
 from engram_cloud.dashboard.auth import COOKIE_NAME, resolve_session
 from engram_cloud.errors import ApiError
+from engram_cloud.fleet import owner_of
 from engram_cloud.live import LiveFeed
 from engram_cloud.settings import Settings
 
@@ -230,7 +231,9 @@ class Connection:
             await self.send({"type": "subscribed", "projects": self._shown_projects()})
             return
         feed: LiveFeed = self.socket.app.state.live_feed
-        subscriber = feed.subscribe(self.allows, is_admin=self.principal.is_admin)
+        subscriber = feed.subscribe(
+            self.allows, is_admin=self.principal.is_admin, owner=owner_of(self.principal)
+        )
 
         async def forward() -> None:
             try:

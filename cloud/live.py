@@ -1,5 +1,8 @@
 """What changed on the server, as a stream of small events for open dashboards and gateway
-subscribers: new memories, pushes, paused/resumed projects and machine heartbeats.
+subscribers: new memories, pushes, paused/resumed projects, machine heartbeats, and machines
+turning unhealthy or offline by silence (``machine_status``: nothing is written then, so the feed
+notices the moment a machine's last heartbeat crosses a threshold of
+:class:`~engram_cloud.fleet.Liveness`).
 
 One :class:`LiveFeed` per server process reads the database — never the request that caused the
 change — so a push handled by any process behind the load balancer reaches the pages open on
@@ -16,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -24,6 +27,7 @@ import orjson
 from sqlalchemy import Engine, func, select
 
 from engram_cloud import models
+from engram_cloud.fleet import DEFAULT_LIVENESS, Liveness
 from engram_cloud.notify import Notifier
 from engram_cloud.principals import iso
 
@@ -37,10 +41,12 @@ QUEUE_LIMIT = 256  # events a slow subscriber may fall behind before it is told 
 
 @dataclass(slots=True, eq=False)  # kept in a set: hashed by identity
 class Subscriber:
-    """One open page or gateway client: which projects it may see, and its outbox."""
+    """One open page or gateway client: which projects it may see, whose machines are its own
+    (:func:`engram_cloud.fleet.owner_of`), and its outbox."""
 
     allows: Callable[[str], bool]
     is_admin: bool = False
+    owner: str = ""
     queue: asyncio.Queue[dict[str, Any]] = field(default_factory=lambda: asyncio.Queue(QUEUE_LIMIT))
     overflowed: bool = False
 
@@ -61,15 +67,23 @@ class _Marks:
     seq: int = 0
     heartbeat: datetime | None = None
     control: datetime | None = None
+    clock: datetime | None = None  # the database's time at the last tick
 
 
 class LiveFeed:
     """Turns database changes into events for its subscribers (see the module docstring)."""
 
-    def __init__(self, engine: Engine, notifier: Notifier, poll: float = POLL_SECONDS) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        notifier: Notifier,
+        poll: float = POLL_SECONDS,
+        liveness: Liveness = DEFAULT_LIVENESS,
+    ) -> None:
         self.engine = engine
         self.notifier = notifier
         self.poll = poll
+        self.liveness = liveness
         self.subscribers: set[Subscriber] = set()
         self._marks: _Marks | None = None
         self._task: asyncio.Task[None] | None = None
@@ -86,8 +100,10 @@ class LiveFeed:
                 await self._task
             self._task = None
 
-    def subscribe(self, allows: Callable[[str], bool], *, is_admin: bool = False) -> Subscriber:
-        subscriber = Subscriber(allows, is_admin)
+    def subscribe(
+        self, allows: Callable[[str], bool], *, is_admin: bool = False, owner: str = ""
+    ) -> Subscriber:
+        subscriber = Subscriber(allows, is_admin, owner)
         self.subscribers.add(subscriber)
         if self._wanted is not None:
             self._wanted.set()
@@ -122,14 +138,19 @@ class LiveFeed:
 
     def publish(self, event: dict[str, Any]) -> None:
         """Hand ``event`` to every subscriber allowed to see it: a project's events to those
-        who may read the project; a machine's to admins, and to members who may read one of
-        its projects (naming only those), as the machines page shows them."""
+        who may read the project; a machine's to admins, to its owner and to members who may
+        read one of its projects (naming only those), as the machines page shows them
+        (:class:`engram_cloud.fleet.FleetView`'s rule). The owner is never sent."""
+        owner = event.get("owner", "")
+        if "owner" in event:
+            event = {k: v for k, v in event.items() if k != "owner"}
         for subscriber in list(self.subscribers):
             shown = event
             if "projects" in event:
                 visible = [p for p in event["projects"] if subscriber.allows(p)]
                 if not subscriber.is_admin:
-                    if not visible:
+                    mine = bool(owner) and owner == subscriber.owner
+                    if not visible and not mine:
                         continue
                     shown = {**event, "projects": visible}
             elif "project" in event and not subscriber.allows(event["project"]):
@@ -143,6 +164,7 @@ class LiveFeed:
                 seq=conn.execute(select(func.coalesce(func.max(m.c.seq), 0))).scalar_one(),
                 heartbeat=conn.execute(select(func.max(w.c.last_seen_at))).scalar_one(),
                 control=conn.execute(select(func.max(c.c.updated_at))).scalar_one(),
+                clock=conn.execute(select(func.now())).scalar_one(),
             )
 
     def _changes(self, marks: _Marks) -> list[dict[str, Any]]:
@@ -166,18 +188,8 @@ class LiveFeed:
                 beats = beats.where(w.c.last_seen_at > marks.heartbeat)
             for row in conn.execute(beats.limit(500)):
                 marks.heartbeat = row.last_seen_at
-                events.append(
-                    {
-                        "type": "event",
-                        "event": "heartbeat",
-                        "hostname": row.hostname,
-                        "origin": row.origin,
-                        "projects": list(row.projects or []),
-                        "pending": row.pending,
-                        "status": row.status,
-                        "last_seen_at": iso(row.last_seen_at),
-                    }
-                )
+                events.append(_machine_event(row, "heartbeat", row.status))
+            events += self._silences(conn, marks)
             controls = select(c).order_by(c.c.updated_at)
             if marks.control is not None:
                 controls = controls.where(c.c.updated_at > marks.control)
@@ -193,6 +205,44 @@ class LiveFeed:
                     }
                 )
         return events
+
+    def _silences(self, conn: Any, marks: _Marks) -> list[dict[str, Any]]:
+        """``machine_status`` events for machines whose silence crossed a threshold since the
+        last tick (``marks.clock``, which it advances)."""
+        w = models.workers
+        now = conn.execute(select(func.now())).scalar_one()
+        events: list[dict[str, Any]] = []
+        if marks.clock is not None:
+            for seconds, status in (
+                (self.liveness.unhealthy_after, "unhealthy"),
+                (self.liveness.offline_after, "offline"),
+            ):
+                edge = w.c.last_seen_at + timedelta(seconds=seconds)
+                crossed = select(w).where(w.c.status == "online", edge > marks.clock, edge <= now)
+                for row in conn.execute(crossed.order_by(w.c.last_seen_at).limit(500)):
+                    events.append(_machine_event(row, "machine_status", status))
+        marks.clock = now
+        return events
+
+
+def _machine_event(row: Any, event: str, status: str) -> dict[str, Any]:
+    return {
+        "type": "event",
+        "event": event,
+        "worker_id": row.id,
+        "kind": row.kind,
+        "hostname": row.hostname,
+        "origin": row.origin,
+        "tailscale_ip": row.tailscale_ip,
+        "local_ip": row.local_ip,
+        "ram_gb": row.ram_gb,
+        "gpu_type": row.gpu_type,
+        "projects": list(row.projects or []),
+        "pending": row.pending,
+        "status": status,
+        "last_seen_at": iso(row.last_seen_at),
+        "owner": row.owner,  # who else may see it; stripped by publish
+    }
 
 
 def _push_events(rows: list[Any]) -> list[dict[str, Any]]:

@@ -15,7 +15,8 @@ Groups:
   (peppered hashes only), ``cloud_project_grants``, ``cloud_auth_audit_log``,
   ``cloud_login_attempts`` (rate limiting — dashboard logins, wrong bearer tokens, member
   heartbeats — kept in PostgreSQL so several server processes share it).
-* **fleet** — ``cloud_workers``: the last heartbeat of every client machine.
+* **fleet** — ``cloud_workers``: the last heartbeat of every client machine, in either
+  vocabulary (ours keyed by origin, the first seed's Worker API keyed by hostname).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     Computed,
+    Double,
     ForeignKey,
     Identity,
     Index,
@@ -326,7 +328,13 @@ login_attempts = Table(
 workers = Table(
     "cloud_workers",
     metadata,
-    Column("origin", Text, primary_key=True),
+    # The machine's database id: the first seed's ``worker_id`` / ``id``, whichever shape of
+    # heartbeat created the record.
+    Column("id", BigInteger, Identity(), primary_key=True),
+    # Which vocabulary keys the record: ``engram`` (our clients: by ``origin``, the hostname is
+    # only a display name) or ``seed`` (the first seed's workers: by ``hostname``, no origin).
+    Column("kind", Text, nullable=False, server_default="engram"),
+    Column("origin", Text),
     Column("hostname", Text, nullable=False),
     Column("version", Text, nullable=False, server_default=""),
     Column("projects", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
@@ -342,6 +350,21 @@ workers = Table(
     # Who created the record ("principal:<id>" or a legacy credential's source): only that
     # principal's heartbeats may update it ('' = unknown, claimed by the next heartbeat).
     Column("owner", Text, nullable=False, server_default=""),
+    # What the first seed's heartbeat reports (NULL for machines that never sent one).
+    Column("tailscale_ip", Text),
+    Column("local_ip", Text),
+    Column("ram_gb", Double),
+    Column("gpu_type", Text),
+    CheckConstraint(
+        "kind IN ('engram', 'seed') AND (kind = 'engram') = (origin IS NOT NULL)", name="kind"
+    ),
+    Index(None, "origin", unique=True),
+    Index(
+        "ix_cloud_workers_seed_hostname",
+        "hostname",
+        unique=True,
+        postgresql_where=text("kind = 'seed'"),
+    ),
     Index(None, "hostname"),
 )
 

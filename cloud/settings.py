@@ -32,6 +32,10 @@ DEFAULT_MAX_CLOCK_DRIFT_S = 600  # DESIGN §3 "Clock bound": 10 minutes
 DEFAULT_AUDIT_RETENTION_DAYS = 90
 DEFAULT_AUDIT_MAX_ROWS = 100_000
 DEFAULT_HEARTBEATS_PER_MINUTE = 120  # per member principal (a shared token is one principal)
+# A machine silent this long is shown "unhealthy" (our clients beat every 60 s: five missed), and
+# this long "offline" (the first seed's cleanup default, so a list agrees with what cleanup does).
+DEFAULT_WORKER_UNHEALTHY_S = 300
+DEFAULT_WORKER_OFFLINE_S = 3600
 
 #: The placeholder written in docs/cloud.env.example and docker-compose.cloud.yml: a server
 #: started with it unchanged would sign sessions with a secret everybody knows.
@@ -55,6 +59,8 @@ ENV_VARS = (
     "ENGRAM_CLOUD_AUDIT_RETENTION_DAYS",
     "ENGRAM_CLOUD_AUDIT_MAX_ROWS",
     "ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE",
+    "ENGRAM_CLOUD_WORKER_UNHEALTHY_S",
+    "ENGRAM_CLOUD_WORKER_OFFLINE_S",
 )
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -89,6 +95,8 @@ class Settings:
     audit_retention_days: int = DEFAULT_AUDIT_RETENTION_DAYS
     audit_max_rows: int = DEFAULT_AUDIT_MAX_ROWS
     heartbeats_per_minute: int = DEFAULT_HEARTBEATS_PER_MINUTE
+    worker_unhealthy_s: int = DEFAULT_WORKER_UNHEALTHY_S  # silent this long: "unhealthy"
+    worker_offline_s: int = DEFAULT_WORKER_OFFLINE_S  # silent this long: "offline"
 
     def __post_init__(self) -> None:
         if not self.token_pepper:
@@ -270,6 +278,17 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     port_default = _int(env, "ENGRAM_PORT", DEFAULT_PORT, 1, 65535)
     trusted = parse_trusted_proxies(env.get("ENGRAM_CLOUD_TRUSTED_PROXIES", ""))
     check_forwarded_allow_ips(env.get("FORWARDED_ALLOW_IPS"), trusted)
+    unhealthy_s = _int(
+        env, "ENGRAM_CLOUD_WORKER_UNHEALTHY_S", DEFAULT_WORKER_UNHEALTHY_S, 1, 366 * 86_400
+    )
+    offline_s = _int(
+        env, "ENGRAM_CLOUD_WORKER_OFFLINE_S", DEFAULT_WORKER_OFFLINE_S, 1, 366 * 86_400
+    )
+    if offline_s <= unhealthy_s:
+        raise SettingsError(
+            f"ENGRAM_CLOUD_WORKER_OFFLINE_S ({offline_s}) must be longer than "
+            f"ENGRAM_CLOUD_WORKER_UNHEALTHY_S ({unhealthy_s})"
+        )
     return Settings(
         database_url=database_url,
         allowed_projects=allowed,
@@ -293,4 +312,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         heartbeats_per_minute=_int(
             env, "ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE", DEFAULT_HEARTBEATS_PER_MINUTE, 1, 100_000
         ),
+        worker_unhealthy_s=unhealthy_s,
+        worker_offline_s=offline_s,
     )

@@ -32,7 +32,11 @@ def test_comments_and_trailing_commas_are_read() -> None:
 
 def test_comment_markers_inside_strings_are_text() -> None:
     text = '{"url": "http://x/*y*/", "c": "// not a comment", "q": "say \\"hi\\" // x",}'
-    assert jsonc.loads(text) == {"url": "http://x/*y*/", "c": "// not a comment", "q": 'say "hi" // x'}
+    assert jsonc.loads(text) == {
+        "url": "http://x/*y*/",
+        "c": "// not a comment",
+        "q": 'say "hi" // x',
+    }
 
 
 def test_adding_a_member_keeps_every_other_byte() -> None:

@@ -33,7 +33,11 @@ KEY_BLOCK = (
         (f"aws key {AWS}", "aws_access_key", "aws key "),
         (f"export ANTHROPIC_API_KEY={ANTHROPIC}", "anthropic_key", "export ANTHROPIC_API_KEY="),
         (f"deploy key:\n{KEY_BLOCK}\nrotate it", "private_key", "\nrotate it"),
-        ("DATABASE_URL=postgres://app:hunter22@db.internal:5432/app", "url_password", "@db.internal"),
+        (
+            "DATABASE_URL=postgres://app:hunter22@db.internal:5432/app",
+            "url_password",
+            "@db.internal",
+        ),
         ('password = "s3cr3t-P4ss"', "password", 'password = "'),
         ("PGPASSWORD=hunter22 psql -h db", "password", " psql -h db"),
         ("aws_secret_access_key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "secret", "aws_secret"),

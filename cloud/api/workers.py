@@ -1,17 +1,21 @@
-"""Client machines' heartbeats, so an admin sees which machines stopped syncing.
+"""The machines routes (``/api/v1/workers``): heartbeats, the fleet list, one machine, cleanup —
+thin shells over :mod:`engram_cloud.fleet`, speaking two vocabularies on one table.
 
-``POST /api/v1/workers/heartbeat`` (any authenticated client) records, per ``origin`` (the
-replica's id; the hostname is only a display name: two replicas may share a host), its version,
-projects, pending and quarantined counts and last push/pull times.
-
-A machine record belongs to the principal whose heartbeat created it (its ``owner``: a managed
-principal's id, or the legacy token / admin token / insecure mode): a heartbeat from anyone else
-naming the same origin is refused (409 ``worker_owned_elsewhere``) and changes nothing, so a
-member cannot overwrite another machine's record by reusing its origin. Members' heartbeats are
-rate-bounded per principal (``ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE``, 429 beyond it; admins are
-not limited), so nobody floods the fleet list with invented machines. ``GET /api/v1/workers``,
-``GET /api/v1/workers/{origin or hostname}`` and ``POST /api/v1/workers/cleanup?minutes=N``
-(mark machines silent for N minutes offline) are for admins.
+* ``POST /api/v1/workers/heartbeat``: a body naming an ``origin`` is our clients' heartbeat
+  (origin, hostname, version, projects, pending and quarantined counts, last push/pull times;
+  a bad one is 400 naming the field), answered ``{"status": "ok", "origin", "worker_id",
+  "server_time"}``. Any other body is the first seed's (hostname, tailscale_ip, local_ip,
+  ram_gb, gpu_type: :mod:`engram_cloud.api.seed_workers`), keyed by hostname and answered
+  ``{"status": "accepted", "worker_id", "message"}``. Either way a record belongs to the
+  principal whose heartbeat created it (409 ``worker_owned_elsewhere`` for anyone else, nothing
+  changed) and members share one bound of ``ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE`` (429 beyond it;
+  admins are not limited).
+* ``GET /api/v1/workers[?status=online|unhealthy|offline]``: the seed's array of machines;
+  ``GET /api/v1/workers/{hostname or origin}``: one (the one seen most recently under that
+  hostname), 404 otherwise; ``POST /api/v1/workers/cleanup?minutes=60``: mark machines silent
+  that long offline, ``{"status": "completed", "workers_marked_offline": n, "minutes"}``.
+  Each sees and cleans only the machines the caller may see (:class:`~engram_cloud.fleet.FleetView`).
+* Errors carry the seed's ``detail`` beside our envelope.
 """
 
 from __future__ import annotations
@@ -23,19 +27,26 @@ from typing import Any
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, RawBody
-from sqlalchemy import Connection, func, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import func, select
 
 from engram.record import find_unstorable
-from engram_cloud import models, ratelimit
+from engram_cloud import fleet
+from engram_cloud.api import seed_workers as seed
 from engram_cloud.auth import Principal, normalize_project_name
 from engram_cloud.bodies import read_small_json
 from engram_cloud.errors import ApiError, invalid_request, json_response
+from engram_cloud.fleet import FleetView, Liveness, record_heartbeat
+from engram_cloud.guards import bigint
 from engram_cloud.principals import iso
+from engram_cloud.settings import Settings
+
+__all__ = ["ROUTES", "parse_heartbeat", "record_heartbeat"]
 
 _ORIGIN = re.compile(r"^[0-9a-f]{16}$")
 MAX_PROJECTS = 200
-DEFAULT_STALE_MINUTES = 10
+MAX_HOSTNAME = 255
+DEFAULT_CLEANUP_MINUTES = 60  # the seed's default
+MAX_CLEANUP_MINUTES = 525_600  # a year
 
 
 def _timestamp(body: dict[str, Any], name: str) -> datetime | None:
@@ -89,7 +100,7 @@ def parse_heartbeat(body: Any) -> dict[str, Any]:
     names = sorted({normalize_project_name(p)[:200] for p in projects} - {""})
     return {
         "origin": origin,
-        "hostname": _text(body, "hostname", 255, required=True),
+        "hostname": _text(body, "hostname", MAX_HOSTNAME, required=True),
         "version": _text(body, "version", 100),
         "projects": names,
         "pending": _count(body, "pending"),
@@ -99,157 +110,112 @@ def parse_heartbeat(body: Any) -> dict[str, Any]:
     }
 
 
-def owner_of(principal: Principal) -> str:
-    """Who a machine record belongs to: a managed principal by id (renaming it changes
-    nothing), else the kind of credential (the legacy shared token is one principal)."""
-    return f"principal:{principal.id}" if principal.is_managed else principal.source
-
-
-def record_heartbeat(conn: Connection, row: dict[str, Any], principal: Principal) -> bool:
-    """Create or refresh the machine record; ``False`` (nothing written) when another
-    principal owns that origin. A record without an owner (written before owners existed) is
-    claimed by its next heartbeat."""
-    w = models.workers
-    owner = owner_of(principal)
-    values = {
-        **row,
-        "last_seen_at": func.now(),
-        "status": "online",
-        "principal_id": principal.id,
-        "principal_name": principal.label,
-        "owner": owner,
-    }
-    stmt = pg_insert(w).values(**values)
-    written = conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["origin"],
-            set_={k: stmt.excluded[k] for k in values if k != "origin"},
-            where=or_(w.c.owner == owner, w.c.owner == ""),
-        ).returning(w.c.origin)
-    ).first()
-    return written is not None
-
-
-def heartbeat_allowed(conn: Connection, principal: Principal, per_minute: int) -> int | None:
-    """Count a member's heartbeat; ``None`` when within the bound, else seconds to wait."""
-    if principal.is_admin:
-        return None
-    key = f"heartbeat:{owner_of(principal)}"
-    window = ratelimit.recent(conn, key, ratelimit.HEARTBEAT_WINDOW, limit=per_minute)
-    if window.over(per_minute):
-        return window.retry_after
-    ratelimit.record(conn, key)
-    return None
-
-
-def worker_dict(row: Any, now: datetime) -> dict[str, Any]:
-    return {
-        "origin": row.origin,
-        "hostname": row.hostname,
-        "version": row.version,
-        "projects": row.projects,
-        "pending": row.pending,
-        "quarantined": row.quarantined,
-        "last_push_at": iso(row.last_push_at),
-        "last_pull_at": iso(row.last_pull_at),
-        "last_seen_at": iso(row.last_seen_at),
-        "first_seen_at": iso(row.first_seen_at),
-        "seconds_since_seen": max(0, int((now - row.last_seen_at).total_seconds())),
-        "status": row.status,
-        "principal_id": row.principal_id,
-        "principal_name": row.principal_name,
-    }
-
-
-def list_workers(
-    conn: Connection, *, key: str | None = None, status: str | None = None
-) -> list[dict[str, Any]]:
-    w = models.workers
-    query = select(w).order_by(w.c.hostname, w.c.origin)
-    if key is not None:
-        query = query.where(or_(w.c.origin == key, w.c.hostname == key))
-    if status is not None:
-        query = query.where(w.c.status == status)
-    now = conn.execute(select(func.now())).scalar_one()
-    return [worker_dict(r, now) for r in conn.execute(query)]
-
-
-def mark_stale_offline(conn: Connection, minutes: int) -> int:
-    w = models.workers
-    return conn.execute(
-        update(w)
-        .where(
-            w.c.status == "online",
-            w.c.last_seen_at < func.now() - func.make_interval(0, 0, 0, 0, 0, minutes),
-        )
-        .values(status="offline")
-    ).rowcount
-
-
 # --- routes --------------------------------------------------------------------------------------
 
+_ERRORS = seed.EXCEPTION_HANDLERS  # every error also carries the seed's "detail"
 
-@post("/api/v1/workers/heartbeat", sync_to_thread=True, status_code=200)
-def heartbeat(
-    request: Request, body: RawBody, principal: NamedDependency[Principal]
-) -> Response[bytes]:
-    settings = request.app.state.settings
-    row = parse_heartbeat(read_small_json(request, body))
-    with request.app.state.engine.begin() as conn:
-        wait = heartbeat_allowed(conn, principal, settings.heartbeats_per_minute)
-        written = wait is None and record_heartbeat(conn, row, principal)
-        now = conn.execute(select(func.now())).scalar_one()
+
+def _limits(request: Request) -> tuple[Settings, Liveness]:
+    settings: Settings = request.app.state.settings
+    return settings, Liveness.of(settings)
+
+
+def _refused(settings: Settings, wait: int | None, what: str) -> ApiError:
     if wait is not None:
-        raise ApiError(
+        return ApiError(
             429,
             "policy",
             "rate_limited",
             f"too many heartbeats: at most {settings.heartbeats_per_minute} a minute per user",
             headers={"Retry-After": str(wait)},
         )
-    if not written:
-        raise ApiError(
-            409,
-            "policy",
-            "worker_owned_elsewhere",
-            f"machine {row['origin']} is registered by another user: its record was not changed",
-        )
-    return json_response({"status": "ok", "origin": row["origin"], "server_time": iso(now)})
+    return ApiError(
+        409,
+        "policy",
+        "worker_owned_elsewhere",
+        f"machine {what} is registered by another user: its record was not changed",
+    )
 
 
-@get("/api/v1/workers", sync_to_thread=True)
-def workers_index(request: Request, admin: NamedDependency[Principal]) -> Response[bytes]:
-    status = request.query_params.get("status") or None
-    if status not in (None, "online", "offline"):
-        raise invalid_request("invalid_parameter", "status must be online or offline")
-    with request.app.state.engine.connect() as conn:
-        found = list_workers(conn, status=status)
-    return json_response({"workers": found, "count": len(found)})
-
-
-@get("/api/v1/workers/{key:str}", sync_to_thread=True)
-def worker_detail(
-    request: Request, key: FromPath[str], admin: NamedDependency[Principal]
+@post("/api/v1/workers/heartbeat", sync_to_thread=True, status_code=200, exception_handlers=_ERRORS)
+def heartbeat(
+    request: Request, body: RawBody, principal: NamedDependency[Principal]
 ) -> Response[bytes]:
-    with request.app.state.engine.connect() as conn:
-        found = list_workers(conn, key=key[:255])
-    if not found:
-        raise ApiError(404, "invalid_request", "not_found", f"no machine {key[:100]!r}")
-    return json_response({"workers": found, "count": len(found)})
-
-
-@post("/api/v1/workers/cleanup", sync_to_thread=True, status_code=200)
-def workers_cleanup(request: Request, admin: NamedDependency[Principal]) -> Response[bytes]:
-    raw = request.query_params.get("minutes") or str(DEFAULT_STALE_MINUTES)
-    try:
-        minutes = int(raw)
-    except ValueError:
-        raise invalid_request("invalid_parameter", "minutes must be an integer") from None
-    if not 1 <= minutes <= 525_600:
-        raise invalid_request("invalid_parameter", "minutes must be between 1 and 525600")
+    """Either vocabulary: a body naming an ``origin`` is ours, anything else the seed's."""
+    settings, _ = _limits(request)
+    # Which vocabulary is not known before parsing: a body that is not JSON gets the seed's 422.
+    document = read_small_json(request, body, seed.invalid_json)
+    seed_shape = seed.is_seed_body(document)
+    row = seed.parse_heartbeat(document) if seed_shape else parse_heartbeat(document)
     with request.app.state.engine.begin() as conn:
-        marked = mark_stale_offline(conn, minutes)
-    return json_response({"status": "ok", "minutes": minutes, "marked_offline": marked})
+        wait = fleet.heartbeat_allowed(conn, principal, settings.heartbeats_per_minute)
+        worker_id = None
+        if wait is None and seed_shape:
+            projects = fleet.seed_projects(settings, principal)
+            worker_id = fleet.record_seed_heartbeat(conn, row, principal, projects)
+        elif wait is None:
+            worker_id = fleet.record_heartbeat(conn, row, principal)
+        now = conn.execute(select(func.now())).scalar_one()
+    if worker_id is None:
+        raise _refused(settings, wait, row["hostname"] if seed_shape else row["origin"])
+    if seed_shape:
+        return json_response(seed.accepted(worker_id, row["hostname"]))
+    return json_response(
+        {"status": "ok", "origin": row["origin"], "worker_id": worker_id, "server_time": iso(now)}
+    )
+
+
+def _status_filter(request: Request) -> str | None:
+    status = request.query_params.get("status") or None
+    if status not in (None, *fleet.STATUSES):
+        raise invalid_request("invalid_parameter", "status must be online, unhealthy or offline")
+    return status
+
+
+@get("/api/v1/workers", sync_to_thread=True, exception_handlers=_ERRORS)
+def workers_index(request: Request, principal: NamedDependency[Principal]) -> Response[bytes]:
+    """The seed's array of ``WorkerResponse`` (``?status=`` keeps one status)."""
+    settings, liveness = _limits(request)
+    status = _status_filter(request)
+    view = FleetView.of(settings, principal)
+    with request.app.state.engine.connect() as conn:
+        found = fleet.list_machines(conn, view, liveness, status=status)
+    return json_response([seed.worker_response(m) for m in found])
+
+
+@get("/api/v1/workers/{key:str}", sync_to_thread=True, exception_handlers=_ERRORS)
+def worker_detail(
+    request: Request, key: FromPath[str], principal: NamedDependency[Principal]
+) -> Response[bytes]:
+    """One machine by origin, or the one seen most recently under a hostname (404 otherwise,
+    also for a machine the caller may not see)."""
+    settings, liveness = _limits(request)
+    view = FleetView.of(settings, principal)
+    found = None
+    if len(key) <= MAX_HOSTNAME:
+        with request.app.state.engine.connect() as conn:
+            found = fleet.find_machine(conn, view, key, liveness)
+    if found is None:
+        raise seed.not_found(key)
+    return json_response(seed.worker_response(found))
+
+
+@post("/api/v1/workers/cleanup", sync_to_thread=True, status_code=200, exception_handlers=_ERRORS)
+def workers_cleanup(request: Request, principal: NamedDependency[Principal]) -> Response[bytes]:
+    """Mark the machines the caller sees that were silent for ``minutes`` (default 60) offline:
+    the seed's ``CleanupResponse``."""
+    settings, _ = _limits(request)
+    raw = request.query_params.get("minutes")
+    minutes = DEFAULT_CLEANUP_MINUTES if raw is None else bigint(raw, "minutes", minimum=1)
+    if minutes > MAX_CLEANUP_MINUTES:
+        raise invalid_request(
+            "invalid_parameter", f"minutes must be between 1 and {MAX_CLEANUP_MINUTES}"
+        )
+    with request.app.state.engine.begin() as conn:
+        marked = fleet.mark_stale_offline(conn, minutes, FleetView.of(settings, principal))
+    return json_response(
+        {"status": "completed", "workers_marked_offline": marked, "minutes": minutes}
+    )
 
 
 ROUTES = [heartbeat, workers_index, worker_detail, workers_cleanup]

@@ -28,8 +28,8 @@ from engram_cloud import controls, principals
 from engram_cloud.auth import normalize_project_name
 from engram_cloud.dashboard import queries as dq
 from engram_cloud.dashboard.auth import Viewer
+from engram_cloud.dashboard.machines import liveness_of
 from engram_cloud.dashboard.pages import (
-    ONLINE_SECONDS,
     PageError,
     filters,
     hx_redirect,
@@ -107,7 +107,7 @@ def admin_home(
     request: Request, admin: NamedDependency[Viewer], db: NamedDependency[Connection]
 ) -> Template:
     rejected = dq.audit_log(db, dq.AuditFilter(outcome=controls.OUTCOME_PAUSED), dq.Paging(1, 10))
-    machines = machines_for(db, admin)
+    machines = machines_for(db, admin, liveness_of(request))
     return _page(
         request,
         admin,
@@ -127,7 +127,8 @@ def admin_home(
 def admin_health(
     request: Request, admin: NamedDependency[Viewer], db: NamedDependency[Connection]
 ) -> Template:
-    machines = machines_for(db, admin)
+    liveness = liveness_of(request)
+    machines = machines_for(db, admin, liveness)
     return _page(
         request,
         admin,
@@ -136,7 +137,8 @@ def admin_health(
             "title": "Health",
             "health": _health(request, db),
             "machines": machines,
-            "online_minutes": ONLINE_SECONDS // 60,
+            "unhealthy_minutes": max(1, liveness.unhealthy_after // 60),
+            "offline_minutes": max(1, liveness.offline_after // 60),
         },
     )
 

@@ -52,7 +52,6 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 
 from engram.errors import EngramError
-from engram_cloud.api import workers
 from engram_cloud.auth import INSECURE_PRINCIPAL, authenticate, normalize_project_name
 from engram_cloud.dashboard import queries as dq
 from engram_cloud.dashboard.auth import (
@@ -71,6 +70,7 @@ from engram_cloud.dashboard.auth import (
     succeed,
     viewer_for,
 )
+from engram_cloud.dashboard.machines import liveness_of, machines_for, machines_page
 from engram_cloud.dashboard.render import (
     STATIC_DIR,
     display_zone,
@@ -87,7 +87,6 @@ MAX_FORM_BYTES = 16 * 1024
 MAX_TOKEN_CHARS = 512
 CSRF_COOKIE = "engram_dashboard_csrf"
 CSRF_FAILED = "CSRF token verification failed"
-ONLINE_SECONDS = workers.DEFAULT_STALE_MINUTES * 60
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -514,7 +513,7 @@ def stats_page(
     from engram_cloud.dashboard.charts import stats_charts
 
     figures = dq.stats(db, viewer.scope)
-    machines = machines_for(db, viewer)
+    machines = machines_for(db, viewer, liveness_of(request))
     online = sum(1 for m in machines if m["online"])
     charts = stats_charts(db, viewer.scope, machines)
     return render(
@@ -829,44 +828,6 @@ def prompt_page(
             "title": "Prompt",
             "prompt": found,
             "related": dq.session_prompts(db, project, session_id, exclude=sync_id),
-        },
-    )
-
-
-def machines_for(db: Connection, viewer: Viewer) -> list[dict[str, Any]]:
-    """Client machines from their heartbeats: admins see all, members those that sync a
-    project they can see (and only those projects)."""
-    found = []
-    for machine in workers.list_workers(db):
-        projects = [p for p in machine["projects"] if viewer.scope.allows(p)]
-        if not viewer.is_admin and not projects:
-            continue
-        online = machine["status"] == "online" and machine["seconds_since_seen"] < ONLINE_SECONDS
-        found.append(
-            {
-                **machine,
-                "projects": machine["projects"] if viewer.is_admin else projects,
-                "online": online,
-            }
-        )
-    found.sort(key=lambda m: (not m["online"], m["hostname"], m["origin"]))
-    return found
-
-
-@get("/machines", sync_to_thread=True)
-def machines_page(
-    request: Request, viewer: NamedDependency[Viewer], db: NamedDependency[Connection]
-) -> Template:
-    found = machines_for(db, viewer)
-    return render(
-        request,
-        "machines.html",
-        {
-            "viewer": viewer,
-            "nav": "machines",
-            "title": "Machines",
-            "machines": found,
-            "online_minutes": ONLINE_SECONDS // 60,
         },
     )
 

@@ -104,7 +104,7 @@ def test_a_member_cannot_overwrite_another_principals_machine(
     assert stolen.json()["error_code"] == "worker_owned_elsewhere"
     legacy = beat(client, bearer(LEGACY_TOKEN), hostname="evil")  # the shared token is another
     assert legacy.status_code == 409
-    machine = client.get("/api/v1/workers/0123456789abcdef", headers=ADMIN).json()["workers"][0]
+    machine = client.get("/api/v1/workers/0123456789abcdef", headers=ADMIN).json()
     assert (machine["hostname"], machine["pending"], machine["principal_name"]) == (
         "bobs-laptop",
         2,
@@ -131,7 +131,7 @@ def test_member_heartbeats_are_rate_bounded(
     assert refused.json()["error_code"] == "rate_limited"
     assert 1 <= int(refused.headers["retry-after"]) <= 60
     listed = client.get("/api/v1/workers", headers=ADMIN).json()
-    assert listed["count"] == 3
+    assert len(listed) == 3
     # Another member has their own budget; admins are not limited.
     erin = bearer(make_user("erin", ["acme"]))
     assert beat(client, erin, origin="e" * 16).status_code == 200

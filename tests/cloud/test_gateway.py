@@ -216,6 +216,58 @@ def test_subscribers_see_only_their_projects_events(server: str, engine: Engine)
         assert receive(ws)["type"] == "pong"
 
 
+def test_seed_heartbeats_reach_subscribers_with_the_seeds_fields(
+    server: str, engine: Engine
+) -> None:
+    """A seed worker's heartbeat is a ``heartbeat`` event carrying hostname, IPs, RAM and GPU, for
+    those who may see the machine: teammates of the project it is filed under, and its owner
+    even when it is filed under none. Who owns it is never sent."""
+    watcher = make_user(engine, "gw-fleet-watcher", ["gw-fleet"])
+    fleet = make_user(engine, "gw-fleet-bot", ["gw-fleet"])
+    stranger = make_user(engine, "gw-stranger", ["gw-elsewhere"])
+    with handshake(server, watcher) as ws, handshake(server, LEGACY_TOKEN) as owner_ws:
+        for socket in (ws, owner_ws):
+            receive(socket)
+            send(socket, {"type": "subscribe"})
+            assert receive(socket)["type"] == "subscribed"
+        body = {"tailscale_ip": "100.64.0.7", "ram_gb": 4, "gpu_type": "edge device"}
+        for token, hostname in ((stranger, "gw-stranger-nano"), (fleet, "gw-nano-01")):
+            answer = httpx.post(
+                f"http://{server}/api/v1/workers/heartbeat",
+                json={"hostname": hostname, **body},
+                headers=bearer(token),
+                timeout=WAIT,
+            )
+            assert answer.json()["status"] == "accepted", answer.text
+        event = receive(ws)  # the stranger's machine came first and was never delivered
+        assert event["event"] == "heartbeat" and event["hostname"] == "gw-nano-01"
+        assert (event["kind"], event["tailscale_ip"], event["local_ip"]) == (
+            "seed",
+            "100.64.0.7",
+            None,
+        )
+        assert (event["ram_gb"], event["gpu_type"], event["status"]) == (
+            4.0,
+            "edge device",
+            "online",
+        )
+        assert event["projects"] == ["gw-fleet"] and isinstance(event["worker_id"], int)
+        assert "owner" not in event
+        # The shared token reads every project, so its own worker is filed under none: it still
+        # sees it (its owner), though no project names it.
+        own = httpx.post(
+            f"http://{server}/api/v1/workers/heartbeat",
+            json={"hostname": "gw-legacy-nano", **body},
+            headers=bearer(LEGACY_TOKEN),
+            timeout=WAIT,
+        )
+        assert own.json()["status"] == "accepted"
+        seen = receive(owner_ws)
+        while seen["hostname"] != "gw-legacy-nano":  # the teammates' machines came first
+            seen = receive(owner_ws)
+        assert seen["projects"] == [] and "owner" not in seen
+
+
 def test_the_dashboard_cookie_works_only_from_the_servers_own_pages(server: str) -> None:
     with httpx.Client(base_url=f"http://{server}", timeout=WAIT) as browser:
         browser.get("/dashboard/login")

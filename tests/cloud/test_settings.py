@@ -45,6 +45,11 @@ def test_hardening_defaults_and_overrides() -> None:
     assert settings.max_clock_drift_s == 600 and settings.trusted_proxies == ()
     assert settings.audit_retention_days == 90 and settings.audit_max_rows == 100_000
     assert settings.heartbeats_per_minute == 120
+    assert (settings.worker_unhealthy_s, settings.worker_offline_s) == (300, 3600)
+    quick = load_settings(
+        {**BASE, "ENGRAM_CLOUD_WORKER_UNHEALTHY_S": "30", "ENGRAM_CLOUD_WORKER_OFFLINE_S": "90"}
+    )
+    assert (quick.worker_unhealthy_s, quick.worker_offline_s) == (30, 90)
     changed = load_settings(
         {
             **BASE,
@@ -117,6 +122,12 @@ def test_star_allows_every_project() -> None:
         ({"ENGRAM_CLOUD_MAX_PUSH_BYTES": "lots"}, "must be an integer"),
         ({"ENGRAM_CLOUD_MAX_PUSH_BYTES": "10"}, "must be at least 1024"),
         ({"ENGRAM_CLOUD_PORT": "70000"}, "ENGRAM_CLOUD_PORT must be at most 65535"),
+        ({"ENGRAM_CLOUD_WORKER_UNHEALTHY_S": "-1"}, "ENGRAM_CLOUD_WORKER_UNHEALTHY_S must be at"),
+        ({"ENGRAM_CLOUD_WORKER_OFFLINE_S": "soon"}, "must be an integer"),
+        (
+            {"ENGRAM_CLOUD_WORKER_UNHEALTHY_S": "600", "ENGRAM_CLOUD_WORKER_OFFLINE_S": "600"},
+            "ENGRAM_CLOUD_WORKER_OFFLINE_S (600) must be longer",
+        ),
     ],
 )
 def test_refusals(change: dict[str, str], expected: str) -> None:

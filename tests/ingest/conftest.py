@@ -32,7 +32,9 @@ class Repo:
         assert done.returncode == 0, f"git {args}: {done.stderr}"
         return done.stdout
 
-    def commit(self, message: str, files: dict[str, str], author: str = "Alice <alice@example.com>") -> str:
+    def commit(
+        self, message: str, files: dict[str, str], author: str = "Alice <alice@example.com>"
+    ) -> str:
         for name, text in files.items():
             target = self.path / name
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -59,7 +59,9 @@ def test_offline_summary_saves_learnings_once_with_confidence_and_sources(store:
     [learning] = [o for o in store.recent_observations("shop") if o.title.startswith("run the")]
     assert learning.type == "learning" and "confidence 0.80" in learning.content
     assert '#1 "Cookie expiry"' in learning.content
-    assert not any("personal thing" in o.content for o in store.recent_observations("shop", "project"))
+    assert not any(
+        "personal thing" in o.content for o in store.recent_observations("shop", "project")
+    )
     again = summarize(store, "shop", days=7, min_confidence=0.6)
     assert again.saved == 0 and again.already_present == 2
 
@@ -73,7 +75,9 @@ def test_min_confidence_filters(store: Store) -> None:
 def test_the_provider_gets_a_clean_prompt_and_its_learnings_are_saved(store: Store, repo) -> None:
     seed(store)
     seen: list[httpx.Request] = []
-    body = RECORDED.read_bytes().replace(b"cSHA", b"c" + repo.git("rev-parse", "HEAD~1").strip()[:12].encode())
+    body = RECORDED.read_bytes().replace(
+        b"cSHA", b"c" + repo.git("rev-parse", "HEAD~1").strip()[:12].encode()
+    )
     provider = AnthropicProvider("sk-ant-test", transport=recorded_transport(seen, body))
     report = summarize(store, "shop", days=7, min_confidence=0.5, provider=provider, repo=repo.path)
     [request] = seen
@@ -96,7 +100,9 @@ def test_a_provider_failure_is_clear_and_saves_nothing(store: Store) -> None:
     seed(store)
     before = store.count_observations("shop")
     seen: list[httpx.Request] = []
-    garbage = AnthropicProvider("k", transport=recorded_transport(seen, b'{"content": [{"type": "text", "text": "sorry"}]}'))
+    garbage = AnthropicProvider(
+        "k", transport=recorded_transport(seen, b'{"content": [{"type": "text", "text": "sorry"}]}')
+    )
     with pytest.raises(ProviderError, match="no"):
         summarize(store, "shop", provider=garbage)
     refused = AnthropicProvider(

@@ -252,7 +252,7 @@ def test_jsonc_files_keep_their_comments_and_trailing_commas(agent: str, place: 
         "// my editor's MCP servers\n"
         "{\n"
         f'  "{container}": {{\n'
-        '    /* the one I use at work */\n'
+        "    /* the one I use at work */\n"
         '    "other": {"command": "npx", "args": ["-y", "other-server"],}, // trailing\n'
         "  },\n"
         '  "theme": "dark",\n'

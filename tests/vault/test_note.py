@@ -100,7 +100,9 @@ def test_bad_front_matter_is_a_clear_error(text: str, words: str) -> None:
 
 def test_yaml_tags_never_build_python_objects() -> None:
     with pytest.raises(NoteError):
-        parse_note("---\ntype: !!python/object/apply:os.system ['true']\n---\nbody", fallback_title="x")
+        parse_note(
+            "---\ntype: !!python/object/apply:os.system ['true']\n---\nbody", fallback_title="x"
+        )
 
 
 @pytest.mark.parametrize(

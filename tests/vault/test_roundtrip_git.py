@@ -34,8 +34,14 @@ def test_vault_edits_reach_a_second_machine_through_git_sync(world) -> None:  # 
 
     bob.pull()
     bob.engram("sync", "--import")
-    memories = {m["title"]: m for m in orjson.loads(bob.engram("search", "pattern database", "--json"))}
+    memories = {
+        m["title"]: m for m in orjson.loads(bob.engram("search", "pattern database", "--json"))
+    }
     assert "Postgres, SQLite locally" in memories["Database choice"]["content"]
     retry = memories["Retry pattern"]
-    assert (retry["title"], retry["type"], retry["project"]) == ("Retry pattern", "pattern", "remote")
+    assert (retry["title"], retry["type"], retry["project"]) == (
+        "Retry pattern",
+        "pattern",
+        "remote",
+    )
     assert alice.canonical() == bob.canonical()

@@ -27,7 +27,9 @@ def edit(path: Path, old: str, new: str) -> None:
 
 def files(root: Path) -> dict[str, bytes]:
     return {
-        p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -125,7 +127,9 @@ def test_a_note_naming_another_projects_memory_cannot_reach_it(vault, store: Sto
     assert store.get_observation(created.id).project == "acme"
 
 
-def test_a_personal_note_is_refused_by_a_shared_vault_and_nothing_is_lost(vault, store: Store) -> None:
+def test_a_personal_note_is_refused_by_a_shared_vault_and_nothing_is_lost(
+    vault, store: Store
+) -> None:
     service, root = vault
     note = root / "Secret plan.md"
     note.write_text("---\nscope: personal\n---\nonly for me\n")
@@ -253,7 +257,9 @@ def test_copies_and_duplicates_do_not_add_memories_twice(vault, store: Store) ->
     report = service.sync()
     assert not report.created
     assert any("not saved twice" in e.detail for e in report.skipped)
-    (root / "Topic clash.md").write_text("---\ntopic: architecture/database\n---\nanother db note\n")
+    (root / "Topic clash.md").write_text(
+        "---\ntopic: architecture/database\n---\nanother db note\n"
+    )
     assert any("already the memory" in e.detail for e in service.sync().skipped)
     assert store.count_observations("acme", "project") == 2
 

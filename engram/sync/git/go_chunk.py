@@ -47,7 +47,9 @@ from engram.text import normalize_scope, normalize_topic_key
 UNSUPPORTED_ENTITIES = ("relation",)
 _ENTITY = {"sessions": "session", "observations": "observation", "prompts": "prompt"}
 #: Where an element's record goes in the output: its section, then its place in it.
-_SECTION_RANK = {"sessions": 0, "observations": 1, "prompts": 2, "mutations": 3}
+# Prompts before observations: a memory is indexed with the prompt that led to it (session
+# context), so one that arrives after its memories would make the store re-derive them all.
+_SECTION_RANK = {"sessions": 0, "prompts": 1, "observations": 2, "mutations": 3}
 _POSITION_BITS = 40
 _SPOOL = """
 CREATE TABLE typed (entity TEXT, key TEXT, pos INTEGER, item BLOB, PRIMARY KEY (entity, key));

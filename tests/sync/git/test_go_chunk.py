@@ -37,11 +37,12 @@ def test_rows_become_the_same_legacy_mutations_as_a_json_import(make_store) -> N
     _, _, document = go_chunk(SESSIONS, OBSERVATIONS, PROMPTS)
     records, skipped = go_chunk_records("abcdef01", document)
     assert skipped == 0
-    assert [r["entity"] for r in records] == ["session", "observation", "prompt", "observation"]
+    # Prompts come before memories (each memory is indexed with the prompt that led to it).
+    assert [r["entity"] for r in records] == ["session", "prompt", "observation", "observation"]
     assert {r["origin"] for r in records} == {"0" * 16}
     deleted = next(r for r in records if r["key"] == "obs-go000000000002")
     assert deleted["op"] == "delete" and deleted["payload"]["hard"] is False
-    assert records[1]["payload"]["project"] == "acme"  # normalized like every import
+    assert records[2]["payload"]["project"] == "acme"  # normalized like every import
 
     # The same rows imported as a 0.1.0 export produce byte-identical journal records, so two
     # machines reaching the same old data by different routes agree on every mid.
