@@ -665,11 +665,17 @@ def evaluate(
     name: str,
     match_mode: str,
     search_mode: str = "lexical",
+    count_reads: bool = False,
 ) -> ModeResult:
-    """Search every question (``project=None``, top 10) and score where the first answer lands."""
+    """Search every question (``project=None``, top 10) and score where the first answer lands.
+
+    Reads are not counted (``count_reads`` False) so that every mode ranks the same store: a
+    counted read raises its memory's importance, which then breaks later ties.
+    """
     depth = max(CUTOFFS)
     search = {"limit": depth, "match_mode": match_mode, "mode": search_mode, "project": None}
-    store.search(questions[0]["question"], **search)  # warm caches (and load the model)
+    # Warm caches (and load the model).
+    store.search(questions[0]["question"], **search, record_access=False)
     hits = dict.fromkeys(CUTOFFS, 0)
     reciprocal = 0.0
     latencies: list[float] = []
@@ -678,7 +684,7 @@ def evaluate(
     for question in questions:
         wanted = {ids[key] for key in question["answers"]}
         started = time.perf_counter()
-        found = store.search(question["question"], **search)
+        found = store.search(question["question"], **search, record_access=count_reads)
         latencies.append((time.perf_counter() - started) * 1000)
         rank = next((i for i, obs in enumerate(found, 1) if obs.id in wanted), None)
         ranks.append((question.get("kind", "question"), rank))
@@ -843,23 +849,36 @@ def run(
                 vectorize_seconds = store.vectorize().seconds
         build_seconds = time.perf_counter() - started
         _progress(f"searching {len(dataset.questions)} questions per mode …", quiet)
+        # (name, match_mode, context weight, importance breaks ties, reads counted)
         plans = [
-            ("any + context", "any", default_weight, "lexical"),
-            ("any, no context", "any", 0.0, "lexical"),
-            ("all + context", "all", default_weight, "lexical"),
-            ("all, no context", "all", 0.0, "lexical"),
+            ("any + context", "any", default_weight, "lexical", True, False),
+            ("any, no context", "any", 0.0, "lexical", True, False),
+            ("all + context", "all", default_weight, "lexical", True, False),
+            ("all, no context", "all", 0.0, "lexical", True, False),
+            # Importance as a tie-breaker must lose nothing (docs/importance.md): the same
+            # default mode with ties left in BM25 order, and with reads counted (its cost).
+            ("any + ctx, no tie-break", "any", default_weight, "lexical", False, False),
+            ("any + ctx, reads count", "any", default_weight, "lexical", True, True),
         ]
-        plans += [(f"any, context {w:g}", "any", w, "lexical") for w in extra_weights]
+        plans += [
+            (f"any, context {w:g}", "any", w, "lexical", True, False) for w in extra_weights
+        ]
         if with_semantic:
             plans += [
-                ("hybrid", "any", default_weight, "hybrid"),
-                ("semantic", "any", default_weight, "semantic"),
+                ("hybrid", "any", default_weight, "hybrid", True, False),
+                ("semantic", "any", default_weight, "semantic", True, False),
             ]
         modes = []
-        for name, match_mode, weight, search_mode in plans:
-            config = Config(data_dir=data_dir, search_context_weight=weight)
+        for name, match_mode, weight, search_mode, tiebreak, count_reads in plans:
+            config = Config(
+                data_dir=data_dir, search_context_weight=weight, importance_tiebreak=tiebreak
+            )
             with Store.open(config=config) as store:
-                modes.append(evaluate(store, dataset.questions, ids, name, match_mode, search_mode))
+                modes.append(
+                    evaluate(
+                        store, dataset.questions, ids, name, match_mode, search_mode, count_reads
+                    )
+                )
         truth_report = None
         if truth is not None:
             _progress("truth: edits, deletes and sessionless saves …", quiet)
@@ -892,20 +911,24 @@ def render_table(report: dict[str, Any], show_misses: bool) -> str:
         f"({d['sessions']} sessions, {d['prompts']} prompts) + {report['distractors']} distractors "
         f"= {total} memories; store built in {report['build_seconds']:.1f} s",
         "",
-        f"{'mode':<20} {'weight':>6} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR':>6} "
+        f"{'mode':<24} {'weight':>6} {'hit@1':>6} {'hit@5':>6} {'hit@10':>6} {'MRR':>6} "
         f"{'vs base':>8} {'mean ms':>8} {'p50 ms':>7} {'p95 ms':>7}",
     ]
     base = next(m for m in report["modes"] if m["name"] == report["baseline"])
     for m in report["modes"]:
         ratio = m["hit_at_10"] / base["hit_at_10"] if base["hit_at_10"] else float("nan")
         lines.append(
-            f"{m['name']:<20} {m['context_weight']:>6.2f} {m['hit_at_1']:>6.3f} {m['hit_at_5']:>6.3f} "
+            f"{m['name']:<24} {m['context_weight']:>6.2f} {m['hit_at_1']:>6.3f} {m['hit_at_5']:>6.3f} "
             f"{m['hit_at_10']:>6.3f} {m['mrr']:>6.3f} {ratio:>7.2f}x {m['latency_mean_ms']:>8.2f} "
             f"{m['latency_p50_ms']:>7.2f} {m['latency_p95_ms']:>7.2f}"
         )
     lines.append("")
     lines.append(
         "'vs base' = hit@10 relative to match_mode=any without the session-context column."
+    )
+    lines.append(
+        "Importance breaks near ties in every mode but 'no tie-break'; only 'reads count' "
+        "counts each result as a read (the default outside this benchmark)."
     )
     truth = report.get("truth")
     if truth:

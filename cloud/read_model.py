@@ -26,8 +26,8 @@ from sqlalchemy import Connection, and_, delete, func, select, text, update
 
 from engram.record import (
     EPOCH_TEXT,
-    FIELDS,
     KEY_FIELD,
+    STATE_FIELDS,
     full_state,
     hlc_text,
     is_hard_delete,
@@ -35,10 +35,11 @@ from engram.record import (
 from engram_cloud import bulk, models
 
 ROW, TOMB, MARK = "row", "tomb", "mark"  # final states: write a row, a tombstone, mark deleted
-# The replicated fields the read-model tables hold besides their key and project.
+# The replicated fields the read-model tables hold besides their key and project (for
+# observations, the intent fields too: pin, importance override, validity…).
 _FIELDS = {
-    entity: tuple(f for f in FIELDS[entity] if f not in (KEY_FIELD[entity], "project"))
-    for entity in FIELDS
+    entity: tuple(f for f in STATE_FIELDS[entity] if f not in (KEY_FIELD[entity], "project"))
+    for entity in STATE_FIELDS
 }
 
 

@@ -1,6 +1,7 @@
-"""This machine's trust decisions about git sync directories: which projects each ``.engram/``
-may write here (``engram sync --bind``), and which committed ``.engram/config.json`` project
-names the user accepted (``engram sync --accept-config``).
+"""This machine's decisions about git sync directories: which projects each ``.engram/`` may
+write here (``engram sync --bind``), which committed ``.engram/config.json`` project names the
+user accepted (``engram sync --accept-config``), and whether ``engram sync`` also writes for
+teammates on the Go tool there (``engram sync --go-compat on``).
 
 A committed file can never decide these: anyone who can push to a repository can commit one,
 so a suggestion only counts once the user of *this* machine has accepted it (DESIGN §3, "Where a
@@ -42,9 +43,20 @@ class DirectoryTrust:
     #: The ``project_name`` of its ``config.json`` that the user accepted, if any. A later
     #: commit that changes the name is a new suggestion, not covered by this acceptance.
     accepted_config: str | None = None
+    #: Every ``engram sync`` there also writes Go-format chunks (``--go-compat on``).
+    go_compat: bool = False
 
     def to_dict(self) -> dict[str, object]:
-        return {"bound": sorted(set(self.bound)), "accepted_config": self.accepted_config}
+        data: dict[str, object] = {
+            "bound": sorted(set(self.bound)),
+            "accepted_config": self.accepted_config,
+        }
+        if self.go_compat:
+            data["go_compat"] = True
+        return data
+
+    def empty(self) -> bool:
+        return not (self.bound or self.accepted_config or self.go_compat)
 
 
 def _parse(raw: bytes) -> dict[str, DirectoryTrust]:
@@ -64,6 +76,7 @@ def _parse(raw: bytes) -> dict[str, DirectoryTrust]:
         found[key] = DirectoryTrust(
             bound=[p for p in bound if isinstance(p, str) and p] if isinstance(bound, list) else [],
             accepted_config=accepted if isinstance(accepted, str) and accepted else None,
+            go_compat=value.get("go_compat") is True,
         )
     return found
 
@@ -111,7 +124,7 @@ class Bindings:
                 "directories": {
                     key: value.to_dict()
                     for key, value in sorted(entries.items())
-                    if value.bound or value.accepted_config
+                    if not value.empty()
                 },
             }
             data = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
@@ -143,3 +156,13 @@ class Bindings:
     def accept_config(self, sync_dir: str | os.PathLike[str], project: str) -> None:
         with self._editing() as entries:
             entries.setdefault(directory_key(sync_dir), DirectoryTrust()).accepted_config = project
+
+    def set_go_compat(self, sync_dir: str | os.PathLike[str], on: bool) -> bool:
+        """Remember whether ``engram sync`` writes Go-format chunks in ``sync_dir`` on this
+        machine; False when that was already the setting."""
+        with self._editing() as entries:
+            entry = entries.setdefault(directory_key(sync_dir), DirectoryTrust())
+            if entry.go_compat == on:
+                return False
+            entry.go_compat = on
+            return True

@@ -33,6 +33,20 @@ def _list_env(env: dict[str, str], name: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
 
 
+def _threshold_env(env: dict[str, str], name: str, default: float) -> float:
+    """A setting holding an importance (a number from 0 to 1)."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:  # also refuses nan
+        raise ValueError(f"{name} must be a number from 0 to 1, got {raw!r}")
+    return value
+
+
 _DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
 
 
@@ -103,6 +117,18 @@ class Config:
     #: How far ahead of this machine's clock a replicated record may be before it waits in the
     #: quarantine (``clock_skew``) until real time catches up (ENGRAM_MAX_CLOCK_DRIFT).
     max_clock_drift_ms: int = DEFAULT_MAX_CLOCK_DRIFT_MS
+    #: Access counts are logged beside the database and folded into it once the log holds
+    #: this many bytes (about 60 bytes a hit), never with a write per search.
+    access_fold_bytes: int = 64 * 1024
+    #: A memory nobody changed, confirmed or read for this many days needs review
+    #: (ENGRAM_REVIEW_AFTER_DAYS; `engram review`).
+    review_after_days: int = 90
+    #: Consolidation archives memories whose importance is below this (ENGRAM_ARCHIVE_THRESHOLD).
+    archive_threshold: float = 0.1
+    #: Search orders practically tied results by importance (engram/store/tiebreak.py).
+    importance_tiebreak: bool = True
+    #: Pinned memories listed first in the context an agent reads (at most this many).
+    pinned_context_limit: int = 20
 
     @property
     def db_path(self) -> Path:
@@ -124,6 +150,8 @@ def load(env: dict[str, str] | None = None) -> Config:
         project_override=env.get("ENGRAM_PROJECT", "").strip() or None,
         busy_timeout_ms=_int_env(env, "ENGRAM_BUSY_TIMEOUT_MS", 10_000),
         search_mode=env.get("ENGRAM_SEARCH_MODE", "").strip().lower() or None,
+        review_after_days=_int_env(env, "ENGRAM_REVIEW_AFTER_DAYS", 90),
+        archive_threshold=_threshold_env(env, "ENGRAM_ARCHIVE_THRESHOLD", 0.1),
         max_clock_drift_ms=parse_duration_ms(
             "ENGRAM_MAX_CLOCK_DRIFT", env.get("ENGRAM_MAX_CLOCK_DRIFT", "").strip() or "10m"
         ),

@@ -18,6 +18,7 @@ from engram.store.models import (
 from engram.text import plural
 
 if TYPE_CHECKING:
+    from engram.consolidate.report import ConsolidationReport
     from engram.store.vectors import VectorCoverage, VectorizeResult
 
 
@@ -45,6 +46,7 @@ def save_result(result: SaveResult) -> str:
     if result.suggested_topic_key:
         lines.append(f"Suggested topic_key: {result.suggested_topic_key}")
     lines.extend(result.warnings)
+    lines.append(importance_label(obs).capitalize())
     return "\n".join(lines)
 
 
@@ -67,12 +69,12 @@ def search_results(
         short = cut_bytes(body, preview_bytes)
         cut_any = cut_any or short != body
         where = f" | project: {obs.project}" if obs.project else ""
-        gone = f" [deleted {obs.deleted_at}]" if obs.deleted_at else ""
+        gone = f" [{gone_word(obs)} {obs.deleted_at}]" if obs.deleted_at else ""
         found = f" | found by: {found_by(obs)}" if obs.found_by else ""
         lines += [
             f"[{i}] #{obs.id} ({obs.type}) — {obs.title}{gone}",
             f"    {short}",
-            f"    {obs.created_at}{where} | scope: {obs.scope}{found}",
+            f"    {obs.created_at}{where} | scope: {obs.scope}{found} | {importance_label(obs)}",
         ]
         if obs.match is not None:
             lines.append(f"    {match_line(obs.match)}")
@@ -82,13 +84,13 @@ def search_results(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def memory_list(found: Sequence[Observation], total: int, offset: int = 0) -> str:
+def memory_page(found: Sequence[Observation], total: int, offset: int = 0) -> str:
     """A page of memories, newest first: one line each, then where it came from."""
     if not found:
         return "No memories." if total == 0 else f"No memories past the first {total}."
     lines = [f"Memories {offset + 1}–{offset + len(found)} of {total}:", ""]
     for obs in found:
-        gone = f" [deleted {obs.deleted_at}]" if obs.deleted_at else ""
+        gone = f" [{gone_word(obs)} {obs.deleted_at}]" if obs.deleted_at else ""
         where = f" | project: {obs.project}" if obs.project else ""
         lines += [
             f"#{obs.id} ({obs.type}) — {obs.title}{gone}",
@@ -109,7 +111,7 @@ def history(h: History) -> str:
     lines = [
         f"#{obs.id} [{obs.type}] {obs.title}",
         f"Now: updated {obs.updated_at} on {machine(h.origin, h.written_here)}"
-        + (f" (deleted {obs.deleted_at})" if obs.deleted_at else ""),
+        + (f" ({gone_word(obs)} {obs.deleted_at})" if obs.deleted_at else ""),
         *("    " + line for line in obs.content.splitlines() or [""]),
     ]
     if not count:
@@ -192,10 +194,109 @@ def observation(obs: Observation, *, blocks: bool = False) -> str:
         f"Created: {obs.created_at}",
         f"Updated: {obs.updated_at}",
         f"Sync id: {obs.sync_id}",
+        *intent_lines(obs),
     ]
-    if obs.deleted_at:
-        lines.append(f"Deleted: {obs.deleted_at} (engram restore {obs.id} brings it back)")
     return "\n".join(lines)
+
+
+def gone_word(obs: Observation) -> str:
+    """How a memory that is not live went: ``archived`` (consolidation, by hand) or
+    ``deleted``."""
+    return "archived" if obs.delete_reason == "archived" else "deleted"
+
+
+def importance_label(obs: Observation) -> str:
+    """``importance: 0.42`` (``, set by hand`` for an override), ``| pinned`` when pinned."""
+    how = ", set by hand" if obs.importance_override is not None else ""
+    pin = " | pinned" if obs.pinned else ""
+    return f"importance: {obs.importance:.2f}{how}{pin}"
+
+
+def intent_lines(obs: Observation) -> list[str]:
+    """What a person needs to know about a memory's importance, pin, validity and archive."""
+    source = "set by hand" if obs.importance_override is not None else "computed"
+    lines = [f"Importance: {obs.importance:.2f} ({source})"]
+    if obs.pinned:
+        lines.append("Pinned: yes")
+    lines.append(
+        f"Accessed: {obs.access_count} time{'' if obs.access_count == 1 else 's'}"
+        + (f" (last {obs.last_accessed_at})" if obs.last_accessed_at else "")
+    )
+    if obs.valid_from or obs.valid_to:
+        lines.append(
+            f"Valid: from {obs.valid_from or obs.created_at}"
+            + (f" to {obs.valid_to}" if obs.valid_to else " (still true)")
+        )
+    if obs.reviewed_at:
+        lines.append(f"Reviewed: {obs.reviewed_at}")
+    if obs.deleted_at:
+        lines.append(
+            f"{gone_word(obs).capitalize()}: {obs.deleted_at} "
+            f"(engram restore {obs.id} brings it back)"
+        )
+    if obs.superseded_by:
+        lines.append(f"Superseded by: {obs.superseded_by}")
+    return lines
+
+
+def consolidation(report: ConsolidationReport) -> str:
+    """What a consolidation did (or would do), then each merge and archive."""
+    verb = "Would" if report.dry_run else "Did"
+    where = f"project {quoted(report.project)}" if report.project else "every project"
+    lines = [
+        f"Consolidation of {where}{' (dry run: nothing was changed)' if report.dry_run else ''}",
+        f"- Examined: {report.processed} memories (re-scored {report.rescored})",
+        f"- {verb} merge: {report.merged} near-duplicates into {report.merged_into} memories",
+        f"- {verb} archive: {report.archived} below importance {report.threshold:g}",
+    ]
+    if report.pinned_kept:
+        lines.append(f"- Kept {report.pinned_kept} pinned below the threshold (pins are never archived)")
+    if report.skipped:
+        lines.append(f"- Skipped {report.skipped} that changed meanwhile (run it again)")
+    if report.over_max:
+        lines.append(f"- Left {report.over_max} steps for a later run (--max)")
+    lines += [f"- Warning: {w}" for w in report.warnings]
+    lines.append(f"- Took {report.elapsed_ms / 1000:.2f} s")
+    for step in report.merges:
+        if step.status in ("over_max", "skipped"):
+            continue
+        into = f"#{step.merged.id} " if step.merged.id else ""
+        lines += ["", f"Merge into {into}{quoted(step.merged.title)} ({step.merged.sync_id}):"]
+        lines += [f"  - #{s.id} {quoted(s.title)}" for s in step.sources]
+    archives = [a for a in report.archives if a.status in ("planned", "archived")]
+    if archives:
+        lines += ["", "Archive (restore any with engram restore ID):"]
+        lines += [
+            f"  - #{a.memory.id} {quoted(a.memory.title)} (importance {a.memory.importance:.2f})"
+            for a in archives
+        ]
+    return "\n".join(lines)
+
+
+def review_list(memories: Sequence[Observation], days: int) -> str:
+    """Memories nobody changed, confirmed or read for ``days`` days."""
+    if not memories:
+        return f"Nothing to review: every memory was changed, confirmed or read in the last {days} days."
+    lines = [f"{len(memories)} {'memory needs' if len(memories) == 1 else 'memories need'} review "
+             f"(untouched and unread for {days}+ days):", ""]  # fmt: skip
+    for obs in memories:
+        last = max(obs.updated_at, obs.reviewed_at or "", obs.last_accessed_at or "")
+        where = f" | project: {obs.project}" if obs.project else ""
+        lines.append(f"#{obs.id} ({obs.type}) — {obs.title}")
+        lines.append(f"    last changed, confirmed or read {last}{where} | {importance_label(obs)}")
+    lines += ["", "Still right? engram review --mark ID. Obsolete? engram archive ID."]
+    return "\n".join(lines)
+
+
+def memory_list(memories: Sequence[Observation], empty: str) -> str:
+    """One line per memory (archived, pinned lists)."""
+    if not memories:
+        return empty
+    return "\n".join(
+        f"#{o.id} ({o.type}) — {o.title} | {o.project or '(no project)'} | {importance_label(o)}"
+        + (f" | archived {o.deleted_at}" if o.deleted_at else "")
+        for o in memories
+    )
 
 
 def timeline(tl: Timeline) -> str:

@@ -6,6 +6,7 @@ full entity state that applying writes.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import secrets
 import threading
@@ -49,6 +50,24 @@ OBSERVATION_FIELDS = (
 )
 PROMPT_FIELDS = ("sync_id", "session_id", "content", "project", "created_at")
 FIELDS = {"session": SESSION_FIELDS, "observation": OBSERVATION_FIELDS, "prompt": PROMPT_FIELDS}
+#: The user's intent about a memory (docs/importance.md), carried in its payload so it travels
+#: with the memory: a pin, an importance override, when the memory was true, why it was
+#: deleted (``archived``), which memory superseded it and when someone last confirmed it. A
+#: payload leaves out those at their default (so memories that never used them keep their
+#: exact bytes); :func:`full_state` fills the defaults in.
+INTENT_DEFAULTS: dict[str, Any] = {
+    "pinned": False,
+    "importance_override": None,
+    "valid_from": None,
+    "valid_to": None,
+    "delete_reason": None,
+    "superseded_by": None,
+    "reviewed_at": None,
+}
+INTENT_FIELDS = tuple(INTENT_DEFAULTS)
+#: Every replicated field of an entity's state: its payload fields plus, for observations,
+#: the intent fields.
+STATE_FIELDS = {**FIELDS, "observation": OBSERVATION_FIELDS + INTENT_FIELDS}
 KEY_FIELD = {"session": "id", "observation": "sync_id", "prompt": "sync_id"}
 _INT_FIELDS = frozenset({"revision_count", "duplicate_count"})
 _REQUIRED_UPSERT = {
@@ -194,6 +213,25 @@ def hlc_text(hlc: str) -> str:
     return datetime.fromtimestamp(wall / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def derived_sync_id(
+    entity: str,
+    *,
+    project: str,
+    session_id: str,
+    created_at: str,
+    content: str,
+    title: str | None = None,
+) -> str:
+    """The sync id of a memory or prompt that arrives without one (the Go tool has none):
+    ``sha256(project, session_id, created_at, title, content)`` of its stored values, so every
+    machine that imports the same row — from the same export or chunk, any number of times —
+    gives it the same key, and importing it again adds nothing. Never random, never the
+    importer's origin."""
+    parts = [project, session_id, created_at] + ([title or ""] if entity == "observation" else [])
+    digest = hashlib.sha256("\0".join([*parts, content]).encode()).hexdigest()[:16]
+    return ("obs-" if entity == "observation" else "prompt-") + digest
+
+
 def legacy_mid(key: str, updated_at: str, op: str) -> str:
     """Deterministic mid for rows that predate the journal (same on every machine)."""
     return hashlib.sha256(f"{key}\0{updated_at}\0{op}".encode()).hexdigest()[:32]
@@ -293,11 +331,13 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
         # naming another project would let a writer of one project plant memories in another.
         raise _fail(
             index,
-            f"payload.project {payload['project']!r} does not match project "
-            f"{record['project']!r}",
+            f"payload.project {payload['project']!r} does not match project {record['project']!r}",
         )
     for name, value in payload.items():
-        if name in _INT_FIELDS:
+        if entity == "observation" and name in INTENT_DEFAULTS:
+            if problem := intent_problem(name, value):
+                raise _fail(index, f"payload.{name} {problem}")
+        elif name in _INT_FIELDS:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise _fail(index, f"payload.{name} must be an integer")
         elif name == "hard":
@@ -313,6 +353,43 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
             if not isinstance(payload.get(name), str) or not payload[name].strip():
                 raise _fail(index, f"payload.{name} is required for {entity} upsert")
     return record
+
+
+def intent_problem(name: str, value: Any) -> str | None:
+    """What is wrong with the value of intent field ``name`` (``None`` when it is fine)."""
+    if name == "pinned":
+        return None if isinstance(value, bool) else "must be true or false"
+    if value is None:
+        return None
+    if name == "importance_override":
+        return importance_problem(value)
+    if not isinstance(value, str):
+        return "must be a string or null"
+    if len(value) > 256:
+        return "is longer than 256 characters"
+    return None
+
+
+def importance_problem(value: Any) -> str | None:
+    """Why ``value`` is not an importance (a finite number from 0 to 1), or ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number from 0 to 1, got {value!r}"
+    if not math.isfinite(value):
+        return f"must be a finite number from 0 to 1, got {value!r}"
+    if not 0 <= value <= 1:
+        return f"must be from 0 to 1, got {value!r}"
+    return None
+
+
+def compact_payload(entity: str, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` without the intent fields that hold their default (see :data:`INTENT_DEFAULTS`)."""
+    if entity != "observation":
+        return state
+    return {
+        name: value
+        for name, value in state.items()
+        if name not in INTENT_DEFAULTS or value != INTENT_DEFAULTS[name]
+    }
 
 
 def find_unstorable(value: Any, where: str) -> str | None:
@@ -389,4 +466,12 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
         "created_at": created,
         "updated_at": payload.get("updated_at") or created,
         "deleted_at": deleted_at,
+        **intent_state(payload),
     }
+
+
+def intent_state(payload: dict[str, Any]) -> dict[str, Any]:
+    """The intent fields a payload sets, with the defaults for those it leaves out."""
+    state = {name: payload.get(name, default) for name, default in INTENT_DEFAULTS.items()}
+    state["pinned"] = state["pinned"] is True
+    return state

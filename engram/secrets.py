@@ -54,7 +54,9 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
         r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b",
     ),
     _rule("gitlab_token", "glpat-", r"\bglpat-[A-Za-z0-9_\-]{20,}"),
-    _rule("slack_webhook", "hooks.slack.com", r"https://hooks\.slack\.com/services/[A-Za-z0-9/]{20,}"),
+    _rule(
+        "slack_webhook", "hooks.slack.com", r"https://hooks\.slack\.com/services/[A-Za-z0-9/]{20,}"
+    ),
     _rule("slack_token", "xox", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     _rule("stripe_key", "_live_ _test_", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
     _rule("anthropic_key", "sk-ant-", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
@@ -62,9 +64,7 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
     _rule("google_api_key", "AIza", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
     _rule("npm_token", "npm_", r"\bnpm_[A-Za-z0-9]{36}\b"),
     _rule("pypi_token", "pypi-Ag", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}"),
-    _rule(
-        "jwt", "eyJ", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
-    ),
+    _rule("jwt", "eyJ", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     _rule("bearer_token", "Bearer", r"(?<=\bBearer )[A-Za-z0-9_\-.=+/]{20,}"),
     # scheme://user:password@host — only the password is replaced.
     _rule(

@@ -805,6 +805,7 @@ def observation_page(
             "obs": found,
             "related": dq.related_observations(db, found),
             "history": dq.observation_history(db, found),
+            "standing": dq.standing(db, found),
         },
     )
 

@@ -313,6 +313,7 @@ OBSERVATION_COLUMNS = (
     _o.c.created_at,
     _o.c.updated_at,
     _o.c.revision_count,
+    _o.c.pinned,
 )
 _OBS_ORDER = (_o.c.created_at.desc(), _o.c.sync_id.desc())
 
@@ -437,6 +438,47 @@ def observation_history(conn: Connection, obs: Any) -> list[Version]:
         if len(versions) == HISTORY_LIMIT:
             break
     return versions
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A memory's importance and where it stands among its neighbours (its observation page):
+    the memory that superseded it and the ones merged into it (docs/importance.md)."""
+
+    importance: float
+    overridden: bool
+    successor: Any | None
+    merged_from: list[Any]
+
+
+def standing(conn: Connection, obs: Any) -> Standing:
+    """The importance the server can compute for ``obs`` (the first seed's formula; access
+    counts are local to each machine, so they count 0 here) and its supersession links."""
+    from engram import importance
+
+    merged_from = conn.execute(
+        select(*OBSERVATION_COLUMNS)
+        .where(_o.c.project == obs.project, _o.c.superseded_by == obs.sync_id)
+        .order_by(*_OBS_ORDER)
+        .limit(RELATED_LIMIT)
+    ).all()
+    successor = None
+    if obs.superseded_by:
+        successor = conn.execute(
+            select(*OBSERVATION_COLUMNS).where(
+                _o.c.project == obs.project, _o.c.sync_id == obs.superseded_by
+            )
+        ).first()
+    computed = importance.compute(
+        obs.content,
+        obs.topic_key,
+        obs.type,
+        len(merged_from),
+        max(obs.updated_at, obs.reviewed_at or ""),
+        0,
+    )
+    value = importance.effective(obs.importance_override, computed)
+    return Standing(value, obs.importance_override is not None, successor, merged_from)
 
 
 def related_observations(conn: Connection, obs: Any) -> list[Any]:

@@ -23,6 +23,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the canonical form used to compare replicas (no local ids)",
     )
+    p.add_argument(
+        "--format",
+        choices=("json", "go"),
+        default="json",
+        help="'go': the Go tool's export, for `engram-go import` (the way back to the Go tool; "
+        "see docs/git-sync.md)",
+    )
+    p.add_argument(
+        "--missing-from",
+        metavar="GO_DB",
+        help="with --format go: only what the Go tool's database GO_DB (the backup the upgrade "
+        "kept) lacks and no Go-format chunk in your repositories brings it",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_export)
 
@@ -39,6 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from engram.errors import ValidationError
+
+    if args.canonical and args.format != "json":
+        raise ValidationError("--canonical has a format of its own; drop --format")
+    if args.missing_from and args.format != "go":
+        raise ValidationError("--missing-from is for the way back to the Go tool: add --format go")
     with open_store() as store:
         if args.canonical:
             projects = None if args.all or not args.project else [args.project]
@@ -46,7 +65,18 @@ def cmd_export(args: argparse.Namespace) -> int:
             counts = None
         else:
             data = store.export_data(None if args.all else args.project)
-            payload = dumps(data).encode() + b"\n"
+            if args.missing_from:
+                from pathlib import Path
+
+                from engram.way_back import missing_from
+
+                data = missing_from(store, data, Path(args.missing_from))
+            if args.format == "go":
+                from engram.sync.git.go_writer import go_export
+
+                payload = go_export(data)
+            else:
+                payload = dumps(data).encode() + b"\n"
             counts = {k: len(data[k]) for k in ("sessions", "observations", "prompts")}
     if not args.file or args.file == "-":
         sys.stdout.buffer.write(payload if payload.endswith(b"\n") else payload + b"\n")
@@ -100,6 +130,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         f"Imported from {args.file}: {result.sessions_imported} sessions, "
         f"{result.observations_imported} observations, {result.prompts_imported} prompts"
         + (f" ({result.skipped} already present, skipped)" if result.skipped else "")
+        + (
+            f"\n{result.copies_retired} of them were memories of this store that came back "
+            "through the Go tool (it keeps no sync_id): kept once"
+            if result.copies_retired
+            else ""
+        )
     )
     emit(args, human, result.to_dict())
     return 0

@@ -40,6 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="keep text that looks like a secret (by default it is saved as [REDACTED:kind])",
     )
+    p.add_argument(
+        "--importance",
+        help="how much it matters, 0-1 (default: computed from length, topics, links, "
+        "recency and reads)",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_save)
 
@@ -68,6 +73,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ENGRAM_SEARCH_MODE changes it)",
     )
     p.add_argument("--deleted", action="store_true", help=DELETED_HELP)
+    p.add_argument(
+        "--as-of",
+        help="what was true then: a date (YYYY-MM-DD, the end of that day) or an ISO 8601 "
+        "date and time",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_search)
 
@@ -96,16 +106,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("id", help="the memory's #id")
     add_json_flag(p)
     p.set_defaults(func=cmd_history)
-
-    p = sub.add_parser(
-        "restore",
-        help="undo the soft delete of memories",
-        description="Bring soft-deleted memories back, here and (through sync) on every "
-        "machine. A hard delete cannot be undone.",
-    )
-    p.add_argument("ids", nargs="+", metavar="id", help="the memories' #ids")
-    add_json_flag(p)
-    p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("context", help="recent sessions, prompts and memories of a project")
     p.add_argument("project_arg", nargs="?", metavar="project")
@@ -184,9 +184,19 @@ def cmd_save(args: argparse.Namespace) -> int:
             topic_key=args.topic_key,
             tool_name=args.tool_name,
             allow_secrets=args.allow_secrets,
+            importance=_importance(args.importance),
         )
     emit(args, formatting.save_result(result), result.to_dict())
     return 0
+
+
+def _importance(value: str | None) -> float | None:
+    """``--importance``: a number from 0 to 1 (checked by the store's rule)."""
+    if value is None:
+        return None
+    from engram.importance import check_importance
+
+    return check_importance(value)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -207,6 +217,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             until=args.until,
             mode=args.mode,
             include_deleted=args.deleted,
+            as_of=args.as_of,
         )
     emit(args, formatting.search_results(args.query, results), [o.to_dict() for o in results])
     return 0
@@ -233,7 +244,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         "offset": offset,
         "limit": limit,
     }
-    emit(args, formatting.memory_list(found, total, offset), data)
+    emit(args, formatting.memory_page(found, total, offset), data)
     return 0
 
 
@@ -241,7 +252,7 @@ def cmd_get(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
-        obs = store.get_observation(args.id, include_deleted=args.deleted)
+        obs = store.get_observation(args.id, include_deleted=args.deleted, record_access=True)
     emit(args, formatting.observation(obs, blocks=True), obs.to_dict())
     return 0
 
@@ -252,15 +263,6 @@ def cmd_history(args: argparse.Namespace) -> int:
     with open_store() as store:
         found = store.history(args.id)
     emit(args, formatting.history(found), found.to_dict())
-    return 0
-
-
-def cmd_restore(args: argparse.Namespace) -> int:
-    with open_store() as store:
-        back = store.restore_observations(args.ids)
-    human = "\n".join(f"Memory #{o.id} restored: {o.title}" for o in back)
-    rows = [{"id": o.id, "status": "restored", "sync_id": o.sync_id} for o in back]
-    emit(args, human, rows[0] if len(rows) == 1 else {"restored": rows, "count": len(rows)})
     return 0
 
 

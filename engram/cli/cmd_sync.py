@@ -5,6 +5,8 @@ command picks a *transport* (git, or the cloud with ``--cloud``) and an *action*
 ``HANDLERS``; ``--cloud`` (or ``ENGRAM_CLOUD_SYNC=1``) picks the cloud client's three handlers
 (:mod:`engram.cli.cloud_client_commands`). ``--bind``, ``--unbind`` and ``--accept-config``
 are git-only: they record which projects a sync directory may write on this machine.
+``--go-compat`` (git export only) also writes for teammates still on the Go tool; ``on``/``off``
+remember that for the directory on this machine.
 """
 
 from __future__ import annotations
@@ -77,6 +79,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also export (or, with --import, apply) personal-scope memories; without it they "
         "never leave this machine and are never applied from elsewhere",
+    )
+    p.add_argument(
+        "--go-compat",
+        nargs="?",
+        const="once",
+        choices=("on", "off", "once"),
+        metavar="on|off",
+        help="also write new memories, sessions and prompts of the repository's project as Go "
+        "tool chunks (listed in its manifest.json) so teammates still on the Go tool receive "
+        "them; its format carries creations only. 'on'/'off' remember it for this repository "
+        "on this machine",
     )
     p.add_argument(
         "--cloud",
@@ -156,7 +169,21 @@ def git_export(args: argparse.Namespace) -> int:
             say(f'Exporting memories for project "{projects[0]}"...')
     with open_store() as store:
         sync = _git(args, store)
-        report = sync.export(projects=projects, include_personal=args.include_personal)
+        go_compat = None
+        if args.go_compat is not None:
+            if args.go_compat in ("on", "off"):
+                sync.set_go_compat(args.go_compat == "on")
+                if not wants_json(args):
+                    say(
+                        "Go compat on: every engram sync here also writes for Go teammates "
+                        "(`engram sync --go-compat off` stops it)"
+                        if args.go_compat == "on"
+                        else "Go compat off: engram sync here writes only our own chunks"
+                    )
+            go_compat = args.go_compat != "off"
+        report = sync.export(
+            projects=projects, include_personal=args.include_personal, go_compat=go_compat
+        )
         shown = sync.dir.display()
         tracked = sync.dir.in_repository()
         unknown = projects is not None and not store.project_exists(projects[0])
@@ -164,6 +191,7 @@ def git_export(args: argparse.Namespace) -> int:
     _warn(report.problems)
     _warn(report.warnings)
     data = report.to_dict()
+    tending = _tending_lines(report, shown)
     if report.nothing_new:
         human = (
             f"Nothing new to sync — every mutation of {_describe(projects)} is already in {shown}"
@@ -173,30 +201,85 @@ def git_export(args: argparse.Namespace) -> int:
                 f'Nothing to sync: this machine has no memories of project "{projects[0]}"'
                 f" (projects here: {', '.join(known) or 'none'}; use --project NAME or --all)"
             )
+        if report.go_compat and report.go_project and not report.go_chunks:
+            human += (
+                f'\nGo teammates already have every memory of project "{report.go_project}" '
+                "(no Go-format chunk needed)"
+            )
+        if tending:
+            human += "\n" + "\n".join([*tending, "", *_add_to_git(shown, tracked)])
         emit(args, human, data)
         return 0
+    lines: list[str] = []
     ids = [c.id for c in report.chunks]
-    lines = [
-        f"Created chunk {ids[0]}"
-        if len(ids) == 1
-        else f"Created {len(ids)} chunks: " + ", ".join(ids)
-    ]
-    lines += [
-        f"  Sessions:     {data['sessions']}",
-        f"  Observations: {data['observations']}",
-        f"  Prompts:      {data['prompts']}",
-        f"  Mutations:    {data['mutations']}",
-        "",
-    ]
-    if tracked:
-        lines += ["Add to git:", f'  git add {shown} && git commit -m "sync engram memories"']
-    else:  # no repository here: nothing to add the chunks to
+    if ids:
         lines.append(
-            f"{shown} is not in a git repository: share it your own way, or run engram sync "
-            "inside the repository (or pass --dir)."
+            f"Created chunk {ids[0]}"
+            if len(ids) == 1
+            else f"Created {len(ids)} chunks: " + ", ".join(ids)
         )
+        lines += [
+            f"  Sessions:     {data['sessions']}",
+            f"  Observations: {data['observations']}",
+            f"  Prompts:      {data['prompts']}",
+            f"  Mutations:    {data['mutations']}",
+        ]
+    if report.go_chunks:
+        from engram.sync.git.go_compat import CREATIONS_ONLY
+
+        go_ids = ", ".join(c.id for c in report.go_chunks)
+        lines += [
+            f"For Go teammates: Go-format {'chunk' if len(report.go_chunks) == 1 else 'chunks'} "
+            f'{go_ids} of project "{report.go_project}", '
+            "listed in manifest.json",
+            f"  Sessions:     {sum(c.sessions for c in report.go_chunks)}",
+            f"  Observations: {sum(c.observations for c in report.go_chunks)}",
+            f"  Prompts:      {sum(c.prompts for c in report.go_chunks)}",
+            f"  Note: {CREATIONS_ONLY}.",
+        ]
+    lines += [*tending, "", *_add_to_git(shown, tracked)]
     emit(args, "\n".join(lines), data)
     return 0
+
+
+def _add_to_git(shown: str, tracked: bool) -> list[str]:
+    """How to share the chunks: commit them, or (no repository here) say there is none."""
+    if tracked:
+        return ["Add to git:", f'  git add {shown} && git commit -m "sync engram memories"']
+    return [
+        f"{shown} is not in a git repository: share it your own way, or run engram sync "
+        "inside the repository (or pass --dir)."
+    ]
+
+
+def _tending_lines(report, shown: str) -> list[str]:
+    """What an export changed besides writing chunks (layout, the Go manifest)."""
+    lines = []
+    if report.moved:
+        lines.append(
+            f"Moved {plural(len(report.moved), 'chunk')} an earlier Engram wrote into chunks/ to log/, "
+            "where the Go tool never reads"
+        )
+    change = report.manifest
+    if change.repaired:
+        what = "git conflict markers" if change.repaired == "conflicted" else "invalid JSON"
+        lines.append(
+            f"Repaired manifest.json ({what}): every entry of both sides kept, in the Go tool's "
+            "format"
+        )
+    if change.removed:
+        lines.append(
+            f"Took {len(change.removed)} entr{'y' if len(change.removed) == 1 else 'ies'} of our "
+            "chunks out of manifest.json (the Go tool cannot read them)"
+        )
+    if change.relisted:
+        lines.append(
+            f"Listed {plural(len(change.relisted), 'Go chunk file')} again that a merge had dropped from "
+            "manifest.json"
+        )
+    for path in change.nested_repaired:
+        lines.append(f"Repaired {path} (git left it unreadable)")
+    return lines
 
 
 def git_import(args: argparse.Namespace) -> int:
@@ -214,10 +297,10 @@ def git_import(args: argparse.Namespace) -> int:
     lines: list[str] = []
     for warning in report.warnings:
         lines.append(f"Note: {warning}")
-    if report.manifest_rebuilt:
+    for path in _repaired(report.manifest, shown):
         lines.append(
-            f"manifest.json had git conflict markers and was rebuilt from the chunks: "
-            f"'git add {os.path.join(shown, 'manifest.json')}' to finish the merge."
+            f"{path} had git conflict markers and was repaired (every entry of both sides "
+            f"kept, in the Go tool's format): 'git add {path}' to finish the merge."
         )
     if not report.chunks_imported and not report.chunks_reread and not report.failures:
         lines.append("Already up to date — no new chunks to import.")
@@ -226,6 +309,8 @@ def git_import(args: argparse.Namespace) -> int:
     if report.chunks_imported or report.chunks_reread:
         applied = report.applied
         head = f"Imported {plural(len(report.chunks_imported), 'new chunk')} from {shown}"
+        if report.go_dirs:  # the Go tool's directories elsewhere in the repository
+            head += " and " + ", ".join(f"{path}/" for path in report.go_dirs)
         if report.chunks_reread:
             head += f" and re-read {len(report.chunks_reread)} for records accepted since"
         lines += [
@@ -261,6 +346,13 @@ def git_import(args: argparse.Namespace) -> int:
     return 1 if report.failures else 0
 
 
+def _repaired(change, shown: str) -> list[str]:
+    """The Go manifests a sync repaired, as paths a human types."""
+    paths = [os.path.join(shown, "manifest.json")] if change.repaired else []
+    top = os.path.dirname(os.path.normpath(shown))
+    return paths + [os.path.join(top, path) for path in change.nested_repaired]
+
+
 def git_status(args: argparse.Namespace) -> int:
     projects = _selection(args)
     with open_store() as store:
@@ -281,8 +373,21 @@ def git_status(args: argparse.Namespace) -> int:
         f"  Remote chunks:   {report.chunks}",
         f"  Pending import:  {len(report.pending_import)}",
         f"  Pending export:  {report.pending_export} mutation(s) of {_describe(projects)}",
-        f"  Manifest:        {report.manifest}"
-        + ("" if report.manifest == "ok" else " (rebuilt by the next engram sync)"),
+        f"  Our index:       {report.index}"
+        + ("" if report.index == "ok" else " (rewritten by the next engram sync)"),
+        f"  Go manifest:     {report.manifest}" + _MANIFEST_NOTES.get(report.manifest, ""),
+        f"  Go chunks:       {report.go_chunks}"
+        + (f" (also in {', '.join(report.go_dirs)})" if report.go_dirs else ""),
+        "  Go compat:       "
+        + ("on (engram sync also writes for Go teammates)" if report.go_compat else "off"),
+        *(
+            [
+                f"  Old layout:      {report.old_layout} chunk(s) in chunks/ (moved to log/ by "
+                "the next engram sync)"
+            ]
+            if report.old_layout
+            else []
+        ),
         *_scope_lines(report.scope, shown),
         *[f"  Held back:       {held}" for held in report.held],
     ]
@@ -308,6 +413,14 @@ def git_status(args: argparse.Namespace) -> int:
         lines.append(held)
     emit(args, "\n".join(lines), {**report.to_dict(), "quarantine": counts})
     return 0
+
+
+_MANIFEST_NOTES = {
+    "conflicted": " (repaired by the next engram sync; the Go tool cannot read it)",
+    "invalid": " (repaired by the next engram sync; the Go tool cannot read it)",
+    "lists-ours": " (an earlier Engram listed its chunks there; the next engram sync takes them "
+    "out)",
+}
 
 
 def git_bind(args: argparse.Namespace) -> int:
@@ -403,6 +516,13 @@ def cmd_sync(args: argparse.Namespace) -> int:
             raise ValidationError("--retry and --discard act on the quarantine: add --quarantine")
         return cmd_quarantine(args)  # both transports' records, one list
     action = _action(args)
+    if args.go_compat is not None and (action != "export" or args.cloud):
+        from engram.errors import ValidationError
+
+        raise ValidationError(
+            "--go-compat is about what `engram sync` (git export) writes; drop it"
+            + (" or --cloud" if args.cloud else f" or --{action}")
+        )
     if action in ("bind", "unbind", "accept-config"):
         if args.cloud:
             from engram.errors import ValidationError

@@ -40,6 +40,7 @@ from engram import __version__
 from engram.config import Config
 from engram.errors import EngramError, ProjectResolutionError, ValidationError
 from engram.http.body import EngramRequest
+from engram.http.curation import CURATION_GUARDED_ROUTES, CURATION_OPEN_ROUTES
 from engram.http.local_only import LocalOnly
 from engram.http.models import ErrorBody
 from engram.http.routes import GUARDED_ROUTES, OPEN_ROUTES, WIRE_NAMES, ServerContext
@@ -218,20 +219,23 @@ def create_app(
             for service in reversed(started):
                 await service.stop()
 
-    guarded = [_with_token(handler, token) for handler in GUARDED_ROUTES]
+    guarded = [
+        _with_token(handler, token) for handler in (*GUARDED_ROUTES, *CURATION_GUARDED_ROUTES)
+    ]
     security_schemes = (
         {
             TOKEN_SCHEME: SecurityScheme(
                 type="http",
                 scheme="bearer",
-                description="ENGRAM_HTTP_TOKEN: deletes, export, import and merges need it",
+                description="ENGRAM_HTTP_TOKEN: deletes, archives, consolidation, export, import "
+                "and merges need it",
             )
         }
         if token
         else None
     )
     app = Litestar(
-        route_handlers=[*OPEN_ROUTES, *guarded],
+        route_handlers=[*OPEN_ROUTES, *CURATION_OPEN_ROUTES, *guarded],
         guards=LocalOnly(config.http_allowed_hosts).guards(),
         request_class=EngramRequest,
         dependencies={

@@ -74,6 +74,16 @@ class ObservationOut(Struct, omit_defaults=True):
     created_at: str
     updated_at: str
     deleted_at: str | None
+    importance: float  # 0-1: the override when set, else the computed score
+    importance_override: float | None
+    pinned: bool
+    access_count: int  # searches and reads on this machine (not synced)
+    last_accessed_at: str | None
+    valid_from: str | None
+    valid_to: str | None
+    delete_reason: str | None  # "archived" when consolidation or a person archived it
+    superseded_by: str | None  # sync id of the memory it was merged into
+    reviewed_at: str | None
     rank: float | None = None  # search results only: lower is better (BM25, or hybrid score)
     match: SearchMatchOut | None = None  # search results only: why it matched
     found_by: list[str] | None = None  # semantic/hybrid results: "lexical", "semantic"
@@ -148,6 +158,8 @@ class ObservationCreate(Struct):
     tool_name: str | None = None
     #: keep text that looks like a secret (by default it is saved as [REDACTED:kind])
     allow_secrets: bool = False
+    #: how much it matters, 0-1 (default: computed); the store refuses anything else
+    importance: float | None = None
 
 
 class ObservationSaved(Struct, omit_defaults=True):
@@ -175,6 +187,12 @@ class ObservationPatch(Struct):
     topic_key: str | None = None
     tool_name: str | None = None
     allow_secrets: bool = False
+    #: 0-1 set by hand, or "auto" for the computed score
+    importance: float | str | None = None
+    pinned: bool | None = None
+    #: when it was true (YYYY-MM-DD or RFC 3339; "" or "none" clears)
+    valid_from: str | None = None
+    valid_to: str | None = None
 
 
 class ObservationDeleted(Struct):
@@ -208,19 +226,6 @@ class HistoryOut(Struct):
     count: int
 
 
-class ObservationRestore(Struct):
-    """Memories whose soft delete to undo (all or none)."""
-
-    ids: Annotated[
-        list[Annotated[int, Meta(ge=1, le=MAX_INT)]], Meta(min_length=1, max_length=1000)
-    ]
-
-
-class ObservationsRestored(Struct):
-    restored: list[ObservationOut]
-    count: int
-
-
 class ObservationPage(Struct):
     observations: list[ObservationOut]
     total: int
@@ -245,6 +250,9 @@ class PassiveResultOut(Struct):
 
 
 class TimelineEntryOut(Struct):
+    """A memory beside the focus: every field of the memory (as the Go tool answers), and
+    ``is_focus``."""
+
     id: int
     type: str
     title: str
@@ -252,6 +260,26 @@ class TimelineEntryOut(Struct):
     created_at: str
     is_focus: bool
     sync_id: str
+    session_id: str
+    tool_name: str | None
+    project: str
+    scope: str
+    topic_key: str | None
+    revision_count: int
+    duplicate_count: int
+    last_seen_at: str | None
+    updated_at: str
+    deleted_at: str | None
+    importance: float
+    importance_override: float | None
+    pinned: bool
+    access_count: int
+    last_accessed_at: str | None
+    valid_from: str | None
+    valid_to: str | None
+    delete_reason: str | None
+    superseded_by: str | None
+    reviewed_at: str | None
 
 
 class TimelineOut(Struct):
@@ -377,6 +405,13 @@ class ExportObservation(Struct, kw_only=True):
     created_at: str | None = None
     updated_at: str | None = None
     deleted_at: str | None = None
+    pinned: bool = False
+    importance_override: float | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    delete_reason: str | None = None
+    superseded_by: str | None = None
+    reviewed_at: str | None = None
 
 
 class ExportPrompt(Struct, kw_only=True):
@@ -404,6 +439,8 @@ class ImportResultOut(Struct):
     observations_imported: int
     prompts_imported: int
     skipped: int
+    #: rows that came back through the Go tool next to their original, retired
+    copies_retired: int = 0
 
 
 # --- sync status --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import partial
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.di import NamedDependency
@@ -21,6 +21,7 @@ from litestar.params import FromPath, FromQuery, JSONBody, PathParameter, QueryP
 from engram import __version__
 from engram.config import Config
 from engram.errors import ProjectResolutionError, ValidationError
+from engram.http.lenient import LenientFlag, go_bool, lenient_count, whole_number
 from engram.http.models import (
     MAX_INT,
     ContextOut,
@@ -36,9 +37,7 @@ from engram.http.models import (
     ObservationOut,
     ObservationPage,
     ObservationPatch,
-    ObservationRestore,
     ObservationSaved,
-    ObservationsRestored,
     PassiveCapture,
     PassiveResultOut,
     ProjectInfoOut,
@@ -144,15 +143,12 @@ PromptId = Annotated[int, PathParameter(ge=1, le=MAX_INT, description="the promp
 SessionId = FromPath[str]
 
 
-def _limit(default: int, maximum: int = LIST_MAX, note: str = "") -> Any:
-    return Annotated[
-        int, QueryParameter(ge=1, le=maximum, description=f"how many (default {default}){note}")
-    ]
-
-
-RecentLimit = _limit(20)
-SessionLimit = _limit(5)
-SearchLimit = _limit(10, note=", at most 20 are returned")
+# Counts are read as the Go tool reads them (engram/http/lenient.py): not a whole number or
+# below 1 means the default, so hooks written for that tool keep working.
+RecentLimit = lenient_count(20, LIST_MAX)
+SessionLimit = lenient_count(5, LIST_MAX)
+SearchLimit = lenient_count(10, LIST_MAX, "how many (at most 20 are returned)")
+TimelineCount = lenient_count(5, LIST_MAX, "memories on this side")
 
 
 def _errors(*codes: int) -> dict[int, ResponseSpec]:
@@ -235,10 +231,11 @@ class SessionRoutes(Controller):
         project: Project = None,
         since: Since = None,
         until: Until = None,
-        limit: SessionLimit = 5,
+        limit: SessionLimit = None,
         offset: Offset = 0,
     ) -> list[SessionOut]:
-        sessions = store.recent_sessions(project, limit, since=since, until=until, offset=offset)
+        count = whole_number(limit, 5, LIST_MAX)
+        sessions = store.recent_sessions(project, count, since=since, until=until, offset=offset)
         return many(sessions, SessionOut)
 
     @_get("/{session_id:str}", responses=_errors(400, 404), summary="A session and its memories")
@@ -272,6 +269,7 @@ class ObservationRoutes(Controller):
             topic_key=data.topic_key,
             tool_name=data.tool_name,
             allow_secrets=data.allow_secrets,
+            importance=data.importance,
         )
         return ObservationSaved(
             id=result.observation.id,
@@ -311,11 +309,12 @@ class ObservationRoutes(Controller):
         type: TypeFilter = None,
         since: Since = None,
         until: Until = None,
-        limit: RecentLimit = 20,
+        limit: RecentLimit = None,
     ) -> list[ObservationOut]:
         found = store.recent_observations(
-            project, scope_filter, limit, type=type, since=since, until=until
-        )
+            project, scope_filter, whole_number(limit, 20, LIST_MAX), type=type, since=since,
+            until=until,
+        )  # fmt: skip
         return many(found, ObservationOut)
 
     @_get("/", responses=_errors(400), summary="Memories, newest first, a page at a time")
@@ -327,20 +326,21 @@ class ObservationRoutes(Controller):
         type: TypeFilter = None,
         since: Since = None,
         until: Until = None,
-        limit: RecentLimit = 20,
+        limit: RecentLimit = None,
         offset: Offset = 0,
     ) -> ObservationPage:
+        count = whole_number(limit, 20, LIST_MAX)
         found = store.recent_observations(
-            project, scope_filter, limit, type=type, since=since, until=until, offset=offset
+            project, scope_filter, count, type=type, since=since, until=until, offset=offset
         )
         total = store.count_observations(project, scope_filter, type=type, since=since, until=until)
         return ObservationPage(
-            observations=many(found, ObservationOut), total=total, offset=offset, limit=limit
+            observations=many(found, ObservationOut), total=total, offset=offset, limit=count
         )
 
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
     def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
-        return to_wire(store.get_observation(observation_id), ObservationOut)
+        return to_wire(store.get_observation(observation_id, record_access=True), ObservationOut)
 
     @_get(
         "/{observation_id:int}/history",
@@ -351,18 +351,6 @@ class ObservationRoutes(Controller):
         """The memory as it is now (a deleted one too) and the earlier versions this machine
         kept (the last 20), newest first."""
         return to_wire(store.history(observation_id).to_dict(), HistoryOut)
-
-    @_post(
-        "/restore",
-        status_code=200,
-        responses=_errors(400, 404, 409, 413),
-        summary="Undo the soft delete of memories",
-    )
-    def restore(self, store: StoreArg, data: JSONBody[ObservationRestore]) -> ObservationsRestored:
-        """Every memory of ``ids`` is live again, here and (through sync) everywhere, or none
-        is: a hard delete cannot be undone (404), a memory that is not deleted is a 409."""
-        back = store.restore_observations(data.ids)
-        return ObservationsRestored(restored=many(back, ObservationOut), count=len(back))
 
     @_patch(
         "/{observation_id:int}",
@@ -384,6 +372,10 @@ class ObservationRoutes(Controller):
             topic_key=data.topic_key,
             tool_name=data.tool_name,
             allow_secrets=data.allow_secrets,
+            importance=data.importance,
+            pinned=data.pinned,
+            valid_from=data.valid_from,
+            valid_to=data.valid_to,
         )
         return to_wire(changed, ObservationOut)
 
@@ -395,25 +387,34 @@ def search(
     type: TypeFilter = None,
     project: Project = None,
     scope_filter: ScopeFilter = None,
-    limit: SearchLimit = 10,
+    limit: SearchLimit = None,
     match_mode: MatchMode = "any",
     since: Since = None,
     until: Until = None,
     mode: SearchMode = None,
+    as_of: Annotated[
+        str | None,
+        QueryParameter(
+            description="what was true then: YYYY-MM-DD (the end of that day) or an ISO 8601 "
+            "date and time"
+        ),
+    ] = None,
 ) -> list[ObservationOut]:
     """Best matches first (``rank``: lower is better); a query with ``/`` first matches topic
     keys exactly. In semantic and hybrid mode each result says what found it (``found_by``)
-    and how similar it is to the question (``similarity``)."""
+    and how similar it is to the question (``similarity``). Importance breaks near ties;
+    ``as_of`` answers with what was true then (a lexical search of that moment)."""
     found = store.search(
         q,
         type=type,
         project=project,
         scope=scope_filter,
-        limit=limit,
+        limit=whole_number(limit, 10, LIST_MAX),
         match_mode=match_mode,
         since=since,
         until=until,
         mode=mode,
+        as_of=as_of,
     )
     return many(found, ObservationOut)
 
@@ -429,10 +430,15 @@ def timeline(
     observation_id: Annotated[
         int, QueryParameter(ge=1, le=MAX_INT, description="the memory to center on")
     ],
-    before: Annotated[int, QueryParameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
-    after: Annotated[int, QueryParameter(ge=0, le=LIST_MAX, description="default 5")] = 5,
+    before: TimelineCount = None,
+    after: TimelineCount = None,
 ) -> TimelineOut:
-    return to_wire(store.timeline(observation_id, before, after), TimelineOut)
+    return to_wire(
+        store.timeline(
+            observation_id, whole_number(before, 5, LIST_MAX), whole_number(after, 5, LIST_MAX)
+        ),
+        TimelineOut,
+    )
 
 
 class PromptRoutes(Controller):
@@ -453,9 +459,14 @@ class PromptRoutes(Controller):
 
     @_get("/recent", responses=_errors(400), summary="Newest prompts")
     def recent(
-        self, store: StoreArg, project: Project = None, limit: RecentLimit = 20, offset: Offset = 0
+        self,
+        store: StoreArg,
+        project: Project = None,
+        limit: RecentLimit = None,
+        offset: Offset = 0,
     ) -> list[PromptOut]:
-        return many(store.recent_prompts(project, limit, offset=offset), PromptOut)
+        count = whole_number(limit, 20, LIST_MAX)
+        return many(store.recent_prompts(project, count, offset=offset), PromptOut)
 
     @_get("/search", responses=_errors(400), summary="Search prompts")
     def search(
@@ -463,10 +474,11 @@ class PromptRoutes(Controller):
         store: StoreArg,
         q: FromQuery[str],
         project: Project = None,
-        limit: SearchLimit = 10,
+        limit: SearchLimit = None,
         match_mode: MatchMode = "any",
     ) -> list[PromptOut]:
-        found = store.search_prompts(q, project=project, limit=limit, match_mode=match_mode)
+        count = whole_number(limit, 10, LIST_MAX)
+        found = store.search_prompts(q, project=project, limit=count, match_mode=match_mode)
         return many(found, PromptOut)
 
 
@@ -593,10 +605,12 @@ def delete_session(store: StoreArg, session_id: SessionId) -> SessionStatus:
 def delete_observation(
     store: StoreArg,
     observation_id: ObservationId,
-    hard: Annotated[bool, QueryParameter(description="remove it for good")] = False,
+    hard: LenientFlag = None,
 ) -> ObservationDeleted:
-    gone = store.delete_observation(observation_id, hard=hard)
-    return ObservationDeleted(id=gone.id, status="deleted", hard_delete=hard)
+    """Soft by default; ``hard=true`` removes it for good."""
+    for_good = go_bool(hard)
+    gone = store.delete_observation(observation_id, hard=for_good)
+    return ObservationDeleted(id=gone.id, status="deleted", hard_delete=for_good)
 
 
 @_delete(

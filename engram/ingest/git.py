@@ -101,9 +101,7 @@ class ChangeSet:
         lines = [f"**What**: {what}"]
         if where:
             lines.append(f"**Where**: {where}")
-        lines.append(
-            f"Git {kind} {self.head.sha[:12]} by {', '.join(authors)} on {self.head.date}"
-        )
+        lines.append(f"Git {kind} {self.head.sha[:12]} by {', '.join(authors)} on {self.head.date}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,9 +200,7 @@ def read_commits(repo: Path, days: int) -> list[Commit]:
             continue
         sha, parents, author, email, date, subject, body, tail = parts[:8]
         files = [line for line in tail.splitlines() if line.strip()]
-        commits.append(
-            Commit(sha, parents.split(), author, email, date, subject, body, files)
-        )
+        commits.append(Commit(sha, parents.split(), author, email, date, subject, body, files))
     return commits
 
 

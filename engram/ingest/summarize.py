@@ -191,7 +191,7 @@ def parse_learnings(reply: str, known: set[str]) -> list[Learning]:
         if not isinstance(items, list):
             raise ValueError
     except (ValueError, orjson.JSONDecodeError):
-        raise ProviderError("the model's reply holds no {\"learnings\": [...]} JSON") from None
+        raise ProviderError('the model\'s reply holds no {"learnings": [...]} JSON') from None
     learnings: list[Learning] = []
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):

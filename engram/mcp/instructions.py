@@ -47,6 +47,15 @@ previews and #ids) → `mem_get_observation` with an #id for the full text. `mem
 what was saved around a memory in the same session. Fix a memory that turned out wrong with
 `mem_update` rather than saving a contradicting one.
 
+### Keeping memory useful
+`mem_pin` a memory that must never be forgotten (a rule of the project, a hard-won gotcha): it
+is listed first in every `mem_context`. Every memory has an importance (0-1, computed from its
+length, topics, links, age and reads); pass `importance` to `mem_save`/`mem_update` only when
+you know better. When the user asks to tidy memory, `mem_review` lists memories nobody has
+touched for months (check each, then `mark_reviewed`, `mem_update` or `mem_delete`), and
+`mem_consolidate` with `dry_run` first shows which near-duplicates it would merge and which
+trivia it would archive (archived memories can be brought back with `mem_restore`).
+
 ### Before ending a session (mandatory)
 Call `mem_session_summary` with this structure:
 
@@ -72,9 +81,11 @@ to recover the state, then continue.
 
 ### Projects
 Memories belong to the project of the directory the server runs in (or `--project` /
-`ENGRAM_PROJECT`). Only pass `project` to a tool when you must work on another, existing
-project; `mem_current_project` and `mem_list_projects` show what is known. If a tool reports
-`ambiguous_project` or `unknown_project`, pick one of the `available_projects` it lists.
+`ENGRAM_PROJECT`): saving tools always write there and ignore a `project` argument. Reading
+tools take `project` to look at another, existing project; `mem_current_project` and
+`mem_list_projects` show what is known. If a read reports `unknown_project`, pick one of the
+`available_projects` it lists; if a save reports `ambiguous_project`, the server runs in a
+folder of several repositories and must be started inside one (or with `--project`).
 """
 
 INSTRUCTIONS = """\
@@ -84,11 +95,13 @@ text). Save with mem_save right after fixing a bug, making a decision, discoveri
 non-obvious, establishing a pattern or learning a user preference — content as **What** / \
 **Why** / **Where** / **Learned**, with a topic_key for subjects that evolve. Before the session \
 ends, call mem_session_summary (Goal / Instructions / Discoveries / Accomplished / Next Steps / \
-Relevant Files). The project comes from the server's working directory: pass `project` only to \
-use another existing project (see mem_current_project)."""
+Relevant Files). Saves go to the project of the server's working directory (see \
+mem_current_project); pass `project` to reading tools only, to look at another existing project."""
 
 
-BEGIN_MARK = "<!-- engram:protocol (managed by 'engram protocol --install'; edits here are replaced) -->"
+BEGIN_MARK = (
+    "<!-- engram:protocol (managed by 'engram protocol --install'; edits here are replaced) -->"
+)
 END_MARK = "<!-- /engram:protocol -->"
 
 

@@ -41,8 +41,15 @@ from engram.errors import (
     StoreUnavailableError,
     ValidationError,
 )
+from engram.mcp.curation_tools import CurationTools
 from engram.mcp.instructions import INSTRUCTIONS
-from engram.mcp.tools import MERGE_DESCRIPTION, Envelope, MemoryTools, Workspace
+from engram.mcp.tools import (
+    IGNORED_PROJECT,
+    MERGE_DESCRIPTION,
+    Envelope,
+    MemoryTools,
+    Workspace,
+)
 from engram.mcp.transport import AnsweringReadStream
 from engram.store import Store
 from engram.store.db import MAX_INTEGER
@@ -61,6 +68,9 @@ AGENT_TOOLS = (
     "mem_update",
     "mem_current_project",
     "mem_list_projects",
+    "mem_review",
+    "mem_pin",
+    "mem_unpin",
 )
 ADMIN_TOOLS = (
     "mem_delete",
@@ -70,6 +80,7 @@ ADMIN_TOOLS = (
     "mem_merge_projects",
     "mem_ingest_git",
     "mem_summarize",
+    "mem_consolidate",
 )
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
 #: The second seed's names, served only when asked for (``--tools seed`` or by name), so the
@@ -108,11 +119,15 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "mem_current_project": _hints("Current project", read_only=True, idempotent=True),
     "mem_list_projects": _hints("List projects", read_only=True, idempotent=True),
     "mem_delete": _hints("Delete a memory", read_only=False, destructive=True),
-    "mem_restore": _hints("Restore a deleted memory", read_only=False, idempotent=True),
     "mem_stats": _hints("Memory statistics", read_only=True, idempotent=True),
     "mem_timeline": _hints("Timeline around a memory", read_only=True, idempotent=True),
     "mem_merge_projects": _hints("Merge projects", read_only=False, destructive=True),
     "mem_ingest_git": _hints("Memories from git history", read_only=False, idempotent=True),
+    "mem_review": _hints("Memories to review", read_only=False, idempotent=True),
+    "mem_pin": _hints("Pin a memory", read_only=False, idempotent=True),
+    "mem_unpin": _hints("Unpin a memory", read_only=False, idempotent=True),
+    "mem_restore": _hints("Restore a memory", read_only=False, idempotent=True),
+    "mem_consolidate": _hints("Consolidate memories", read_only=False, destructive=True),
     # The only tool that may reach beyond this machine: a model provider, when a key is set.
     "mem_summarize": ToolAnnotations(
         title="Summarize learnings",
@@ -149,7 +164,14 @@ SHORT_DESCRIPTIONS: dict[str, str] = {
     "mem_current_project": "Which project saves go to and why, and the projects that exist.",
     "mem_list_projects": "Every project with its counts.",
     "mem_delete": "Delete a wrong or obsolete memory (soft by default: mem_restore undoes it).",
-    "mem_restore": "Undo the soft delete of a memory.",
+    "mem_restore": "Bring back an archived or soft-deleted memory.",
+    "mem_review": "List memories due for review (idle a long time), or mark_reviewed one that "
+    "is still right.",
+    "mem_pin": "Pin a memory that must never be forgotten: always in mem_context, never "
+    "archived.",
+    "mem_unpin": "Unpin a memory (it stays).",
+    "mem_consolidate": "Merge near-duplicates and archive trivia of this project (dry_run "
+    "first).",
     "mem_stats": "How many sessions, memories and prompts are stored.",
     "mem_timeline": "The memories saved before and after one, in its session.",
     "mem_merge_projects": "Move every memory of some projects into another.",
@@ -160,10 +182,16 @@ SHORT_DESCRIPTIONS: dict[str, str] = {
 }
 
 
+#: The compact listing's words for a write tool's ignored ``project`` argument.
+IGNORED_PROJECT_SHORT = "ignored (saves go to this directory's project)"
+
+
 def compact_schema(schema: Any) -> Any:
     """An input schema as agents need it: without pydantic's generated ``title`` of every
     property, with ``X | None = None`` written as an optional ``X`` (the server still accepts
-    null: the arguments are validated against the full model)."""
+    null: the arguments are validated against the full model), the ignored ``project`` of
+    write tools said in a few words, and no ``maximum`` beyond what JSON numbers hold exactly
+    (SQLite's largest id: a limit no agent meets)."""
     if isinstance(schema, list):
         return [compact_schema(item) for item in schema]
     if not isinstance(schema, dict):
@@ -173,6 +201,10 @@ def compact_schema(schema: Any) -> Any:
         if key == "properties" and isinstance(value, dict):
             out[key] = {name: compact_schema(prop) for name, prop in value.items()}
         elif key == "title" and isinstance(value, str):
+            continue
+        elif key == "description" and value == IGNORED_PROJECT:
+            out[key] = IGNORED_PROJECT_SHORT
+        elif key == "maximum" and isinstance(value, int) and value > 2**53:
             continue
         else:
             out[key] = compact_schema(value)
@@ -303,6 +335,9 @@ class EngramMCPServer(MCPServer):
                     "description": SHORT_DESCRIPTIONS.get(tool.name, tool.description),
                     "input_schema": compact_schema(tool.input_schema),
                     "output_schema": None,
+                    # the tool's own title says it already
+                    "annotations": tool.annotations
+                    and tool.annotations.model_copy(update={"title": None}),
                 }
             )
             for tool in tools
@@ -397,7 +432,7 @@ def build_server(
     if full is None:
         full = set(names) >= set(ALL_TOOLS)
     workspace = Workspace(store, cwd or os.getcwd(), project)
-    impl = MemoryTools(store, workspace)
+    impl = CurationTools(store, workspace)
     registered: list[Tool] = []
     for name in names:
         if name == "mem_merge_projects":

@@ -134,7 +134,12 @@ AGENTS: dict[str, Agent] = {
             instructions="GEMINI.md",
         ),
         Agent(
-            "opencode", "OpenCode", "json", ("mcp",), _opencode_path, _opencode,
+            "opencode",
+            "OpenCode",
+            "json",
+            ("mcp",),
+            _opencode_path,
+            _opencode,
             env_key="environment",
         ),
         Agent(
@@ -403,9 +408,7 @@ def setup(
             f"{agent.key} --print' and add the entry by hand."
         ) from None
     if result.text is None:
-        return SetupResult(
-            agent, path, "already_configured", text_of_snippet, warnings=warnings
-        )
+        return SetupResult(agent, path, "already_configured", text_of_snippet, warnings=warnings)
     backup = None
     if old is not None:
         backup = target.with_name(target.name + ".bak")

@@ -8,11 +8,15 @@ that envelope plus ``data``, the same JSON object ``engram … --json`` prints f
 parses the text. Failures are raised as ``engram.errors`` exceptions; ``engram.mcp.server``
 turns them into tool errors.
 
-Which project a call means (reference §8.3): an explicit ``project`` argument must name a known
-project; otherwise the session's project (for tools given a ``session_id``), then the process
-override (``--project`` / ``ENGRAM_PROJECT``), then the server's working directory. A directory
-holding several repositories is ambiguous: read tools then look at every project, write tools
-refuse and write nothing.
+Which project a call means (DESIGN §7, the seed's "Write tools (no project arg)"): write tools
+(saves, prompts, summaries, passive capture, session start, updates) always use the process
+override (``--project`` / ``ENGRAM_PROJECT``), else the server's working directory, and discard a
+``project`` argument, so agents cannot drift between names (an agent set up for the Go tool
+never fails with ``unknown_project`` on a save). They create a session id they have not seen,
+in that project, as the Go tool does. Read tools honour an explicit ``project`` argument, which
+must name a known project (reference §8.3). A directory holding several repositories is
+ambiguous: read tools then look at every project, write tools refuse and write nothing.
+Numbers and flags are read as leniently as the Go tool reads them (:mod:`engram.mcp.lenient`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from engram import formatting
 from engram.errors import EngramError, NotFoundError, ProjectResolutionError, ValidationError
+from engram.mcp.lenient import Truncated, count_or_default, flag_or_default
 from engram.project import ProjectResolution, detect_project, normalize_project
 from engram.store import Store
 from engram.store.checks import unknown_project
@@ -174,8 +179,8 @@ class Workspace:
             choices = self.detection().available_projects
             raise ProjectResolutionError(
                 f"{self.cwd} holds several repositories, so the project is ambiguous and nothing "
-                f"was written. Call again with project set to one of: {', '.join(choices)} "
-                "(or start the server with --project).",
+                f"was written. Write tools take the project from the server's directory: start "
+                f"it inside one of them, or with --project NAME (one of: {', '.join(choices)}).",
                 code="ambiguous_project",
                 available_projects=choices,
             )
@@ -191,49 +196,27 @@ class Workspace:
             hint=f"Use one of available_projects{fallback}. Nothing was written.",
         )
 
-    def resolve_with_session(
-        self, explicit: str | None, session_id: str | None
-    ) -> tuple[Resolved, str | None]:
-        """The project and session of a write that may name a session (reference §8.3):
-        explicit project, else the session's project, else the default. A named session must
-        exist; without one, the single open session this server started is used."""
-        if session_id is not None and session_id.strip():
-            # Sessions are per project: this directory's (or the named project's) row of that
-            # id first, so a same-id session someone created in another project never
-            # captures the write; then the store's rule for an id alone.
-            here = explicit if explicit is not None and explicit.strip() else None
-            if here is None and self.default().source != "ambiguous":
-                here = self.default().project
-            try:
-                try:
-                    session = (
-                        self.store.get_session(
-                            session_id.strip(), project=normalize_project(here)[0]
-                        )
-                        if here is not None
-                        else self.store.get_session(session_id.strip())
-                    )
-                except NotFoundError:
-                    session = self.store.get_session(session_id.strip())
-            except NotFoundError:
-                raise NotFoundError(
-                    f'Session "{session_id.strip()}" not found. Start it with '
-                    "mem_session_start, or omit session_id to use the default session."
-                ) from None
-            if explicit is not None and explicit.strip():
-                resolved = self.resolve(explicit, write=True)
-                if session.project and session.project != resolved.project:
-                    raise ToolFailure(
-                        f'Session "{session.id}" belongs to project "{session.project}", not '
-                        f'"{resolved.project}". Omit project, or use another session.',
-                        code="project_mismatch",
-                    )
-                return resolved, session.id
-            if session.project:
-                return Resolved(session.project, "session", session.directory), session.id
-            return self.resolve(None, write=True), session.id
-        resolved = self.resolve(explicit, write=True)
-        return resolved, self.open_session(resolved.project)
+    def resolve_write(self, ignored: str | None) -> tuple[Resolved, dict[str, Any]]:
+        """The project of a write tool: the process override, else this directory's (an
+        ambiguous directory refuses). A ``project`` argument is discarded; when it named
+        another project, the envelope says so (``project_ignored``)."""
+        resolved = self.resolve(None, write=True)
+        extra: dict[str, Any] = {}
+        if ignored and ignored.strip() and normalize_project(ignored)[0] != resolved.project:
+            extra["project_ignored"] = ignored.strip()
+        return resolved, extra
+
+    def write_session(self, project: str, session_id: str | None) -> str | None:
+        """The session a write joins: the named one of ``project`` — created when this
+        machine has not seen it, as the Go tool does — else the single session of ``project``
+        this server started and has not ended."""
+        if session_id is None or not session_id.strip():
+            return self.open_session(project)
+        name = session_id.strip()
+        try:
+            return self.store.get_session(name, project=project).id
+        except NotFoundError:
+            return self.store.create_session(name, project, self.cwd).id
 
     def open_session(self, project: str) -> str | None:
         """The one session of ``project`` this server started and has not ended, if exactly
@@ -252,16 +235,34 @@ MemoryId = Annotated[
         le=MAX_INTEGER,
         description="the memory's #id (from mem_search or mem_save)",
     ),
+    Truncated,
 ]
 ProjectArg = Annotated[
     str | None,
     Field(description="an existing project to use instead of this directory's; omit it normally"),
 ]
+#: Write tools accept ``project`` (agents set up for the Go tool send it) and discard it.
+#: What the full listing says of a write tool's ``project`` (the compact one says less).
+IGNORED_PROJECT = (
+    "ignored: writes always go to this directory's project (see mem_current_project); "
+    "accepted so agents that send it keep working"
+)
+IgnoredProjectArg = Annotated[str | None, Field(description=IGNORED_PROJECT)]
 SessionArg = Annotated[
     str | None,
-    Field(description="a session started with mem_session_start; omit for the default session"),
+    Field(
+        description="a session id (one not seen yet is created, in this directory's project); "
+        "omit for the session started with mem_session_start"
+    ),
 ]
 ScopeArg = Literal["project", "personal"]
+ImportanceArg = Annotated[
+    float | None,
+    Field(
+        description="how much it matters, 0-1, when you know better than the computed score "
+        "(length, topics, links, recency, reads); omit it normally"
+    ),
+]
 TYPE_HELP = "bugfix, decision, architecture, discovery, pattern, config, preference, learning"
 
 
@@ -293,7 +294,7 @@ class MemoryTools:
         ],
         type: Annotated[str, Field(description=f"kind of memory: {TYPE_HELP}")] = "manual",
         session_id: SessionArg = None,
-        project: ProjectArg = None,
+        project: IgnoredProjectArg = None,
         scope: Annotated[
             ScopeArg, Field(description="'personal' memories never leave this machine")
         ] = "project",
@@ -311,6 +312,7 @@ class MemoryTools:
                 "private keys and passwords are saved as [REDACTED:kind]"
             ),
         ] = False,
+        importance: ImportanceArg = None,
     ) -> ToolResult:
         """Save a memory. Call it right after fixing a bug, making or explaining a decision,
         discovering something non-obvious, getting tricky configuration right, establishing a
@@ -320,7 +322,8 @@ class MemoryTools:
         <private>…</private> is never stored."""
         check_size(title, "title", MAX_TITLE_BYTES)
         check_size(content, "content", self.max_content)
-        resolved, session = self.workspace.resolve_with_session(project, session_id)
+        resolved, extra = self.workspace.resolve_write(project)
+        session = self.workspace.write_session(resolved.project, session_id)
         saved = self.store.add_observation(
             title=title,
             content=content,
@@ -330,22 +333,24 @@ class MemoryTools:
             scope=scope,
             topic_key=topic_key,
             allow_secrets=allow_secrets,
+            importance=importance,
         )
-        return envelope(resolved, formatting.save_result(saved), data=saved.to_dict())
+        return envelope(resolved, formatting.save_result(saved), data=saved.to_dict(), **extra)
 
     def mem_save_prompt(
         self,
         content: Annotated[str, Field(description="what the user asked, in their words")],
         session_id: SessionArg = None,
-        project: ProjectArg = None,
+        project: IgnoredProjectArg = None,
     ) -> ToolResult:
         """Record the user's request, so later sessions know why the work was done. Use it when
         the request itself carries intent worth keeping."""
         check_size(content, "content", self.max_content)
-        resolved, session = self.workspace.resolve_with_session(project, session_id)
+        resolved, extra = self.workspace.resolve_write(project)
+        session = self.workspace.write_session(resolved.project, session_id)
         prompt = self.store.add_prompt(content, session_id=session, project=resolved.project)
         shown = formatting.quoted(formatting.cut_bytes(prompt.content, 80))
-        return envelope(resolved, f"Prompt saved: {shown}", data=prompt.to_dict())
+        return envelope(resolved, f"Prompt saved: {shown}", data=prompt.to_dict(), **extra)
 
     def mem_session_summary(
         self,
@@ -357,13 +362,14 @@ class MemoryTools:
             ),
         ],
         session_id: SessionArg = None,
-        project: ProjectArg = None,
+        project: IgnoredProjectArg = None,
     ) -> ToolResult:
         """Save the end-of-session summary. Mandatory before a session ends and before a
         context reset: sections Goal, Instructions, Discoveries, Accomplished, Next Steps,
         Relevant Files. The next session reads it through mem_context."""
         check_size(content, "content", self.max_content)
-        resolved, session = self.workspace.resolve_with_session(project, session_id)
+        resolved, extra = self.workspace.resolve_write(project)
+        session = self.workspace.write_session(resolved.project, session_id)
         saved = self.store.add_observation(
             title=f"Session summary: {resolved.project or 'no project'}",
             content=content,
@@ -375,6 +381,7 @@ class MemoryTools:
             resolved,
             f"Session summary saved for project {formatting.quoted(resolved.project)}",
             data=saved.to_dict(),
+            **extra,
         )
 
     def mem_capture_passive(
@@ -386,12 +393,13 @@ class MemoryTools:
         source: Annotated[
             str | None, Field(description="what produced the text (default mcp-passive)")
         ] = None,
-        project: ProjectArg = None,
+        project: IgnoredProjectArg = None,
     ) -> ToolResult:
         """Save each item of a '## Key Learnings:' list (numbered or bulleted) found in the text
         as its own memory; items already stored in the project are skipped."""
         check_size(content, "content", MAX_PASSIVE_BYTES)
-        resolved, session = self.workspace.resolve_with_session(project, session_id)
+        resolved, extra = self.workspace.resolve_write(project)
+        session = self.workspace.write_session(resolved.project, session_id)
         result = self.store.capture_passive(
             content, session_id=session, project=resolved.project, source=source or "mcp-passive"
         )
@@ -400,6 +408,7 @@ class MemoryTools:
             f"Passive capture complete: extracted={result.extracted} saved={result.saved} "
             f"duplicates={result.duplicates}",
             data=result.to_dict(),
+            **extra,
         )
 
     # --- sessions ---------------------------------------------------------------------------
@@ -410,11 +419,11 @@ class MemoryTools:
         directory: Annotated[
             str | None, Field(description="the working directory (default: the server's)")
         ] = None,
-        project: ProjectArg = None,
+        project: IgnoredProjectArg = None,
     ) -> ToolResult:
         """Start a session: until mem_session_end, memories and prompts saved without a
         session_id attach to it (when it is the only one open). Starting it again is harmless."""
-        resolved = self.workspace.resolve(project, write=True)
+        resolved, extra = self.workspace.resolve_write(project)
         try:
             existing = self.store.get_session(id.strip(), project=resolved.project)
         except NotFoundError:
@@ -432,6 +441,7 @@ class MemoryTools:
             f"Session {formatting.quoted(session.id)} started for project "
             f"{formatting.quoted(session.project)}",
             data=session.to_dict(),
+            **extra,
         )
 
     def mem_session_end(
@@ -441,8 +451,15 @@ class MemoryTools:
     ) -> ToolResult:
         """End a session (record the full summary with mem_session_summary first)."""
         check_size(summary, "summary", self.max_content)
+        here = self.workspace.default()
         try:
-            session = self.store.end_session(id, summary)
+            try:
+                # this directory's session of that id first (sessions are per project)
+                if here.source == "ambiguous":
+                    raise NotFoundError(id)
+                session = self.store.end_session(id, summary, project=here.project)
+            except NotFoundError:
+                session = self.store.end_session(id, summary)
         except NotFoundError:
             raise NotFoundError(
                 f'Session "{id.strip()}" not found: it was never started (mem_session_start).'
@@ -463,7 +480,11 @@ class MemoryTools:
         type: Annotated[str | None, Field(description=f"only this kind: {TYPE_HELP}")] = None,
         project: ProjectArg = None,
         scope: ScopeArg | None = None,
-        limit: Annotated[int | None, Field(description="results (default 10, at most 20)")] = None,
+        limit: Annotated[
+            int | None,
+            Field(description="results (default 10, at most 20)"),
+            count_or_default(None),
+        ] = None,
         all_projects: Annotated[
             bool, Field(description="search every project, not only this one")
         ] = False,
@@ -478,11 +499,19 @@ class MemoryTools:
                 "installed), 'semantic': meaning only, 'lexical': words only"
             ),
         ] = None,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="answer with what was true then: a date (YYYY-MM-DD) or an ISO 8601 "
+                "date and time; earlier texts of edited memories included"
+            ),
+        ] = None,
     ) -> ToolResult:
         """Search memories (best first), by words and, where semantic search is installed, by
         meaning: ask in your own words. Use it before re-investigating anything that may have
         been solved before. Results are previews with #ids: call mem_get_observation for the
-        full text. A query containing '/' also matches topic keys exactly."""
+        full text. A query containing '/' also matches topic keys exactly; importance breaks
+        near ties; as_of asks what was true then."""
         if all_projects:
             resolved, where = Resolved("", "all_projects", ""), None
         else:
@@ -496,6 +525,7 @@ class MemoryTools:
             limit=limit,
             match_mode=match_mode,
             mode=mode,
+            as_of=as_of,
         )
         return envelope(
             resolved,
@@ -507,12 +537,14 @@ class MemoryTools:
         self,
         id: MemoryId,
         include_history: Annotated[
-            bool, Field(description="also its earlier versions (kept on this machine)")
+            bool,
+            Field(description="also its earlier versions (kept on this machine)"),
+            flag_or_default(False),
         ] = False,
     ) -> ToolResult:
         """Get one memory in full (search results only show previews); include_history adds
         its earlier versions, newest first."""
-        obs = self.store.get_observation(id)
+        obs = self.store.get_observation(id, record_access=True)
         if include_history:
             found = self.store.history(id)
             return envelope(
@@ -544,8 +576,12 @@ class MemoryTools:
     def mem_timeline(
         self,
         observation_id: MemoryId,
-        before: Annotated[int, Field(le=MAX_INTEGER, description="memories shown before it")] = 5,
-        after: Annotated[int, Field(le=MAX_INTEGER, description="memories shown after it")] = 5,
+        before: Annotated[
+            int, Field(description="memories shown before it"), count_or_default(5, MAX_INTEGER)
+        ] = 5,
+        after: Annotated[
+            int, Field(description="memories shown after it"), count_or_default(5, MAX_INTEGER)
+        ] = 5,
         project: Annotated[
             str | None, Field(description="fail unless the memory belongs to this project")
         ] = None,
@@ -590,18 +626,27 @@ class MemoryTools:
         type: Annotated[str | None, Field(description="new kind")] = None,
         scope: ScopeArg | None = None,
         topic_key: Annotated[str | None, Field(description="new topic key ('' removes it)")] = None,
-        project: Annotated[
-            str | None, Field(description="move the memory to this existing project")
-        ] = None,
+        project: IgnoredProjectArg = None,
         allow_secrets: Annotated[
             bool, Field(description="keep text that looks like a secret (see mem_save)")
         ] = False,
+        importance: Annotated[
+            float | Literal["auto"] | None,
+            Field(
+                description="how much it matters, 0-1, set by hand; 'auto' goes back to the "
+                "computed score"
+            ),
+        ] = None,
+        pinned: Annotated[
+            bool | None,
+            Field(description="pin (always in mem_context, never archived) or unpin it"),
+        ] = None,
     ) -> ToolResult:
         """Correct or extend a memory in place (give only the fields that change). Prefer this to
         saving a second memory that contradicts the first."""
         check_size(title, "title", MAX_TITLE_BYTES)
         check_size(content, "content", self.max_content)
-        resolved = self.workspace.resolve(project, write=True)
+        resolved, extra = self.workspace.resolve_write(project)
         warnings: list[str] = []
         obs = self.store.update_observation(
             id,
@@ -610,23 +655,29 @@ class MemoryTools:
             type=type,
             scope=scope,
             topic_key=topic_key,
-            project=resolved.project if project is not None and project.strip() else None,
             allow_secrets=allow_secrets,
             warnings=warnings,
+            importance=importance,
+            pinned=pinned,
         )
         text = (
             f"Memory updated: #{obs.id} {formatting.quoted(obs.title)} "
             f"({obs.type}, scope={obs.scope})"
         )
         return envelope(
-            resolved, "\n".join([text, *warnings]), data={**obs.to_dict(), "warnings": warnings}
+            resolved,
+            "\n".join([text, *warnings]),
+            data={**obs.to_dict(), "warnings": warnings},
+            **extra,
         )
 
     def mem_delete(
         self,
         id: MemoryId,
         hard_delete: Annotated[
-            bool, Field(description="remove it for good instead of hiding it (not undoable)")
+            bool,
+            Field(description="remove it for good instead of hiding it (not undoable)"),
+            flag_or_default(False),
         ] = False,
     ) -> ToolResult:
         """Delete a memory that is wrong or obsolete. By default it is hidden everywhere (and
@@ -636,16 +687,6 @@ class MemoryTools:
         how = "permanently deleted" if hard_delete else "soft-deleted"
         data = {"id": obs.id, "status": "deleted", "hard_delete": hard_delete}  # as the CLI
         return envelope(resolved, f"Memory #{obs.id} {how}", data=data)
-
-    def mem_restore(self, id: MemoryId) -> ToolResult:
-        """Undo the soft delete of a memory: it is live again here and, through sync,
-        everywhere. A hard delete cannot be undone."""
-        resolved = self.workspace.resolve(None, write=True)
-        obs = self.store.restore_observation(id)
-        data = {"id": obs.id, "status": "restored", "sync_id": obs.sync_id}  # as the CLI
-        return envelope(
-            resolved, f"Memory #{obs.id} restored: {formatting.quoted(obs.title)}", data=data
-        )
 
     # --- projects and statistics ------------------------------------------------------------
 

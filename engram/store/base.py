@@ -7,16 +7,16 @@ import sqlite3
 from typing import Any
 
 from engram.config import Config
-from engram.record import FIELDS, KEY_FIELD, moved_key
+from engram.record import KEY_FIELD, STATE_FIELDS, compact_payload, moved_key
 from engram.store import fts
 from engram.store.db import Database
 from engram.store.journal import Journal
 
 TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
 _STATE_SQL = {
-    entity: f"SELECT {', '.join(FIELDS[entity])} FROM {TABLES[entity]} "
+    entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {TABLES[entity]} "
     f"WHERE project = ? AND {KEY_FIELD[entity]} = ?"
-    for entity in FIELDS
+    for entity in STATE_FIELDS
 }
 
 
@@ -66,7 +66,12 @@ class StoreBase:
         """The replicated fields of ``(project, key)``, in payload order (``None`` if there is
         no row)."""
         row = conn.execute(_STATE_SQL[entity], (project, key)).fetchone()
-        return None if row is None else dict(zip(FIELDS[entity], tuple(row), strict=True))
+        if row is None:
+            return None
+        state = dict(zip(STATE_FIELDS[entity], tuple(row), strict=True))
+        if entity == "observation":
+            state["pinned"] = bool(state["pinned"])  # stored as 0/1, replicated as a boolean
+        return state
 
     # --- journaling local writes ------------------------------------------------------------
 
@@ -87,6 +92,7 @@ class StoreBase:
         if entity == "observation" and state["deleted_at"] is not None:
             op = "delete"
             state = {**state, "hard": False}
+        state = compact_payload(entity, state)
         return self.journal.append(
             conn,
             hlc=hlc,
@@ -146,7 +152,8 @@ class StoreBase:
         """A memory leaves the scope it was shared in (project → personal): targets of the old
         selection get a soft delete, ordered before the upsert of its new state (same key)."""
         hlc, origin = self.journal.tick(conn)
-        state = {**old, "deleted_at": now, "updated_at": now, "hard": False}
+        state = {**compact_payload("observation", old), "deleted_at": now, "updated_at": now,
+                 "hard": False}  # fmt: skip
         self.journal.append(
             conn,
             hlc=hlc,

@@ -27,16 +27,29 @@ class ContextMixin(StoreBase):
         observations: int | None = None,
         prompts: int | None = None,
         compact: bool = False,
+        pinned: int | None = None,
     ) -> str:
-        """Recent sessions, prompts and observations as markdown ('' when there is nothing).
+        """Pinned memories, then recent sessions, prompts and observations as markdown ('' when
+        there is nothing).
 
-        ``max_bytes`` caps the UTF-8 size of the text, cutting cleanly and marking the cut.
+        ``max_bytes`` caps the UTF-8 size of the text, cutting cleanly and marking the cut
+        (pinned memories come first, so they are the last to be cut).
         """
         if max_bytes is not None and int(max_bytes) < 1:
             raise ValidationError("max_bytes must be a positive integer", field="max_bytes")
         n_sessions = _section_limit(sessions, 5)
         n_observations = _section_limit(observations, self.config.max_context_results)
         n_prompts = _section_limit(prompts, 10)
+        n_pinned = _section_limit(pinned, self.config.pinned_context_limit)
+        pins = (
+            self.pinned_observations(  # type: ignore[attr-defined]
+                project, scope=scope, limit=n_pinned + 1
+            )
+            if n_pinned > 0
+            else []
+        )
+        more_pins = len(pins) > n_pinned
+        pins = pins[:n_pinned]
         recent_sessions = (
             self.recent_sessions(project, n_sessions) if n_sessions > 0 else []  # type: ignore[attr-defined]
         )
@@ -48,9 +61,19 @@ class ContextMixin(StoreBase):
             if n_observations > 0
             else []
         )
-        if not (recent_sessions or recent_prompts or recent_observations):
+        if not (pins or recent_sessions or recent_prompts or recent_observations):
             return ""
         lines = ["## Memory from Previous Sessions", ""]
+        if pins:
+            lines.append("### Pinned")
+            for o in pins:
+                body = "" if compact else f": {preview(' '.join(o.content.split()), 300)}"
+                lines.append(f"- [{o.type}] **{o.title}**{body}")
+            if more_pins:
+                lines.append(f"- … more pinned memories (at most {n_pinned} are shown here)")
+            lines.append("")
+        shown = {o.id for o in pins}
+        recent_observations = [o for o in recent_observations if o.id not in shown]
         if recent_sessions:
             lines.append("### Recent Sessions")
             for s in recent_sessions:

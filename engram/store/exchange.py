@@ -11,8 +11,18 @@ import orjson
 
 from engram.errors import UnsupportedFormatError, ValidationError
 from engram.project import project_name
-from engram.record import EPOCH_TEXT, FIELDS, legacy_record, new_key
-from engram.store import fts
+from engram.record import (
+    EPOCH_TEXT,
+    FIELDS,
+    INTENT_FIELDS,
+    STATE_FIELDS,
+    compact_payload,
+    derived_sync_id,
+    intent_problem,
+    intent_state,
+    legacy_record,
+)
+from engram.store import fts, scoring
 from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
@@ -76,6 +86,10 @@ def validate_export_item(section: str, i: int, item: Any) -> None:
         value = item.get(name)
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(f"{section}[{i}].{name} is required", field=section)
+    if section == "observations":
+        for name in INTENT_FIELDS:
+            if name in item and (problem := intent_problem(name, item[name])):
+                raise ValidationError(f"{section}[{i}].{name} {problem}", field=section)
     for name in _TEXT_FIELDS[section]:
         value = item.get(name)
         if name in ("revision_count", "duplicate_count"):
@@ -93,6 +107,14 @@ def _refuse_unstorable(section: str, i: int, item: dict[str, Any]) -> None:
         value = item.get(name)
         if isinstance(value, str) and (reason := unstorable_reason(value)):
             raise ValidationError(f"{section}[{i}].{name} {reason}", field=section)
+
+
+def _exported(row: dict[str, Any]) -> dict[str, Any]:
+    """An observation as the export document holds it: the reference's fields, plus the
+    intent fields that are set (a pin, an importance override…), so a backup keeps them."""
+    state = {k: row[k] for k in STATE_FIELDS["observation"]}
+    state["pinned"] = bool(state["pinned"])
+    return {"id": row["id"], **compact_payload("observation", state)}
 
 
 class ExchangeMixin(StoreBase):
@@ -125,9 +147,7 @@ class ExchangeMixin(StoreBase):
             "version": EXPORT_VERSION,
             "exported_at": now_text(),
             "sessions": [{k: s[k] for k in keep_session} for s in sessions],
-            "observations": [
-                {"id": o["id"], **{k: o[k] for k in FIELDS["observation"]}} for o in observations
-            ],
+            "observations": [_exported(o) for o in observations],
             "prompts": [{k: p[k] for k in keep_prompt} for p in prompts],
         }
 
@@ -157,8 +177,12 @@ class ExchangeMixin(StoreBase):
                     if progress is not None and run.done % 1000 == 0:
                         progress(run.done, total)
             run.flush_journal()
+            scoring.rescore_ids(conn, run.scored)
+            scoring.rescore_successors(conn, run.scored)
             if run.newest:
                 self.journal.observe(conn, run.newest)
+            # A row of a Go export may be a memory of ours that went through the Go tool.
+            result.copies_retired = self._settle_go_copies(conn, run.imported)  # type: ignore[attr-defined]
         if progress is not None:
             progress(total, total)
         return result
@@ -184,8 +208,11 @@ class ExchangeMixin(StoreBase):
                 ("observation", "observations", "sync_id"),
                 ("prompt", "user_prompts", "sync_id"),
             ):
-                cols = ", ".join((*FIELDS[entity], "hlc"))
+                cols = ", ".join((*STATE_FIELDS[entity], "hlc"))
                 rows = _rows(conn, f"SELECT {cols} FROM {table} ORDER BY {key}, project", [])
+                if entity == "observation":
+                    for row in rows:
+                        row["pinned"] = bool(row["pinned"])
                 document[f"{entity}s"] = [r for r in rows if keep(r)]
             tombstones = _rows(
                 conn,
@@ -208,6 +235,8 @@ class _ImportRun:
         self.done = 0
         self.newest = ""
         self.records: list[tuple] = []
+        #: (entity, project, key, state) of every memory and prompt inserted
+        self.imported: list[tuple[str, str, str, dict[str, Any]]] = []
         self.sessions = {(r[0], r[1]) for r in conn.execute("SELECT project, id FROM sessions")}
         self.observations = {
             (r[0], r[1]) for r in conn.execute("SELECT project, sync_id FROM observations")
@@ -220,6 +249,7 @@ class _ImportRun:
             for r in conn.execute("SELECT entity, project, key FROM sync_tombstones")
         }
         self.now = now_text()
+        self.scored: list[int] = []  # imported memories, scored at the end
 
     def _skip(
         self,
@@ -289,11 +319,14 @@ class _ImportRun:
         result.sessions_imported += 1
 
     def observation(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or new_key("obs-")
         project = project_name(item.get("project"))
+        created = item.get("created_at") or EPOCH_TEXT
+        sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+            "observation", project=project, session_id=item["session_id"].strip(),
+            created_at=created, title=item["title"], content=item["content"],
+        )  # fmt: skip
         if self._skip("observation", project, sync_id, self.observations, result):
             return
-        created = item.get("created_at") or EPOCH_TEXT
         state = {
             "sync_id": sync_id, "session_id": item["session_id"].strip(),
             "type": (item.get("type") or "").strip() or "manual",
@@ -305,30 +338,41 @@ class _ImportRun:
             "duplicate_count": max(1, item.get("duplicate_count") or 1),
             "last_seen_at": item.get("last_seen_at"), "created_at": created,
             "updated_at": item.get("updated_at") or created, "deleted_at": item.get("deleted_at"),
+            **intent_state(item),
         }  # fmt: skip
         self._stub_session(state["session_id"], state["project"])
         op = "delete" if state["deleted_at"] else "upsert"
-        hlc = self._journal("observation", op, state, state["updated_at"])
+        hlc = self._journal("observation", op, compact_payload("observation", state),
+                            state["updated_at"])  # fmt: skip
         context = derive_state(self.conn, state)
         cursor = self.conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
-                   last_seen_at, created_at, updated_at, deleted_at, search_context, hlc)
+                   last_seen_at, created_at, updated_at, deleted_at, search_context, hlc,
+                   pinned, importance_override, valid_from, valid_to, delete_reason,
+                   superseded_by, reviewed_at)
                VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
-                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context, :hlc)""",
+                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context, :hlc,
+                   :pinned, :importance_override, :valid_from, :valid_to, :delete_reason,
+                   :superseded_by, :reviewed_at)""",
             {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
-             "search_context": context},
+             "search_context": context, "pinned": int(state["pinned"])},
         )  # fmt: skip
-        fts.add(self.conn, "observations", int(cursor.lastrowid or 0),
-                {**state, "search_context": context})  # fmt: skip
-        self.context.inserted(int(cursor.lastrowid or 0), state)  # may arrive out of order
+        rowid = int(cursor.lastrowid or 0)
+        fts.add(self.conn, "observations", rowid, {**state, "search_context": context})
+        self.imported.append(("observation", project, sync_id, state))
+        self.context.inserted(rowid, state)  # may arrive out of order
         self.context.settle()
+        self.scored.append(rowid)
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:
-        sync_id = (item.get("sync_id") or "").strip() or new_key("prompt-")
         project = project_name(item.get("project"))
+        sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+            "prompt", project=project, session_id=item["session_id"].strip(),
+            created_at=item.get("created_at") or EPOCH_TEXT, content=item["content"],
+        )  # fmt: skip
         if self._skip("prompt", project, sync_id, self.prompts, result):
             return
         state = {
@@ -344,6 +388,7 @@ class _ImportRun:
             {**state, "hlc": hlc},
         )
         fts.add(self.conn, "user_prompts", int(cursor.lastrowid or 0), state)
+        self.imported.append(("prompt", project, sync_id, state))
         self.context.prompt(int(cursor.lastrowid or 0))  # memories here may be saved after it
         self.context.settle()
         result.prompts_imported += 1

@@ -2,13 +2,13 @@
 
 The file is copied aside first (``engram.db.go-backup-<time>``), then rebuilt into this schema in
 one transaction: rows are copied with the Go tool's data fixes (blank scope → ``project``, counts
-≥ 1, missing sync ids minted, duplicate sync ids from its re-import bug collapsed to the newest
-row), and every row gets its deterministic legacy journal entry (DESIGN §3 "Legacy rows").
+≥ 1, missing sync ids derived from the row as every importer derives them, duplicate sync ids
+from its re-import bug collapsed to the newest row), and every row gets its deterministic legacy
+journal entry (DESIGN §3 "Legacy rows").
 """
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from engram.platform import private_file
 from engram.project import project_name
-from engram.record import EPOCH_TEXT, legacy_record
-from engram.store import fts
+from engram.record import EPOCH_TEXT, derived_sync_id, legacy_record
+from engram.store import fts, scoring
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
 from engram.store.schema import apply_migrations, table_exists
@@ -37,6 +37,63 @@ RENAMED = (
     "sync_mutations",
 )
 DROPPED_FTS = ("observations_fts", "prompts_fts")
+
+
+#: The columns the upgrade reads from the Go tool's tables (missing ones: these defaults).
+OBSERVATION_COLUMNS = {
+    "id": "NULL", "sync_id": "NULL", "session_id": "''", "type": "''", "title": "''",
+    "content": "''", "tool_name": "NULL", "project": "''", "scope": "'project'",
+    "topic_key": "NULL", "revision_count": "1", "duplicate_count": "1", "last_seen_at": "NULL",
+    "created_at": f"'{EPOCH_TEXT}'", "updated_at": "NULL", "deleted_at": "NULL",
+    # The Go tool's later versions pin memories on one machine; here a pin is the user's
+    # intent and travels with the memory (docs/importance.md).
+    "pinned": "0",
+}  # fmt: skip
+PROMPT_COLUMNS = {
+    "id": "NULL", "sync_id": "NULL", "session_id": "''", "content": "''", "project": "''",
+    "created_at": f"'{EPOCH_TEXT}'",
+}  # fmt: skip
+
+
+def go_row_key(entity: str, row: dict[str, Any]) -> str:
+    """The key a row of the Go tool's database gets here (an observation or prompt): its own
+    ``sync_id`` (later Go versions have one), else the one derived from its fields as every
+    importer derives it, so the same row upgraded, exported or synced gets one key."""
+    return (row.get("sync_id") or "").strip() or derived_sync_id(
+        entity,
+        project=project_name(row["project"]),
+        session_id=row["session_id"] or "manual-save",
+        created_at=row["created_at"] or EPOCH_TEXT,
+        title=(row.get("title") or "Untitled observation") if entity == "observation" else None,
+        content=row["content"] or "",
+    )
+
+
+def go_database_keys(path: Path) -> dict[str, set[tuple[str, str]]]:
+    """(project, key) of every session, observation and prompt of a Go tool database (read
+    only), as the upgrade would address them. Raises :class:`sqlite3.DatabaseError` for a
+    file that is not one."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        if not is_go_database(conn):
+            raise sqlite3.DatabaseError("not a database of the Go tool")
+        keys: dict[str, set[tuple[str, str]]] = {"session": set(), "observation": set()}
+        for row in conn.execute("SELECT id, project FROM sessions"):
+            keys["session"].add((project_name(row["project"]), row["id"]))
+        for row in _select(conn, "observations", OBSERVATION_COLUMNS, "id"):
+            keys["observation"].add((project_name(row["project"]), go_row_key("observation", row)))
+        keys["prompt"] = {
+            (project_name(row["project"]), go_row_key("prompt", row))
+            for row in (
+                _select(conn, "user_prompts", PROMPT_COLUMNS, "id")
+                if table_exists(conn, "user_prompts")
+                else []
+            )
+        }
+        return keys
+    finally:
+        conn.close()
 
 
 def is_go_database(conn: sqlite3.Connection) -> bool:
@@ -103,6 +160,7 @@ def _rebuild(store: Store) -> None:
         newest = _copy_rows(store, conn, set(present))
         rederive_all(conn)
         fts.rebuild(conn)
+        scoring.rescore_where(conn, "o.importance IS NULL")
         # The Go tool freed deleted rows without zeroing them: the first purge vacuums.
         conn.execute("UPDATE store_purge SET vacuum_needed = 1")
         if newest:
@@ -179,33 +237,13 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
                     "id",
                 ),
             )
-    rows = _select(
-        conn,
-        "go_observations",
-        {
-            "id": "NULL",
-            "sync_id": "NULL",
-            "session_id": "''",
-            "type": "''",
-            "title": "''",
-            "content": "''",
-            "tool_name": "NULL",
-            "project": "''",
-            "scope": "'project'",
-            "topic_key": "NULL",
-            "revision_count": "1",
-            "duplicate_count": "1",
-            "last_seen_at": "NULL",
-            "created_at": f"'{EPOCH_TEXT}'",
-            "updated_at": "NULL",
-            "deleted_at": "NULL",
-        },
-        "id",
-    )
+    rows = _select(conn, "go_observations", OBSERVATION_COLUMNS, "id")
     # Identity is per project: duplicates (the Go tool's re-import bug) are one address each.
     newest_by_sync: dict[tuple[str, str], dict] = {}
     for row in rows:
-        sync_id = (row["sync_id"] or "").strip() or "obs-" + secrets.token_hex(16)
+        # Derived, not random: the same row upgraded, exported or synced by the Go tool gets
+        # the same key on every machine (and the Go tool's duplicated rows collapse into one).
+        sync_id = go_row_key("observation", row)
         row["sync_id"] = sync_id
         row["updated_at"] = row["updated_at"] or row["created_at"]
         address = (project_name(row["project"]), sync_id)
@@ -230,6 +268,8 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             "updated_at": row["updated_at"],
             "deleted_at": row["deleted_at"],
         }
+        if row["pinned"]:
+            state["pinned"] = True
         # Its session in its own project: a copy of the same-id session the Go tool recorded
         # under another project, else a stub.
         if not copy_session_into(conn, state["project"], state["session_id"]):
@@ -237,12 +277,14 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
         conn.execute(
             """INSERT INTO observations(id, sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
-                   last_seen_at, created_at, updated_at, deleted_at, search_context)
+                   last_seen_at, created_at, updated_at, deleted_at, search_context, pinned)
                VALUES (:id, :sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
-                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context)""",
+                   :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
+                   :pinned)""",
             {
                 **state,
+                "pinned": int(bool(state.get("pinned"))),
                 "id": row["id"],
                 "normalized_hash": normalized_hash(state["content"]),
                 "search_context": "",  # derived for every row once all are copied
@@ -256,20 +298,8 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
         )
     if "user_prompts" in present:
         seen: set[tuple[str, str]] = set()
-        for row in _select(
-            conn,
-            "go_user_prompts",
-            {
-                "id": "NULL",
-                "sync_id": "NULL",
-                "session_id": "''",
-                "content": "''",
-                "project": "''",
-                "created_at": f"'{EPOCH_TEXT}'",
-            },
-            "id",
-        ):
-            sync_id = (row["sync_id"] or "").strip() or "prompt-" + secrets.token_hex(16)
+        for row in _select(conn, "go_user_prompts", PROMPT_COLUMNS, "id"):
+            sync_id = go_row_key("prompt", row)
             if (project_name(row["project"]), sync_id) in seen:
                 continue
             seen.add((project_name(row["project"]), sync_id))

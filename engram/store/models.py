@@ -97,6 +97,21 @@ class Observation:
     created_at: str
     updated_at: str
     deleted_at: str | None = None
+    #: How much the memory matters, 0-1: the override when there is one, else the computed
+    #: score (docs/importance.md).
+    importance: float = 0.0
+    importance_override: float | None = None
+    pinned: bool = False
+    #: Searches that returned it and reads of it, on this machine (local, not synced).
+    access_count: int = 0
+    last_accessed_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    #: Why it was deleted: ``archived`` (consolidation or by hand), else none.
+    delete_reason: str | None = None
+    #: The sync id of the memory that superseded it (a consolidation merge).
+    superseded_by: str | None = None
+    reviewed_at: str | None = None
     rank: float | None = None
     match: SearchMatch | None = None  # search results only
     #: Search results in semantic or hybrid mode: which signals found the memory ("lexical":
@@ -107,6 +122,7 @@ class Observation:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Observation:
         keys = row.keys()
+        intent = _intent(row) if "pinned" in keys else {}
         return cls(
             id=row["id"],
             sync_id=row["sync_id"],
@@ -124,8 +140,13 @@ class Observation:
             created_at=row["created_at"],
             updated_at=row["updated_at"],
             deleted_at=row["deleted_at"],
+            **intent,
             rank=row["rank"] if "rank" in keys else None,
         )
+
+    @property
+    def archived(self) -> bool:
+        return self.deleted_at is not None and self.delete_reason == "archived"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -137,6 +158,23 @@ class Observation:
         else:
             data["match"] = self.match.to_dict()
         return data
+
+
+def _intent(row: sqlite3.Row) -> dict[str, Any]:
+    """Importance, pin, validity and access fields of an observations row."""
+    override = row["importance_override"]
+    return {
+        "importance": round(float(override if override is not None else row["importance"] or 0), 4),
+        "importance_override": override,
+        "pinned": bool(row["pinned"]),
+        "access_count": int(row["access_count"] or 0),
+        "last_accessed_at": row["last_accessed_at"],
+        "valid_from": row["valid_from"],
+        "valid_to": row["valid_to"],
+        "delete_reason": row["delete_reason"],
+        "superseded_by": row["superseded_by"],
+        "reviewed_at": row["reviewed_at"],
+    }
 
 
 @dataclass(slots=True)
@@ -201,6 +239,9 @@ class SaveResult:
 
 @dataclass(slots=True)
 class TimelineEntry:
+    """A memory around a timeline's focus: the memory's own fields (as the Go tool gives them,
+    so its hooks read them), and whether it is the focus."""
+
     id: int
     type: str
     title: str
@@ -208,6 +249,43 @@ class TimelineEntry:
     created_at: str
     is_focus: bool = False
     sync_id: str = ""
+    session_id: str = ""
+    tool_name: str | None = None
+    project: str = ""
+    scope: str = "project"
+    topic_key: str | None = None
+    revision_count: int = 1
+    duplicate_count: int = 1
+    last_seen_at: str | None = None
+    updated_at: str = ""
+    deleted_at: str | None = None
+    importance: float = 0.0
+    importance_override: float | None = None
+    pinned: bool = False
+    access_count: int = 0
+    last_accessed_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    delete_reason: str | None = None
+    superseded_by: str | None = None
+    reviewed_at: str | None = None
+
+    @classmethod
+    def of(cls, memory: Observation, *, is_focus: bool = False) -> TimelineEntry:
+        return cls(
+            id=memory.id, type=memory.type, title=memory.title, content=memory.content,
+            created_at=memory.created_at, is_focus=is_focus, sync_id=memory.sync_id,
+            session_id=memory.session_id, tool_name=memory.tool_name, project=memory.project,
+            scope=memory.scope, topic_key=memory.topic_key,
+            revision_count=memory.revision_count, duplicate_count=memory.duplicate_count,
+            last_seen_at=memory.last_seen_at, updated_at=memory.updated_at,
+            deleted_at=memory.deleted_at, importance=memory.importance,
+            importance_override=memory.importance_override, pinned=memory.pinned,
+            access_count=memory.access_count, last_accessed_at=memory.last_accessed_at,
+            valid_from=memory.valid_from, valid_to=memory.valid_to,
+            delete_reason=memory.delete_reason, superseded_by=memory.superseded_by,
+            reviewed_at=memory.reviewed_at,
+        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -335,6 +413,9 @@ class ImportResult:
     observations_imported: int = 0
     prompts_imported: int = 0
     skipped: int = 0
+    #: rows that came back through the Go tool next to their original, retired
+    #: (:mod:`engram.store.go_copies`)
+    copies_retired: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -358,6 +439,9 @@ class ApplyResult:
     #: machine's newer one: ``{"id", "project", "title", "new_title", "by"}`` (by = its origin).
     #: The replaced version is kept in the memory's revisions (``engram history ID``).
     superseded: list[dict[str, Any]] = field(default_factory=list)
+    #: Copies of a memory that came back through the Go tool, retired next to their original
+    #: (:mod:`engram.store.go_copies`).
+    copies_retired: int = 0
 
     def add(self, other: ApplyResult) -> None:
         for name in (
@@ -368,6 +452,7 @@ class ApplyResult:
             "observations",
             "prompts",
             "released",
+            "copies_retired",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, count in other.quarantined.items():

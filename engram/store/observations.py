@@ -8,12 +8,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
+from engram.importance import check_importance
 from engram.project import normalize_project, project_name
 from engram.record import new_key
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts, revisions, vector_queue
+from engram.store import fts, revisions, scoring, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.checks import check_id
+from engram.store.intent import check_intent, check_window
 from engram.store.models import (
     Observation,
     PassiveResult,
@@ -39,6 +41,8 @@ from engram.text import (
 from engram.times import STORE_FORMAT, now_text, parse_user_date
 
 MAX_TITLE_BYTES = 1000
+#: Why a memory was soft-deleted, when it says (``None``: deleted by someone).
+DELETE_REASONS = ("archived",)
 
 
 def new_observation_sync_id() -> str:
@@ -53,10 +57,11 @@ def _redacted(text: str, field: str, warnings: list[str] | None) -> str:
     return redaction.text
 
 
-def deleted_message(oid: int, deleted_at: str) -> str:
-    """What every face says about a soft-deleted memory asked for by id."""
+def deleted_message(oid: int, deleted_at: str, reason: str | None = None) -> str:
+    """What every face says about a soft-deleted (or archived) memory asked for by id."""
+    how = "archived" if reason == "archived" else "deleted"
     return (
-        f"Observation #{oid} was deleted at {deleted_at}: restore it with `engram restore {oid}` "
+        f"Observation #{oid} was {how} at {deleted_at}: restore it with `engram restore {oid}` "
         f"(MCP mem_restore), or show it with `engram get {oid} --deleted`"
     )
 
@@ -125,11 +130,13 @@ class ObservationsMixin(StoreBase):
         topic_key: str | None = None,
         tool_name: str | None = None,
         allow_secrets: bool = False,
+        importance: float | None = None,
     ) -> SaveResult:
         """Save a memory. Same topic key ⇒ update that memory; same content within the dedupe
         window ⇒ count a duplicate; otherwise insert (or revive the topic's derived key). One
         transaction, journaled. Detected secrets become ``[REDACTED:kind]`` (with a warning)
-        unless ``allow_secrets``."""
+        unless ``allow_secrets``. ``importance`` (0-1) overrides the computed score."""
+        override = None if importance is None else check_importance(importance)
         for value, name in ((title, "title"), (content, "content"), (type, "type"),
                             (topic_key, "topic_key"), (tool_name, "tool_name"),
                             (project, "project")):  # fmt: skip
@@ -167,10 +174,12 @@ class ObservationsMixin(StoreBase):
                     """UPDATE observations SET type = ?, title = ?, content = ?,
                            tool_name = ?, topic_key = ?, normalized_hash = ?,
                            session_id = ?, revision_count = revision_count + 1,
-                           last_seen_at = ?, updated_at = ?, hlc = ?
+                           last_seen_at = ?, updated_at = ?, hlc = ?,
+                           importance_override = COALESCE(?, importance_override)
                        WHERE id = ?""",
-                    (kind, title, content, tool, topic, digest, session_id, now, now, hlc, rowid),
-                )
+                    (kind, title, content, tool, topic, digest, session_id, now, now, hlc,
+                     override, rowid),
+                )  # fmt: skip
                 fts.restore(conn, "observations", "id", rowid)
             if rowid is None and (
                 found := self._find_duplicate(conn, digest, project, scope, kind, title, now)
@@ -179,9 +188,10 @@ class ObservationsMixin(StoreBase):
                 hlc, origin = self.journal.tick(conn)
                 conn.execute(
                     """UPDATE observations SET duplicate_count = duplicate_count + 1,
-                           last_seen_at = ?, updated_at = ?, hlc = ?
+                           last_seen_at = ?, updated_at = ?, hlc = ?,
+                           importance_override = COALESCE(?, importance_override)
                        WHERE id = ?""",
-                    (now, now, hlc, rowid),
+                    (now, now, hlc, override, rowid),
                 )
             if rowid is None:
                 sync_id, deleted_row = self._new_sync_id(conn, project, scope, topic)
@@ -192,6 +202,7 @@ class ObservationsMixin(StoreBase):
                     "topic_key": topic, "normalized_hash": digest, "now": now, "hlc": hlc,
                     "search_context": derive(conn, session_id=session_id, project=project,
                                              scope=scope, created_at=now, sync_id=sync_id),
+                    "importance_override": override,
                 }  # fmt: skip
                 if deleted_row is not None:
                     # Topic revival (DESIGN §3): the derived key's memory was deleted here; this
@@ -207,7 +218,10 @@ class ObservationsMixin(StoreBase):
                                normalized_hash = :normalized_hash,
                                revision_count = revision_count + 1, duplicate_count = 1,
                                last_seen_at = :now, created_at = :now, updated_at = :now,
-                               deleted_at = NULL, search_context = :search_context, hlc = :hlc
+                               deleted_at = NULL, search_context = :search_context, hlc = :hlc,
+                               pinned = 0, importance_override = :importance_override,
+                               valid_from = NULL, valid_to = NULL, delete_reason = NULL,
+                               superseded_by = NULL, reviewed_at = NULL
                            WHERE id = :id""",
                         {**values, "id": rowid},
                     )
@@ -217,10 +231,10 @@ class ObservationsMixin(StoreBase):
                         """INSERT INTO observations(sync_id, session_id, type, title, content,
                                tool_name, project, scope, topic_key, normalized_hash,
                                revision_count, duplicate_count, last_seen_at, created_at,
-                               updated_at, search_context, hlc)
+                               updated_at, search_context, hlc, importance_override)
                            VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name,
                                :project, :scope, :topic_key, :normalized_hash, 1, 1, :now, :now,
-                               :now, :search_context, :hlc)""",
+                               :now, :search_context, :hlc, :importance_override)""",
                         values,
                     )
                     rowid = int(cursor.lastrowid or 0)
@@ -234,6 +248,7 @@ class ObservationsMixin(StoreBase):
                 assert now_state is not None
                 revisions.keep(conn, replaced[0], replaced[1], now_state, hlc)
             refresh.settle()  # the rows whose session context this save changes
+            scoring.rescore_ids(conn, [rowid], now)
             self._journal_state(conn, "observation", project, sync_id, hlc, origin)
             row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
 
@@ -317,16 +332,25 @@ class ObservationsMixin(StoreBase):
 
     # --- reading ----------------------------------------------------------------------------
 
-    def get_observation(self, observation_id: Any, *, include_deleted: bool = False) -> Observation:
-        """A memory by its local id; a soft-deleted one only with ``include_deleted`` (else the
-        error says it was deleted, and how to bring it back)."""
+    def get_observation(
+        self, observation_id: Any, *, include_deleted: bool = False, record_access: bool = False
+    ) -> Observation:
+        """One memory by its local id; a soft-deleted or archived one only with
+        ``include_deleted`` (else the error says so, and how to bring it back).
+        ``record_access``: someone reads it (the faces' "show this memory"), which counts as an
+        access (docs/importance.md)."""
         oid = check_id(observation_id)
         row = self.db.one("SELECT * FROM observations WHERE id = ?", (oid,))
         if row is None:
             raise NotFoundError(f"Observation #{oid} not found")
         if row["deleted_at"] is not None and not include_deleted:
-            raise NotFoundError(deleted_message(oid, row["deleted_at"]))
-        return Observation.from_row(row)
+            raise NotFoundError(deleted_message(oid, row["deleted_at"], row["delete_reason"]))
+        found = Observation.from_row(row)
+        if record_access:
+            # Counted in the access log; the count shown is the folded one, the same on every
+            # face (reads are folded in batches: docs/importance.md).
+            self.access.note([found])  # type: ignore[attr-defined]
+        return found
 
     def get_observation_by_sync_id(
         self, sync_id: str, *, project: str | None = None
@@ -356,6 +380,7 @@ class ObservationsMixin(StoreBase):
         since: str | None,
         until: str | None,
         alias: str = "o",
+        *,
         include_deleted: bool = False,
     ) -> tuple[list[str], list[Any]]:
         clauses = ["1" if include_deleted else f"{alias}.deleted_at IS NULL"]
@@ -429,12 +454,12 @@ class ObservationsMixin(StoreBase):
         with self.db.read() as conn:
             where = "project = ? AND session_id = ? AND deleted_at IS NULL"
             earlier = conn.execute(
-                f"""SELECT id, type, title, content, created_at, sync_id FROM observations
+                f"""SELECT * FROM observations
                     WHERE {where} AND id < ? ORDER BY id DESC LIMIT ?""",
                 (focus.project, focus.session_id, focus.id, before),
             ).fetchall()
             later = conn.execute(
-                f"""SELECT id, type, title, content, created_at, sync_id FROM observations
+                f"""SELECT * FROM observations
                     WHERE {where} AND id > ? ORDER BY id LIMIT ?""",
                 (focus.project, focus.session_id, focus.id, after),
             ).fetchall()
@@ -450,9 +475,7 @@ class ObservationsMixin(StoreBase):
             session = None
 
         def entry(r: sqlite3.Row) -> TimelineEntry:
-            return TimelineEntry(
-                r["id"], r["type"], r["title"], r["content"], r["created_at"], False, r["sync_id"]
-            )
+            return TimelineEntry.of(Observation.from_row(r))
 
         return Timeline(
             focus=focus,
@@ -477,25 +500,35 @@ class ObservationsMixin(StoreBase):
         tool_name: str | None = None,
         allow_secrets: bool = False,
         warnings: list[str] | None = None,
+        importance: float | str | None = None,
+        pinned: bool | None = None,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
     ) -> Observation:
         """Change the given fields of a live observation (``topic_key=""`` clears it).
 
-        Detected secrets in a new title or content become ``[REDACTED:kind]`` unless
-        ``allow_secrets``; a list passed as ``warnings`` receives the warning saying so."""
+        ``importance`` (0-1) overrides the computed score, ``"auto"`` drops the override;
+        ``pinned`` pins or unpins; ``valid_from``/``valid_to`` (a date, ``""`` clears) say when
+        the memory was true. Detected secrets in a new title or content become
+        ``[REDACTED:kind]`` unless ``allow_secrets``; a list passed as ``warnings`` receives the
+        warning saying so."""
         oid = check_id(observation_id)
-        if all(v is None for v in (title, content, type, project, scope, topic_key, tool_name)):
+        text_fields = (title, content, type, project, scope, topic_key, tool_name)
+        intent_fields = (importance, pinned, valid_from, valid_to)
+        if all(v is None for v in (*text_fields, *intent_fields)):
             raise ValidationError("provide at least one field to update")
         for value, name in ((title, "title"), (content, "content"), (type, "type"),
                             (project, "project"), (topic_key, "topic_key"),
                             (tool_name, "tool_name")):  # fmt: skip
             require_storable(value, name)
+        intent = check_intent(importance, pinned, valid_from, valid_to)
         with self.db.write() as conn:
             row = conn.execute(
                 "SELECT project, sync_id, hlc FROM observations WHERE id = ? AND deleted_at IS NULL",
                 (oid,),
             ).fetchone()
             if row is None:
-                raise NotFoundError(f"Observation #{oid} not found")
+                raise self._missing(conn, oid, "change")
             old_hlc = str(row[2] or "")
             old = self._state(conn, "observation", row[0], row[1])
             assert old is not None
@@ -524,6 +557,8 @@ class ObservationsMixin(StoreBase):
                 new["topic_key"] = normalize_topic_key(topic_key)
             if tool_name is not None:
                 new["tool_name"] = tool_name.strip() or None
+            new.update(intent)
+            check_window(new["valid_from"], new["valid_to"])
             now = now_text()
             refresh = ContextRefresh(conn)
             refresh.observation(oid)
@@ -535,10 +570,13 @@ class ObservationsMixin(StoreBase):
             elif new["scope"] != old["scope"]:
                 self._journal_exit(conn, old, now)
             hlc, origin = self.journal.tick(conn)
+            # Only a change of what the memory says is a revision; a pin or an importance is not.
+            revised = any(v is not None for v in text_fields)
             conn.execute(
                 """UPDATE observations SET title = ?, content = ?, type = ?,
                        scope = ?, topic_key = ?, tool_name = ?, normalized_hash = ?,
-                       revision_count = revision_count + 1, updated_at = ?, hlc = ?
+                       revision_count = revision_count + ?, updated_at = ?, hlc = ?,
+                       pinned = ?, importance_override = ?, valid_from = ?, valid_to = ?
                    WHERE id = ?""",
                 (
                     new["title"],
@@ -548,8 +586,13 @@ class ObservationsMixin(StoreBase):
                     new["topic_key"],
                     new["tool_name"],
                     normalized_hash(new["content"]),
+                    1 if revised else 0,
                     now,
                     hlc,
+                    int(new["pinned"]),
+                    new["importance_override"],
+                    new["valid_from"],
+                    new["valid_to"],
                     oid,
                 ),
             )
@@ -557,63 +600,56 @@ class ObservationsMixin(StoreBase):
             replaced = {**old, "project": new["project"], "sync_id": key}  # its address now
             revisions.keep(conn, replaced, old_hlc, new, hlc)
             refresh.settle()
+            scoring.rescore_ids(conn, [oid], now)
             self._journal_state(conn, "observation", new["project"], key, hlc, origin)
         return self.get_observation(oid)
 
-    def delete_observation(self, observation_id: Any, *, hard: bool = False) -> Observation:
+    @staticmethod
+    def _missing(conn: sqlite3.Connection, oid: int, verb: str) -> Exception:
+        """The error for a memory that cannot be changed: gone, or deleted (say how to get it
+        back rather than pretend it never existed)."""
+        row = conn.execute(
+            "SELECT deleted_at, delete_reason FROM observations WHERE id = ?", (oid,)
+        ).fetchone()
+        if row is None:
+            return NotFoundError(f"Observation #{oid} not found")
+        how = "archived" if row[1] == "archived" else "deleted"
+        return ConflictError(
+            f"Memory #{oid} is {how}: restore it first (engram restore {oid}), then {verb} it"
+        )
+
+    def delete_observation(
+        self, observation_id: Any, *, hard: bool = False, reason: str | None = None
+    ) -> Observation:
         """Soft delete (hidden everywhere, replicated as a tombstone; :meth:`restore_observation`
         undoes it) or hard delete (the row is gone; only its key and clock remain). Returns the
-        observation as it was."""
-        return self.delete_observations([observation_id], hard=hard)[0]
+        observation as it was.
 
-    def delete_observations(self, observation_ids: Any, *, hard: bool = False) -> list[Observation]:
+        ``reason`` is recorded with a soft delete (``archived``: consolidation or by hand)."""
+        return self.delete_observations([observation_id], hard=hard, reason=reason)[0]
+
+    def delete_observations(
+        self, observation_ids: Any, *, hard: bool = False, reason: str | None = None
+    ) -> list[Observation]:
         """Delete several memories in one transaction: every id is checked first, and one that
         is not a live memory (or, for ``hard``, any memory) deletes none of them."""
         ids = [check_id(i) for i in observation_ids]
         if not ids:
             raise ValidationError("give at least one memory id", field="id")
+        if reason is not None and reason not in DELETE_REASONS:
+            raise ValidationError(
+                f"reason must be one of {', '.join(DELETE_REASONS)}, got {reason!r}",
+                field="reason",
+            )
         done: list[Observation] = []
         with self.db.write() as conn:
             for oid in dict.fromkeys(ids):  # each once, in the order given
-                done.append(self._delete_one(conn, oid, hard))
+                done.append(self._delete_one(conn, oid, hard, reason))
         return done
 
-    def restore_observation(self, observation_id: Any) -> Observation:
-        """Undo a soft delete: the memory is live again, here and — journaled as a newer
-        upsert that beats the delete — on every replica. A hard delete cannot be undone."""
-        return self.restore_observations([observation_id])[0]
-
-    def restore_observations(self, observation_ids: Any) -> list[Observation]:
-        """Restore several soft-deleted memories in one transaction (all or none)."""
-        ids = [check_id(i) for i in observation_ids]
-        if not ids:
-            raise ValidationError("give at least one memory id", field="id")
-        with self.db.write() as conn:
-            for oid in dict.fromkeys(ids):
-                row = conn.execute(
-                    "SELECT project, sync_id, deleted_at FROM observations WHERE id = ?", (oid,)
-                ).fetchone()
-                if row is None:
-                    raise NotFoundError(
-                        f"Observation #{oid} not found (a hard delete cannot be undone)"
-                    )
-                if row["deleted_at"] is None:
-                    raise ConflictError(f"Observation #{oid} is not deleted: nothing to restore")
-                now = now_text()
-                hlc, origin = self.journal.tick(conn)
-                refresh = ContextRefresh(conn)  # back in its session's context, for its rows
-                refresh.observation(oid)
-                conn.execute(
-                    "UPDATE observations SET deleted_at = NULL, updated_at = ?, hlc = ? "
-                    "WHERE id = ?",
-                    (now, hlc, oid),
-                )
-                refresh.settle()
-                vector_queue.queue(conn, [oid])  # searchable by meaning again
-                self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
-        return [self.get_observation(oid) for oid in dict.fromkeys(ids)]
-
-    def _delete_one(self, conn: sqlite3.Connection, oid: int, hard: bool) -> Observation:
+    def _delete_one(
+        self, conn: sqlite3.Connection, oid: int, hard: bool, reason: str | None
+    ) -> Observation:
         row = conn.execute("SELECT * FROM observations WHERE id = ?", (oid,)).fetchone()
         if row is None or (row["deleted_at"] is not None and not hard):
             raise NotFoundError(f"Observation #{oid} not found")
@@ -631,12 +667,59 @@ class ObservationsMixin(StoreBase):
         else:
             vector_queue.forget_deleted(conn, "id", oid)
             conn.execute(
-                "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
-                (now, now, hlc, oid),
+                """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
+                       delete_reason = ? WHERE id = ?""",
+                (now, now, hlc, reason, oid),
             )
             self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
         refresh.settle()
         return before
+
+    def restore_observation(self, observation_id: Any) -> Observation:
+        """Bring back a soft-deleted or archived memory: live again, here and — journaled as a
+        newer upsert that beats the delete — on every replica. A memory a consolidation merged
+        away stops being superseded: its successor link and the end of its validity that the
+        merge set are cleared. A hard delete cannot be undone."""
+        return self.restore_observations([observation_id])[0]
+
+    def restore_observations(self, observation_ids: Any) -> list[Observation]:
+        """Restore several soft-deleted or archived memories in one transaction (all or none)."""
+        ids = [check_id(i) for i in observation_ids]
+        if not ids:
+            raise ValidationError("give at least one memory id", field="id")
+        with self.db.write() as conn:
+            for oid in dict.fromkeys(ids):  # each once, in the order given
+                self._restore_one(conn, oid)
+        return [self.get_observation(oid) for oid in dict.fromkeys(ids)]
+
+    def _restore_one(self, conn: sqlite3.Connection, oid: int) -> None:
+        row = conn.execute(
+            "SELECT project, sync_id, deleted_at, superseded_by FROM observations WHERE id = ?",
+            (oid,),
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"Observation #{oid} not found (a hard delete cannot be undone)")
+        if row["deleted_at"] is None:
+            raise ConflictError(f"Memory #{oid} is not deleted: nothing to restore")
+        now = now_text()
+        hlc, origin = self.journal.tick(conn)
+        refresh = ContextRefresh(conn)
+        refresh.observation(oid)
+        merged = row["superseded_by"] is not None
+        vector_queue.queue(conn, [oid])  # searchable by meaning again (deletes dropped its vector)
+        conn.execute(
+            f"""UPDATE observations SET deleted_at = NULL, delete_reason = NULL,
+                   superseded_by = NULL, {"valid_to = NULL," if merged else ""}
+                   updated_at = ?, hlc = ? WHERE id = ?""",
+            (now, hlc, oid),
+        )
+        refresh.settle()  # its own session context and its neighbours' include it again
+        scoring.rescore_ids(conn, [oid], now)
+        if merged:  # its successor lost a link
+            scoring.rescore_where(
+                conn, "o.project = ? AND o.sync_id = ?", [row["project"], row["superseded_by"]]
+            )
+        self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
 
     # --- passive capture --------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import orjson
 
 from engram.errors import InvalidMutationError
 from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
-from engram.store import fts, quarantine, revisions, vector_queue
+from engram.store import fts, quarantine, revisions, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -81,6 +81,16 @@ class ReplicationMixin(StoreBase):
             batch.finish()
         return result
 
+    def _settle_go_copies(
+        self, conn: sqlite3.Connection, rows: Iterable[tuple[str, str, str, dict[str, Any]]]
+    ) -> int:
+        """Inside the caller's transaction: retire the Go copies among ``rows`` (entity,
+        project, key, state) just written here (an import); how many were retired."""
+        batch = _ApplyBatch(self, conn, now_ms())
+        retired = sum(batch.settle_go_copy(*row) for row in rows)
+        batch.finish()
+        return retired
+
     def recheck_quarantine(self, ids: Iterable[int] | None = None) -> ApplyResult:
         """Check inbound-quarantined records again now (all, or those ``ids``): each one that
         has become applicable is applied, the others stay with their (new) reason."""
@@ -107,6 +117,9 @@ class _ApplyBatch:
         self.context = ContextRefresh(conn, self.index, deferred=True)
         self.now = now_text()
         self.newest = ""
+        #: Memories written by this batch: scored once at the end (their successors too: a
+        #: memory that became superseded changes its successor's link count).
+        self.rescore: set[int] = set()
 
     # --- the batch -----------------------------------------------------------------------------
 
@@ -168,6 +181,9 @@ class _ApplyBatch:
     def finish(self) -> None:
         self.context.flush()
         self.index.flush()
+        if self.rescore:
+            scoring.rescore_ids(self.conn, self.rescore, self.now)
+            scoring.rescore_successors(self.conn, self.rescore, self.now)
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
             [(source, seq, self.now) for source, seq in self.delivered],
@@ -216,16 +232,44 @@ class _ApplyBatch:
         self._journal(record, text, source)
         if hlc <= current:
             result.stale += 1
-            return
-        replaced = None
-        if entity == "observation" and rowid is not None:
-            replaced = revisions.current_state(self.conn, rowid)
+        else:
+            replaced = None
+            if entity == "observation" and rowid is not None:
+                replaced = revisions.current_state(self.conn, rowid)
+            self.rewrite(record, where, rowid)
+            if replaced is not None:
+                self._kept_revision(record, rowid, *replaced, result)
+            result.applied += 1
+            kind = {"session": "sessions", "observation": "observations", "prompt": "prompts"}
+            setattr(result, kind[entity], getattr(result, kind[entity]) + 1)
+        if entity != "session" and record["op"] == "upsert":
+            # Even a stale upsert: an original's first version is the one its Go copy matches.
+            result.copies_retired += self.settle_go_copy(entity, project, key, full_state(record))
+
+    def settle_go_copy(
+        self, entity: str, project: str, key: str, state: dict[str, Any] | None
+    ) -> int:
+        """Retire the copy of a memory that came back through the Go tool, when the row at
+        ``key`` (``state``: its arriving or imported version) and another one are one memory
+        (:mod:`engram.store.go_copies`); 1 when a copy was retired here."""
+        if state is None:
+            return 0
+        # Imported here, not at the top: `engram search` and `save` never apply anything, and
+        # their start-up imports only what they use (tests/semantic/test_lexical_path.py).
+        from engram.store import go_copies
+
+        pair = go_copies.copy_pair(self.conn, entity, project, key, state)
+        record = pair and go_copies.retire_record(self.conn, entity, project, *pair)
+        if not record or self.store.journal.has_mid(self.conn, record["mid"]):
+            return 0
+        # Journaled as this machine's own write, so it reaches every target the copy went to.
+        self.store.journal.append_record(self.conn, record, source="local")
+        self.newest = max(self.newest, record["hlc"])
+        current, where, rowid = self.version(entity, project, record["key"])
+        if record["hlc"] <= current:
+            return 0
         self.rewrite(record, where, rowid)
-        if replaced is not None:
-            self._kept_revision(record, rowid, *replaced, result)
-        result.applied += 1
-        attr = {"session": "sessions", "observation": "observations", "prompt": "prompts"}[entity]
-        setattr(result, attr, getattr(result, attr) + 1)
+        return 1
 
     def _kept_revision(
         self,
@@ -336,7 +380,8 @@ class _ApplyBatch:
             fts.add(conn, "user_prompts", int(cursor.lastrowid or 0), state)
             self._noted("prompt", int(cursor.lastrowid or 0))  # memories saved after it
             return
-        values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"])}
+        values = {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
+                  "pinned": int(state["pinned"])}  # fmt: skip
         if rowid is not None:
             self._noted("observation", rowid)
             self.index.before_change("observations", "id", rowid)
@@ -347,25 +392,33 @@ class _ApplyBatch:
                        normalized_hash = :normalized_hash, revision_count = :revision_count,
                        duplicate_count = :duplicate_count, last_seen_at = :last_seen_at,
                        created_at = :created_at, updated_at = :updated_at,
-                       deleted_at = :deleted_at, hlc = :hlc
+                       deleted_at = :deleted_at, hlc = :hlc, pinned = :pinned,
+                       importance_override = :importance_override, valid_from = :valid_from,
+                       valid_to = :valid_to, delete_reason = :delete_reason,
+                       superseded_by = :superseded_by, reviewed_at = :reviewed_at
                    WHERE id = :id""",
                 {**values, "id": rowid},
             )
+            self.rescore.add(rowid)
             return
         values["search_context"] = derive_state(conn, state)
         cursor = conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count,
                    duplicate_count, last_seen_at, created_at, updated_at, deleted_at,
-                   search_context, hlc)
+                   search_context, hlc, pinned, importance_override, valid_from, valid_to,
+                   delete_reason, superseded_by, reviewed_at)
                VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
                    :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
-                   :hlc)""",
+                   :hlc, :pinned, :importance_override, :valid_from, :valid_to,
+                   :delete_reason, :superseded_by, :reviewed_at)""",
             values,
         )
-        fts.add(conn, "observations", int(cursor.lastrowid or 0), values)
-        self.context.inserted(int(cursor.lastrowid or 0), state)  # it may arrive out of order
+        rowid = int(cursor.lastrowid or 0)
+        fts.add(conn, "observations", rowid, values)
+        self.context.inserted(rowid, state)  # it may arrive out of order
+        self.rescore.add(rowid)
 
     def _delete(self, record: dict[str, Any], rowid: int | None) -> None:
         """A hard delete, or a soft delete that carries only key fields."""

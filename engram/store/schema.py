@@ -483,6 +483,78 @@ def migration_9(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
 
 
+GO_KEY_TABLES = """
+-- Which sessions, memories and prompts each Go-format chunk of a git sync directory holds
+-- (every key it names, applied here or not), and which chunks have been read for it: what
+-- `engram sync --go-compat` must not write for Go teammates again (the Go tool has no
+-- sync_id and would import a second copy). Owned by engram/sync/git/ledger.py.
+CREATE TABLE IF NOT EXISTS sync_git_go_chunks (
+    target    TEXT NOT NULL,
+    chunk_id  TEXT NOT NULL,
+    noted_at  TEXT NOT NULL,
+    PRIMARY KEY (target, chunk_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sync_git_go_keys (
+    target    TEXT NOT NULL,
+    chunk_id  TEXT NOT NULL,
+    entity    TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    PRIMARY KEY (target, entity, key, chunk_id)
+) WITHOUT ROWID;
+"""
+
+
+def migration_10(conn: sqlite3.Connection) -> None:
+    """Moving from the Go tool (issue 16): the keys each Go-format chunk holds."""
+    run_script(conn, GO_KEY_TABLES)
+
+
+# --- importance, consolidation and decay (docs/importance.md) --------------------------------
+
+#: Columns added to ``observations``: the user's intent, replicated in payloads (pin, importance
+#: override, validity, why it was deleted, its successor, last confirmation), then local
+#: derived data that never travels (the computed score and the access count).
+IMPORTANCE_COLUMNS = (
+    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
+    ("importance_override", "REAL"),
+    ("valid_from", "TEXT"),
+    ("valid_to", "TEXT"),
+    ("delete_reason", "TEXT"),
+    ("superseded_by", "TEXT"),
+    ("reviewed_at", "TEXT"),
+    ("importance", "REAL"),
+    ("access_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("last_accessed_at", "TEXT"),
+)
+IMPORTANCE_INDEXES = """
+CREATE INDEX IF NOT EXISTS observations_superseded
+    ON observations(project, superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX IF NOT EXISTS observations_pinned
+    ON observations(project, updated_at DESC) WHERE pinned = 1 AND deleted_at IS NULL;
+-- Access-log files already folded into access counts (engram/store/access.py): a fold that
+-- stopped after its commit but before deleting its file never counts that file twice.
+CREATE TABLE IF NOT EXISTS access_folds (
+    name       TEXT PRIMARY KEY,
+    folded_at  TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def migration_importance(conn: sqlite3.Connection) -> None:
+    """Importance, pins, validity and access counts (issue 21); every memory is scored."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(observations)")}
+    for name, definition in IMPORTANCE_COLUMNS:
+        if name not in columns:
+            conn.execute(f"ALTER TABLE observations ADD COLUMN {name} {definition}")
+    run_script(conn, IMPORTANCE_INDEXES)
+    from engram.store import scoring
+
+    scoring.register(conn)
+    scoring.rescore_where(conn, "o.importance IS NULL")
+
+
+# --- revisions (issue 17) ---------------------------------------------------------------------
+
 REVISIONS_TABLE = """
 -- Earlier versions of each memory, shown to people (engram history, the TUI, mem_get_observation
 -- include_history): local, never synced, bounded per memory (engram/store/revisions.py keeps the
@@ -502,10 +574,9 @@ CREATE INDEX IF NOT EXISTS observation_revisions_key
 """
 
 
-def migration_10(conn: sqlite3.Connection) -> None:
+def migration_revisions(conn: sqlite3.Connection) -> None:
     """Revisions (issue 17): each memory's earlier versions, bounded, local only."""
     run_script(conn, REVISIONS_TABLE)
-
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
@@ -519,6 +590,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_8,
     migration_9,
     migration_10,
+    migration_importance,
+    migration_revisions,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -32,6 +32,7 @@ from engram.store.ranking import (
     rank,
 )
 from engram.store.schema import OBSERVATIONS_FTS_COLUMNS, OBSERVATIONS_FTS_WEIGHTS
+from engram.store.tiebreak import break_ties
 
 TOPIC_FAST_PATH_RANK = -1000.0
 #: FTS columns a memory's own text lives in (everything but the session context).
@@ -105,20 +106,62 @@ class SearchMixin(StoreBase):
         since: str | None = None,
         until: str | None = None,
         mode: str | None = None,
+        as_of: str | None = None,
+        record_access: bool = True,
         include_deleted: bool = False,
     ) -> list[Observation]:
-        """Observations matching ``query``, best first, each with ``match`` saying why
-        (soft-deleted ones too with ``include_deleted``: their ``deleted_at`` is set; deleted
-        memories have no vectors, so they are found by their words).
+        """Observations matching ``query``, best first (importance breaks near ties), each with
+        ``match`` saying why (soft-deleted ones too with ``include_deleted``: their
+        ``deleted_at`` is set; deleted memories have no vectors, so they are found by their
+        words).
 
         ``mode``: ``lexical`` (words), ``semantic`` (meaning) or ``hybrid`` (both); by default
         hybrid when the semantic extra is installed, else lexical (``ENGRAM_SEARCH_MODE``
         changes the default). A query containing ``/`` first matches topic keys exactly. Any
         text is safe: words are quoted, so FTS5 syntax in the query is only ever searched for,
-        never interpreted.
+        never interpreted. Importance breaks near ties (:mod:`engram.store.tiebreak`).
+        ``as_of`` (a date, or a date and time) answers with what was true then, by words (see
+        :mod:`engram.store.asof`). Each result counts as an access unless ``record_access`` is
+        false (docs/importance.md).
         """
         if not query or not query.strip():
             raise ValidationError("search: query cannot be empty", field="query")
+        found = self._search_any(
+            query, type=type, project=project, scope=scope, limit=limit, match_mode=match_mode,
+            since=since, until=until, mode=mode, as_of=as_of, include_deleted=include_deleted,
+        )  # fmt: skip
+        if self.config.importance_tiebreak and not (as_of and str(as_of).strip()):
+            # Within the page the ranking chose: the set of results is the ranking's own, so
+            # importance can never bring in a memory the ranking left out.
+            found = break_ties(found)
+        if record_access:
+            self.access.note(found)  # type: ignore[attr-defined]
+        return found
+
+    def _search_any(
+        self,
+        query: str,
+        *,
+        type: str | None,
+        project: str | None,
+        scope: str | None,
+        limit: int | None,
+        match_mode: str,
+        since: str | None,
+        until: str | None,
+        mode: str | None,
+        as_of: str | None,
+        include_deleted: bool,
+    ) -> list[Observation]:
+        """The results of :meth:`search`, by the kind of search asked for."""
+        if as_of is not None and str(as_of).strip():
+            from engram.store import asof
+
+            return asof.search(
+                self, query, as_of, mode=check_match_mode(match_mode),
+                limit=self._search_limit(limit), type=type, project=project, scope=scope,
+                since=since, until=until,
+            )  # fmt: skip
         search_mode = resolve_mode(mode, self.config.search_mode)
         if search_mode != "lexical" and not include_deleted:
             from engram.store.hybrid import search_by_meaning

@@ -12,8 +12,12 @@ from typing import Any
 from engram import config as config_module
 from engram.config import Config
 from engram.errors import StoreUnavailableError
+from engram.store import scoring
+from engram.store.access import AccessLog
 from engram.store.clock_repair import ClockRepair
+from engram.store.consolidation import ConsolidationMixin
 from engram.store.context import ContextMixin
+from engram.store.curation import CurationMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
 from engram.store.journal import Journal
@@ -44,6 +48,8 @@ class Store(
     PurgeMixin,
     VectorsMixin,
     RevisionsMixin,
+    ConsolidationMixin,
+    CurationMixin,
 ):
     """The local memory store. Open it with :meth:`Store.open`; close it (or use ``with``)."""
 
@@ -54,6 +60,8 @@ class Store(
         self.term_counts = TermCounts()
         #: The vectors held in memory for semantic search (loaded on the first one).
         self.vector_index: Any = None
+        scoring.register(db.conn)
+        self.access = AccessLog(db, config)
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, config: Config | None = None) -> Store:

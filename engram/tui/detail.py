@@ -51,6 +51,7 @@ class ObservationScreen(EngramScreen):
         Binding("h", "history", "History"),
         Binding("d", "delete", "Delete"),
         Binding("c", "copy", "Copy"),
+        Binding("asterisk", "pin", "Pin"),
         Binding("o", "session", "Session"),
         Binding("r", "reload", "Refresh"),
         Binding("j", "scroll(1)", "Down", show=False),
@@ -78,7 +79,11 @@ class ObservationScreen(EngramScreen):
     def _fetch(self, then: Callable[[ObservationRow], None]) -> None:
         """Fetch the memory again, then ``then(row)`` — or report that it is gone."""
         oid = self.observation_id
-        self.run_db(lambda g: g.observation(oid), then, self._failed, group="observation")
+        first = self.observation is None  # opening it is a read (docs/importance.md)
+        self.run_db(
+            lambda g: g.observation(oid, record_access=first), then, self._failed,
+            group="observation",
+        )  # fmt: skip
 
     def _failed(self, exc: EngramError) -> None:
         if isinstance(exc, NotFoundError):
@@ -101,6 +106,8 @@ class ObservationScreen(EngramScreen):
         head.append(for_terminal(obs.type), style="italic")
         if row.active:
             head.append(f"  {ACTIVE}")
+        if obs.pinned:
+            head.append("  📌 pinned", style="bold")
         head.append(f"\n{for_terminal(obs.title)}")
         self.query_one("#obs-head", Static).update(head)
         meta = [
@@ -117,7 +124,12 @@ class ObservationScreen(EngramScreen):
             f"updated {obs.updated_at}",
             f"revisions {obs.revision_count} (h: earlier versions)",
             f"duplicates {obs.duplicate_count}",
+            f"importance {obs.importance:.2f}"
+            + (" (set by hand)" if obs.importance_override is not None else ""),
+            f"read {obs.access_count}×",
         ]
+        if obs.valid_to:
+            meta.append(f"valid until {obs.valid_to}")
         self.query_one("#obs-meta", Static).update(Text(for_terminal(" · ".join(meta))))
         if self.observation is None or self.observation.content != obs.content:
             body = self.query_one("#obs-body", VerticalScroll)
@@ -174,6 +186,22 @@ class ObservationScreen(EngramScreen):
             )
 
         self._fetch(ask)
+
+    def action_pin(self) -> None:
+        """Pin or unpin (a pin syncs with the memory; pinned memories are never archived)."""
+
+        def toggle(row: ObservationRow) -> None:
+            obs = row.observation
+            self.run_db(
+                lambda g: g.pin(obs.id, not obs.pinned), self._pinned, self._failed, group="write"
+            )
+
+        self._fetch(toggle)
+
+    def _pinned(self, obs: Observation) -> None:
+        what = "Pinned" if obs.pinned else "Unpinned"
+        self.notify(f"{what} #{obs.id} “{obs.title}”.", timeout=4)
+        self.refresh_data()
 
     def action_delete(self) -> None:
         from engram.tui.dialogs import ConfirmScreen
@@ -288,9 +316,7 @@ class TimelineScreen(ObservationListScreen):
 
     def _show(self, timeline: Timeline) -> None:
         focus = timeline.focus
-        entry = TimelineEntry(
-            focus.id, focus.type, focus.title, focus.content, focus.created_at, True, focus.sync_id
-        )
+        entry = TimelineEntry.of(focus, is_focus=True)
         entries = [*timeline.before, entry, *timeline.after]
         session = timeline.session_info
         if session is None:

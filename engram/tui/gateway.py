@@ -250,9 +250,14 @@ class Gateway:
     def session_prompts(self, session_id: str, offset: int, limit: int) -> list[Prompt]:
         return self.call(lambda s: s.session_prompts(session_id, limit, offset=offset))
 
-    def observation(self, observation_id: int) -> ObservationRow:
-        """The live observation (``NotFoundError`` once it is deleted, by anyone)."""
-        return self.call(lambda s: self._rows(s, [s.get_observation(observation_id)])[0])
+    def observation(self, observation_id: int, *, record_access: bool = False) -> ObservationRow:
+        """The live observation (``NotFoundError`` once it is deleted, by anyone);
+        ``record_access`` when a person opens it (a read that counts for its importance)."""
+        return self.call(
+            lambda s: self._rows(
+                s, [s.get_observation(observation_id, record_access=record_access)]
+            )[0]
+        )
 
     def history(self, observation_id: int) -> History:
         """The memory and its kept earlier versions (``engram history``)."""
@@ -265,6 +270,9 @@ class Gateway:
         return self.call(lambda s: s.list_projects())
 
     # --- writes -------------------------------------------------------------------------------
+
+    def pin(self, observation_id: int, pinned: bool) -> Observation:
+        return self.call(lambda s: s.pin_observation(observation_id, pinned))
 
     def delete(self, observation_id: int) -> Observation:
         """Soft-delete: hidden everywhere, replicated as a tombstone, restorable from sync."""
@@ -314,7 +322,10 @@ class Gateway:
                     raise Stale
                 self._search_running = generation
             try:
-                observations = store.search(query, project=project, limit=limit)
+                # As-you-type results are not reads: opening one is (record_access there).
+                observations = store.search(
+                    query, project=project, limit=limit, record_access=False
+                )
             except sqlite3.OperationalError as exc:
                 if "interrupt" in str(exc):
                     raise Stale from None
@@ -328,5 +339,10 @@ class Gateway:
     def search_more(self, query: str, project: str | None, limit: int) -> list[ObservationRow]:
         """The best ``limit`` results again (scrolling on; not superseded by keystrokes)."""
         return self.call(
-            lambda s: self._rows(s, s.search(query, project=project, limit=min(limit, SEARCH_CAP)))
+            lambda s: self._rows(
+                s,
+                s.search(
+                    query, project=project, limit=min(limit, SEARCH_CAP), record_access=False
+                ),
+            )
         )

@@ -10,7 +10,8 @@ project: acme
 scope: project
 created: '2026-11-21T10:00:00Z'
 updated: '2026-11-21T10:05:00Z'
-importance: 0.8                             # only when the store has importance
+importance: 0.4                             # one decimal (docs/importance.md)
+pinned: true                                # only when pinned
 relations:                                  # only when the store has relations
   supersedes: ['[[Old auth model]]']
 ---
@@ -50,11 +51,14 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 #: Front-matter keys the vault writes. Only ``type`` and ``topic`` (with the title and body)
 #: are edits; the rest describe the memory and are never applied from a note.
-READ_ONLY_KEYS = ("id", "sync_id", "project", "scope", "created", "updated")
+READ_ONLY_KEYS = ("id", "sync_id", "project", "scope", "created", "updated", "importance",
+                  "pinned")  # fmt: skip
 MAX_NAME_CHARS = 80
 # Characters Obsidian refuses in note names, plus path separators and controls.
 _UNSAFE_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]+')
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*$\r?\n?", re.S | re.M)
+_FRONT_MATTER = re.compile(
+    r"\A---[ \t]*\r?\n(?P<yaml>.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*$\r?\n?", re.S | re.M
+)
 _TITLE = re.compile(r"\A#[ \t]+(?P<title>[^\n]*?)[ \t#]*(?:\n|\Z)")
 
 
@@ -122,6 +126,8 @@ def render_note(
         meta["archived"] = _iso(memory["deleted_at"])
     if importance is not None:
         meta["importance"] = importance
+    if memory.get("pinned"):
+        meta["pinned"] = True
     if relations:
         meta["relations"] = {
             kind: [wikilink(name) for name in names] for kind, names in relations.items() if names

@@ -109,13 +109,18 @@ class VaultReport:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["counts"] = {
-            key: len(value) for key, value in data.items() if isinstance(value, list)
-        }
+        data["counts"] = {key: len(value) for key, value in data.items() if isinstance(value, list)}
         return data
 
 
 # --- the memories of a vault -----------------------------------------------------------------
+
+
+def shown_importance(memory: dict[str, Any]) -> float | None:
+    """The importance a note shows: one decimal, so scores drifting with every read and day
+    (docs/importance.md) do not rewrite the note each time."""
+    value = memory.get("importance")
+    return None if value is None else round(float(value), 1)
 
 
 def memory_hash(memory: dict[str, Any]) -> str:
@@ -123,7 +128,7 @@ def memory_hash(memory: dict[str, Any]) -> str:
     fields = [
         memory.get("title"), memory.get("content"), memory.get("type"), memory.get("topic_key"),
         memory.get("project"), memory.get("scope"), bool(memory.get("deleted_at")),
-        memory.get("importance"), memory.get("relations"),
+        shown_importance(memory), bool(memory.get("pinned")), memory.get("relations"),
     ]  # fmt: skip
     return digest(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS))
 
@@ -144,9 +149,18 @@ def _selection(store: Store, state: VaultState) -> dict[str, dict[str, Any]]:
     """Every memory of the vault's project (archived ones included; personal ones only when
     the vault includes them), by sync id, with relations resolved to sync ids."""
     memories: dict[str, dict[str, Any]] = {}
+    scores = {
+        r[0]: r[1]
+        for r in store.db.rows(
+            "SELECT sync_id, COALESCE(importance_override, importance) FROM observations"
+            " WHERE project = ?",
+            (state.project,),
+        )
+    }
     for row in store.export_data(state.project)["observations"]:
         if row["project"] != state.project:
             continue
+        row["importance"] = scores.get(row["sync_id"])
         if row["scope"] == "personal" and not state.include_personal:
             continue
         relations = _relations(store, row)
@@ -604,9 +618,7 @@ class VaultSync:
             return
         obs = saved.observation
         event.sync_id, event.id = obs.sync_id, obs.id
-        self.report.warnings.extend(
-            f"{note.path}: {w}" for w in saved.warnings if "REDACTED" in w
-        )
+        self.report.warnings.extend(f"{note.path}: {w}" for w in saved.warnings if "REDACTED" in w)
         fresh = self._reload(obs.sync_id)
         self.memories[obs.sync_id] = fresh
         self._write(obs.sync_id, fresh, note.path, [], rendered=self._render(fresh))
@@ -645,7 +657,7 @@ class VaultSync:
             for target in targets:
                 entry = self.state.notes.get(target)
                 names.setdefault(kind, []).append(Path(entry.path).stem if entry else target)
-        return render_note(memory, importance=memory.get("importance"), relations=names)
+        return render_note(memory, importance=shown_importance(memory), relations=names)
 
     def _reload(self, key: str) -> dict[str, Any]:
         obs = self.store.get_observation_by_sync_id(key, project=self.state.project).to_dict()

@@ -211,9 +211,11 @@ def test_script_runs_in_a_tiny_mode_with_json(tmp_path: Path) -> None:
     report = orjson.loads(done.stdout)
     assert report["distractors"] == 25
     assert report["dataset"]["questions"] >= 100
-    assert [m["name"] for m in report["modes"]] == [*MODES, "any, context 1", *SEMANTIC_MODES]
+    tiebreak = ["any + ctx, no tie-break", "any + ctx, reads count"]  # issue 21
+    names = [*MODES, *tiebreak, "any, context 1", *SEMANTIC_MODES]
+    assert [m["name"] for m in report["modes"]] == names
     weights = [m["context_weight"] for m in report["modes"]]
-    assert weights == [0.5, 0.0, 0.5, 0.0, 1.0] + [0.5] * len(SEMANTIC_MODES)
+    assert weights == [0.5, 0.0, 0.5, 0.0, 0.5, 0.5, 1.0] + [0.5] * len(SEMANTIC_MODES)
     for mode in report["modes"]:
         assert 0 <= mode["hit_at_1"] <= mode["hit_at_5"] <= mode["hit_at_10"] <= 1
         assert mode["hit_at_1"] <= mode["mrr"] <= mode["hit_at_10"]

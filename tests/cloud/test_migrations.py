@@ -27,7 +27,12 @@ def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) 
         assert {t.name for t in models.metadata.sorted_tables} <= tables
 
         status = downgrade(engine)  # one step: the latest revision only
-        assert status.current == "0005" and not status.up_to_date
+        assert status.current == "0006" and not status.up_to_date
+        columns = {c["name"] for c in inspect(engine).get_columns("cloud_observations")}
+        assert not {"pinned", "importance_override", "valid_to", "superseded_by"} & columns
+
+        status = downgrade(engine)
+        assert status.current == "0005"
         columns = {c["name"] for c in inspect(engine).get_columns("cloud_workers")}
         assert not {"id", "kind", "tailscale_ip", "ram_gb", "gpu_type"} & columns
         assert inspect(engine).get_pk_constraint("cloud_workers")["constrained_columns"] == [
@@ -40,7 +45,7 @@ def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) 
         assert "ix_cloud_mutations_project_entity_key" not in by_key
 
         status = downgrade(engine)
-        assert status.current == "0003" and not status.up_to_date
+        assert status.current == "0003"
         columns = {c["name"] for c in inspect(engine).get_columns("cloud_mutations")}
         assert "held" not in columns and "record" in columns
         assert "owner" not in {c["name"] for c in inspect(engine).get_columns("cloud_workers")}
@@ -111,7 +116,7 @@ def test_seed_workers_migration_keeps_machines_and_numbers_them(postgres_url: st
             conn.execute(
                 text("INSERT INTO cloud_workers (kind, hostname) VALUES ('seed', 'edge-nano-01')")
             )
-        downgrade(engine)
+        downgrade(engine, "0005")  # below 0006, whatever revisions came after it
         with engine.begin() as conn:
             left = conn.execute(text("SELECT origin FROM cloud_workers ORDER BY origin")).scalars()
             assert list(left) == ["a" * 16, "b" * 16]

@@ -214,3 +214,26 @@ def test_repair_clocks_command(engine: Engine, cloud_db_url: str, data_dir, dry_
     with engine.connect() as conn:
         held = conn.execute(select(models.mutations.c.held)).scalars().all()
     assert held == ([None] if dry_run else ["clock_skew"])
+
+
+def test_records_with_bad_intent_fields_are_rejected_and_good_ones_land(
+    client: TestClient, engine: Engine
+) -> None:
+    """Issue 21: a pin, an importance override and validity travel in payloads; the server
+    refuses a record whose importance is out of range or whose pin is not a boolean (the rest of
+    the batch lands) and keeps the good ones in its read model."""
+    good = rec.observation(title="pinned rule", pinned=True, importance_override=0.7)
+    too_big = rec.observation(title="too important", importance_override=1.5)
+    text_pin = rec.observation(title="pin as text", pinned="yes")
+    answer = push_raw(client, orjson.dumps(rec.push_body([too_big, good, text_pin])))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["accepted"] == [good["mid"]]
+    assert {r["mid"] for r in body["rejected"]} == {too_big["mid"], text_pin["mid"]}
+    assert {r["error_code"] for r in body["rejected"]} == {"payload_invalid"}
+    o = models.observations
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(o.c.pinned, o.c.importance_override).where(o.c.sync_id == good["key"])
+        ).one()
+    assert tuple(row) == (True, 0.7)

@@ -525,3 +525,44 @@ def test_a_memory_page_shows_its_earlier_versions(
     seed([rec.observation(key="o-once", content="only one version")])
     once = admin.get("/dashboard/observations/acme/s-1/o-once").text
     assert "only one version" in once and 'data-testid="observation-history"' not in once
+
+
+def test_a_memory_page_shows_importance_pin_archive_and_merge(
+    seed: Callable[..., None], admin: TestClient
+) -> None:
+    """Issue 21: the dashboard shows what the team decided about a memory (pin, importance set
+    by hand, validity) and where consolidation put it (archived, merged into which memory)."""
+    seed(
+        [
+            rec.session("s-1", project="acme", directory="/src/acme"),
+            rec.observation(
+                "o-rule",
+                title="Always rebase",
+                content="never merge main in",
+                pinned=True,
+                importance_override=0.9,
+                valid_from="2026-01-01 00:00:00",
+            ),
+            rec.observation("o-merged", title="Login timeouts, merged", content="pool size"),
+            rec.observation(
+                "o-old",
+                title="Old login note",
+                content="pool",
+                deleted_at="2026-11-21 11:00:00",
+                delete_reason="archived",
+                superseded_by="o-merged",
+            ),
+        ]
+    )
+    rule = admin.get("/dashboard/observations/acme/s-1/o-rule").text
+    assert 'data-testid="observation-pinned"' in rule
+    assert re.search(r'observation-importance">0\.90 <span class="muted">\(set by hand\)', rule)
+    assert "Valid</dt>" in rule
+    old = admin.get("/dashboard/observations/acme/s-1/o-old").text
+    assert "This memory was archived" in old
+    assert 'href="/dashboard/observations/acme/s-1/o-merged"' in old
+    merged = admin.get("/dashboard/observations/acme/s-1/o-merged").text
+    assert "Merged from" in merged and "Old login note" in merged
+    assert re.search(r'observation-importance">0\.\d\d <span class="muted">\(computed\)', merged)
+    listing = admin.get("/dashboard/browser?project=acme").text
+    assert listing.count('data-testid="pinned"') == 1

@@ -47,6 +47,15 @@ EXPECTED_ROUTES = {
     ("post", "/topic-keys/suggest"),
     ("get", "/project/current"),
     ("get", "/sync/status"),
+    # importance, pins, review, consolidation (docs/importance.md)
+    ("put", "/observations/{observation_id}/pin"),
+    ("delete", "/observations/{observation_id}/pin"),
+    ("post", "/observations/restore"),
+    ("post", "/observations/archive"),
+    ("get", "/observations/archived"),
+    ("get", "/review"),
+    ("post", "/review/mark_reviewed"),
+    ("post", "/consolidate"),
 }
 GUARDED = [
     ("delete", "/sessions/s-1", None),
@@ -56,6 +65,8 @@ GUARDED = [
     ("post", "/import", {"version": "0.1.0"}),
     ("post", "/projects/merge", {"from": ["acme"], "to": "other"}),
     ("post", "/projects/migrate", {"old_project": "acme", "new_project": "other"}),
+    ("post", "/observations/archive", {"id": 1}),
+    ("post", "/consolidate", {"dry_run": True}),
 ]
 
 
@@ -102,6 +113,8 @@ def test_schema_marks_guarded_routes_when_a_token_is_set(guarded: TestClient) ->
         ("post", "/import"),
         ("post", "/projects/merge"),
         ("post", "/projects/migrate"),
+        ("post", "/observations/archive"),
+        ("post", "/consolidate"),
     }
 
 

@@ -276,6 +276,7 @@ def test_export_then_import_into_another_store(client: TestClient, make_store) -
             "observations_imported": 1,
             "prompts_imported": 1,
             "skipped": 0,
+            "copies_retired": 0,  # memories that came back through the Go tool (issue 16)
         }
         again = second.post("/import", json=document).json()
         assert again["observations_imported"] == 0 and again["skipped"] == 3

@@ -101,7 +101,9 @@ async def test_restore_and_history(data_dir: Path, workdir: Path) -> None:
         gone = await fail(s, "mem_get_observation", id=oid)
         assert gone["error_code"] == "not_found" and "was deleted at" in gone["error"]
         back = await call(s, "mem_restore", id=oid)
-        assert back["data"]["status"] == "restored" and f"#{oid} restored" in back["result"]
+        # data: the memory, as `engram restore ID --json` prints it
+        assert back["data"]["id"] == oid and back["data"]["deleted_at"] is None
+        assert f"#{oid} restored" in back["result"]
         assert (await call(s, "mem_get_observation", id=oid))["data"]["deleted_at"] is None
         again = await fail(s, "mem_restore", id=oid)
         assert again["error_code"] == "conflict" and "is not deleted" in again["error"]

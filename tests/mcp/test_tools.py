@@ -24,7 +24,7 @@ READ_ONLY = {
     "mem_stats",
     "mem_timeline",
 }
-DESTRUCTIVE = {"mem_update", "mem_delete", "mem_merge_projects"}
+DESTRUCTIVE = {"mem_update", "mem_delete", "mem_merge_projects", "mem_consolidate"}
 
 
 async def test_tools_have_typed_schemas_annotations_and_teaching_descriptions(
@@ -98,7 +98,8 @@ async def test_every_tool_answers_with_the_project_envelope(data_dir: Path, work
             "result": f'Memory saved: #{saved_id(saved)} "Fixed login timeout" (bugfix)\n'
             "Suggested topic_key: bug/fixed-login-timeout\n"
             '⚠️ Project "acme" has no memories. Similar project found: "acme-old" (1 memory).'
-            " Consider using that name instead.",
+            " Consider using that name instead.\n"
+            "Importance: 0.31",
         }
         # The structured content also carries what `engram save --json` prints (issue 17 #8).
         data = saved["data"]

@@ -50,6 +50,10 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.store.search_context", "engram.store.sessions", "engram.store.store",
     "engram.store.terms", "engram.store.vector_queue", "engram.store.vectors",
     "engram_cloud", "engram_cloud.cli",
+    # Importance (issue 21): scored at every save, reads counted and ties broken at every search.
+    "engram.importance", "engram.store.scoring", "engram.store.links", "engram.store.access",
+    "engram.store.tiebreak", "engram.store.intent", "engram.store.curation",
+    "engram.store.consolidation",
 }  # fmt: skip
 THIRD_PARTY_ALLOWED = {"orjson"}
 #: Names the standard library only tries to import (copy.py probes for Jython's ``org``).

@@ -4,6 +4,8 @@ import orjson
 import pytest
 
 from engram.errors import UnsupportedFormatError, ValidationError
+from engram.project import project_name
+from engram.record import EPOCH_TEXT, derived_sync_id
 from engram.store import Store
 
 GO_EXPORT = {
@@ -88,8 +90,19 @@ def test_upstream_export_with_nulls_blank_ids_and_missing_sessions(store: Store)
     # Legacy rows get deterministic journal entries: origin zero, hlc from updated_at.
     records = [e.as_record() for e in store.journal.pending("t")]
     assert {r["origin"] for r in records} == {"0" * 16}
+    # The row without a sync id gets one derived from its project, session, time, title and
+    # content (issue 16): importing the same export again adds nothing, on any machine.
+    before = store.canonical_export()
     again = store.import_data(GO_EXPORT)
-    assert again.observations_imported == 1  # the row without a sync id gets a new one each time
+    assert (again.observations_imported, again.skipped) == (0, 3)
+    assert store.canonical_export() == before
+    blank = next(o for o in GO_EXPORT["observations"] if not o.get("sync_id"))
+    derived = derived_sync_id(
+        "observation", project=project_name(blank.get("project")),
+        session_id=blank["session_id"], created_at=blank.get("created_at") or EPOCH_TEXT,
+        title=blank["title"], content=blank["content"],
+    )  # fmt: skip
+    assert store.get_observation_by_sync_id(derived).title == blank["title"]
 
 
 @pytest.mark.parametrize(

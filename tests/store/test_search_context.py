@@ -287,7 +287,7 @@ def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) ->
         )
         conn.execute("INSERT INTO observations_fts(observations_fts) VALUES ('rebuild')")
         conn.execute("DROP TABLE store_purge")
-        # the version before the search migration (later migrations run after it)
+        # Back to just before the search migration (later ones re-run harmlessly).
         conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(migration_9)}")
     with Store.open(config=config) as store:
         assert store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION

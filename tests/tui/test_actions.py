@@ -196,3 +196,24 @@ async def test_edit_the_content_in_the_dialog_then_see_the_earlier_version(
     saved = seeded.store.get_observation(oid)
     assert saved.content.endswith("\nAlso Secure on HTTPS.")
     assert seeded.store.history(oid).revisions[0].content.startswith("Set HttpOnly")
+
+
+async def test_star_pins_and_unpins_and_the_screen_shows_importance(seeded: Seeded) -> None:
+    """Issue 21: a memory's screen shows its importance and reads, `*` pins it (synced intent)
+    and unpins it; opening it counts as a read."""
+    oid = seeded.ids["cookie"]
+    app = make_app(seeded.data_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_memory(pilot, app, "Session cookie must be HttpOnly")
+        await wait_text(pilot, "importance 0.")
+        await pilot.press("asterisk")
+        await wait_text(pilot, "pinned")
+        assert seeded.store.get_observation(oid).pinned
+        await pilot.press("asterisk")
+        await wait_for(pilot, lambda: not seeded.store.get_observation(oid).pinned, "unpinned")
+    assert (
+        seeded.store.access.pending_counts().get(
+            ("acme", seeded.store.get_observation(oid).sync_id)
+        )
+        == 1
+    )

@@ -89,28 +89,36 @@ def test_a_running_search_is_interrupted_by_a_newer_keystroke(data_dir) -> None:
         first = gateway.search(gateway.next_search(), "bulk memory", None)
         assert (len(first.rows), first.more) == (SEARCH_PAGE, True)
         assert len(gateway.search_more("bulk memory", None, 10_000)) == SEARCH_CAP
-        interrupted = 0
-        for _ in range(30):
-            generation = gateway.next_search()
-            outcome: list[object] = []
+        # Hold the search's statement (SQLite's progress handler runs inside it) until the
+        # newer keystroke has been claimed, so the interrupt always lands mid-query however
+        # fast or slow the machine is.
+        running = threading.Event()
+        keystroke = threading.Event()
 
-            def run(generation: int = generation, outcome: list[object] = outcome) -> None:
-                try:
-                    outcome.append(gateway.search(generation, "bulk memory body", None))
-                except Stale as exc:
-                    outcome.append(exc)
+        def hold() -> int:
+            running.set()
+            keystroke.wait(10)
+            return 0
 
-            worker = threading.Thread(target=run)
-            worker.start()
-            deadline = time.monotonic() + 5
-            while gateway._search_running != generation and not outcome:
-                assert time.monotonic() < deadline
-            gateway.next_search()  # a newer keystroke while the query runs
-            worker.join()
-            interrupted += isinstance(outcome[0], Stale)
-            if interrupted:
-                break
-        assert interrupted, "no search was ever interrupted"
+        connection = gateway._search_connection().db.conn
+        connection.set_progress_handler(hold, 1000)
+        generation = gateway.next_search()
+        outcome: list[object] = []
+
+        def run() -> None:
+            try:
+                outcome.append(gateway.search(generation, "bulk memory body", None))
+            except Stale as exc:
+                outcome.append(exc)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        assert running.wait(10), "the search never started"
+        gateway.next_search()  # a newer keystroke while the query runs
+        keystroke.set()
+        worker.join(10)
+        connection.set_progress_handler(None, 0)
+        assert len(outcome) == 1 and isinstance(outcome[0], Stale), outcome
         # The connection is fine afterwards.
         assert gateway.search(gateway.next_search(), "bulk", None).rows
     finally:

@@ -4,11 +4,16 @@ chunk files, atomic writes, and the lock that keeps two ``engram sync`` runs fro
 ``.engram/`` lives at the top of the repository's main worktree (found from any subdirectory or
 linked worktree), so one repository has one sync directory; outside git it is ``./.engram``.
 
-Git checks symbolic links out as links, so a committer could point ``.engram``, ``chunks/``,
-``sync.lock`` or a chunk file anywhere on a teammate's disk. Nothing here follows one:
-:func:`refuse_symlinks` stops every operation on a directory whose own paths are links (with a
-clear error), chunk files that are links are reported and never read, and the lock file is
-opened without following links — so nothing is ever created, renamed or deleted outside
+Two tools share it (DESIGN §4). Our chunks and our union-safe index live in ``log/``; the Go
+tool's ``manifest.json`` and ``chunks/`` stay the Go tool's, so a teammate still running it
+never meets a file it cannot parse. Earlier versions of Engram wrote our chunks into
+``chunks/``: they are still read there (and moved to ``log/`` by the next export).
+
+Git checks symbolic links out as links, so a committer could point ``.engram``, ``log/``,
+``chunks/``, ``sync.lock`` or a chunk file anywhere on a teammate's disk. Nothing here follows
+one: :func:`refuse_symlinks` stops every operation on a directory whose own paths are links
+(with a clear error), chunk files that are links are reported and never read, and the lock file
+is opened without following links — so nothing is ever created, renamed or deleted outside
 ``.engram/``.
 """
 
@@ -18,7 +23,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engram.errors import ConflictError, ValidationError
@@ -28,12 +33,18 @@ from engram.project import find_repository
 from engram.sync.git.chunk import CHUNK_FILE
 
 SYNC_DIR_NAME = ".engram"
+#: The Go tool's index and chunk folder (also where earlier versions of Engram wrote).
 MANIFEST = "manifest.json"
 CHUNKS = "chunks"
+#: Our chunks and our index.
+LOG = "log"
+INDEX = "index.jsonl"
 LOCK_FILE = "sync.lock"
 CONFIG = "config.json"
 #: The directory's own files: none of them may be a symbolic link.
-OWN_PATHS = (CHUNKS, MANIFEST, LOCK_FILE, CONFIG, ".gitignore", ".gitattributes")
+OWN_PATHS = (
+    CHUNKS, LOG, f"{LOG}/{INDEX}", MANIFEST, LOCK_FILE, CONFIG, ".gitignore", ".gitattributes",
+)  # fmt: skip
 LOCK_TIMEOUT_SECONDS = 30.0
 
 GITIGNORE = """\
@@ -44,7 +55,19 @@ GITIGNORE = """\
 *.lock
 *.tmp
 """
-GITATTRIBUTES = """\
+UNION_LINE = f"{LOG}/{INDEX} merge=union"
+GITATTRIBUTES = f"""\
+# Written by engram: concurrent syncs only ever add lines to our index, and engram rewrites it
+# from the chunk files anyway, so git merges it by keeping both sides instead of stopping.
+# Never on manifest.json: that is the Go tool's, and a union of two JSON documents stops it.
+{UNION_LINE}
+{LOG}/*.jsonl.gz binary
+{CHUNKS}/*.jsonl.gz binary
+"""
+#: What earlier versions of Engram wrote: a union merge of the Go manifest (which the Go tool
+#: then cannot parse). :func:`ensure_layout` takes that line out.
+OLD_UNION_LINE = "manifest.json merge=union"
+OLD_GITATTRIBUTES = """\
 # Written by engram: concurrent syncs only ever add lines to the manifest, and engram rebuilds
 # it from the chunk files anyway, so git merges it by keeping both sides instead of stopping.
 manifest.json merge=union
@@ -65,11 +88,23 @@ class SyncDir:
 
     @property
     def chunks_dir(self) -> Path:
+        """The Go tool's chunk folder."""
         return self.path / CHUNKS
 
     @property
     def manifest_path(self) -> Path:
+        """The Go tool's index."""
         return self.path / MANIFEST
+
+    @property
+    def log_dir(self) -> Path:
+        """Our chunk folder."""
+        return self.path / LOG
+
+    @property
+    def index_path(self) -> Path:
+        """Our index (``log/index.jsonl``)."""
+        return self.log_dir / INDEX
 
     def exists(self) -> bool:
         return self.path.is_dir()
@@ -126,56 +161,110 @@ def refuse_symlinks(sync_dir: SyncDir) -> None:
     for name in OWN_PATHS:
         if (sync_dir.path / name).is_symlink():
             raise _link_error(sync_dir.path / name, name)
-    for folder in (sync_dir.path, sync_dir.chunks_dir):
+    for folder in (sync_dir.path, sync_dir.chunks_dir, sync_dir.log_dir):
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             for entry in os.scandir(folder):
                 if _is_temp_name(entry.name) and entry.is_symlink():
                     raise _link_error(Path(entry.path), "a temp file")
 
 
+def _gitattributes(current: str | None) -> str | None:
+    """The ``.gitattributes`` text to write: ours when missing (or exactly what an earlier
+    version wrote), else the team's file without the old manifest union line and with our
+    index line; ``None`` when it needs no change."""
+    if current is None or current == OLD_GITATTRIBUTES:
+        return GITATTRIBUTES
+    lines = current.splitlines()
+    kept = [line for line in lines if line.split("#")[0].split() != OLD_UNION_LINE.split()]
+    if not any(line.split("#")[0].split() == UNION_LINE.split() for line in kept):
+        kept.append(UNION_LINE)
+    if kept == lines:
+        return None
+    return "\n".join(kept) + "\n"
+
+
 def ensure_layout(sync_dir: SyncDir) -> list[str]:
-    """Create the directory, ``chunks/``, ``.gitignore`` and ``.gitattributes`` when missing
-    (existing files are left as the team edited them). Returns the files written."""
+    """Create the directory, ``log/``, ``.gitignore`` and ``.gitattributes`` when missing
+    (existing files are left as the team edited them, except that the union merge an earlier
+    version set on the Go manifest is taken out). Returns the files written."""
     refuse_symlinks(sync_dir)
     if sync_dir.path.exists() and not sync_dir.path.is_dir():
         raise ValidationError(f"{sync_dir.path} exists and is not a directory")
-    sync_dir.chunks_dir.mkdir(parents=True, exist_ok=True)
+    sync_dir.log_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
-        path = sync_dir.path / name
-        if not path.exists():
-            write_atomic(path, text.encode())
-            written.append(name)
+    ignore = sync_dir.path / ".gitignore"
+    if not ignore.exists():
+        write_atomic(ignore, GITIGNORE.encode())
+        written.append(".gitignore")
+    attributes = sync_dir.path / ".gitattributes"
+    try:
+        current: str | None = attributes.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        current = None
+    text = _gitattributes(current)
+    if text is not None:
+        write_atomic(attributes, text.encode())
+        written.append(".gitattributes")
     return written
 
 
-def chunk_files(sync_dir: SyncDir) -> tuple[list[tuple[str, Path]], list[str], list[str]]:
-    """The chunk files (id, path) sorted by id, the names in ``chunks/`` that are not chunks
-    (our own temp files excluded), and the chunk ids whose file is a symbolic link (refused:
-    never read)."""
-    found: list[tuple[str, Path]] = []
-    strangers: list[str] = []
-    links: list[str] = []
+@dataclass(frozen=True, slots=True)
+class ChunkFile:
+    """A chunk file found in the directory: its id, path, and folder (``log`` or ``chunks``;
+    for a Go directory elsewhere in the repository, its path relative to the repository)."""
+
+    id: str
+    path: Path
+    place: str = LOG
+
+
+@dataclass(slots=True)
+class ChunkFiles:
+    """What :func:`chunk_files` found."""
+
+    #: chunk files, one per id (``log/`` wins over ``chunks/`` when both hold an id), by id
+    files: list[ChunkFile] = field(default_factory=list)
+    #: names in ``log/`` or ``chunks/`` that are not chunk files (our temp files excluded)
+    strangers: list[str] = field(default_factory=list)
+    #: chunk files that are symbolic links (refused: never read)
+    links: list[ChunkFile] = field(default_factory=list)
+
+
+def scan_folder(folder: Path, place: str, found: ChunkFiles, *, skip: tuple[str, ...] = ()) -> None:
+    """Add the chunk files of one folder to ``found`` (ids already found are kept)."""
     try:
-        entries = list(os.scandir(sync_dir.chunks_dir))
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
-        return found, strangers, links
+        return
+    known = {f.id for f in found.files} | {f.id for f in found.links}
+    prefix = f"{place}/" if place else ""
     for entry in entries:
         match = CHUNK_FILE.match(entry.name)
         if match and entry.is_symlink():
-            links.append(match.group(1))
+            if match.group(1) not in known:
+                found.links.append(ChunkFile(match.group(1), Path(entry.path), place))
         elif match and entry.is_file(follow_symlinks=False):
-            found.append((match.group(1), Path(entry.path)))
-        elif not _is_temp_name(entry.name):
-            strangers.append(entry.name)
-    found.sort()
-    return found, sorted(strangers), sorted(links)
+            if match.group(1) not in known:
+                found.files.append(ChunkFile(match.group(1), Path(entry.path), place))
+                known.add(match.group(1))
+        elif not _is_temp_name(entry.name) and entry.name not in skip:
+            found.strangers.append(prefix + entry.name)
+
+
+def chunk_files(sync_dir: SyncDir) -> ChunkFiles:
+    """The chunk files of ``log/`` and ``chunks/`` (any format in either), sorted by id."""
+    found = ChunkFiles()
+    scan_folder(sync_dir.log_dir, LOG, found, skip=(INDEX,))
+    scan_folder(sync_dir.chunks_dir, CHUNKS, found)
+    found.files.sort(key=lambda f: f.id)
+    found.strangers.sort()
+    return found
 
 
 def remove_stale_temp_files(sync_dir: SyncDir) -> int:
     """Delete temp files an interrupted export left behind (call with the lock held)."""
     removed = 0
-    for folder in (sync_dir.path, sync_dir.chunks_dir):
+    for folder in (sync_dir.path, sync_dir.chunks_dir, sync_dir.log_dir):
         with contextlib.suppress(FileNotFoundError):
             for entry in os.scandir(folder):
                 if _is_temp_name(entry.name):

@@ -9,10 +9,14 @@ over the typed row of the same entity, as in the reference.
 
 **Whose project.** The Go tool names a project after the clone's directory, so a git import
 gives every row the *repository's* project instead (DESIGN §3, "Where a transport may write"):
-pass ``project``. A row whose own (normalized) project differs is converted with that project
-and a mid that also covers it (``legacy_mid(key + "\\0" + project, updated_at, op)``), so the
-same row converted for two different projects never yields one mid with two payloads, and
-every machine that binds the repository to the same project derives the same record.
+pass ``project``. A row whose own (normalized) project differs is *moved* there as DESIGN §3
+moves a memory: a memory or prompt takes the derived key
+:func:`engram.record.moved_key` of its own key and the repository's project — the very key
+``engram projects merge`` gives the same row when it comes from an upgraded Go database or an
+``engram import`` of a Go export, so those routes meet in one memory (sessions keep their id,
+as in a merge) — and a mid that also covers the project
+(``legacy_mid(key + "\\0" + project, updated_at, op)``). Every machine that binds the
+repository to the same project derives the same record.
 
 **Bounded memory.** A document can hold a whole database. :class:`GoConverter` takes its
 elements one at a time (see :func:`engram.sync.git.stream.document_items`) and spools them into
@@ -22,7 +26,6 @@ mutation wins" bookkeeping on disk; records then come out one at a time.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -36,8 +39,10 @@ from engram.record import (
     KEY_FIELD,
     LEGACY_ORIGIN,
     build_record,
+    derived_sync_id,
     legacy_hlc,
     legacy_mid,
+    moved_key,
 )
 from engram.store.exchange import validate_export_item
 from engram.sync.git.chunk import BadChunkError
@@ -59,12 +64,6 @@ CREATE TABLE final (entity TEXT, key TEXT, pos INTEGER, rank INTEGER, record BLO
 """
 
 
-def _derived_id(prefix: str, *parts: Any) -> str:
-    """A sync id for an old row that has none, the same on every machine (from its content)."""
-    raw = "\0".join("" if p is None else str(p) for p in parts)
-    return prefix + hashlib.sha256(raw.encode()).hexdigest()[:16]
-
-
 def _session_state(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": str(item["id"]).strip(),
@@ -78,17 +77,24 @@ def _session_state(item: dict[str, Any]) -> dict[str, Any]:
 
 def _observation_state(item: dict[str, Any]) -> dict[str, Any]:
     created = item.get("created_at") or EPOCH_TEXT
-    sync_id = (item.get("sync_id") or "").strip() or _derived_id(
-        "obs-", item.get("session_id"), created, item.get("title"), item.get("content")
-    )
+    project = project_name(item.get("project"))
+    session_id = (item.get("session_id") or "").strip() or "manual-save"
+    title = item.get("title") or "Untitled observation"
+    content = item.get("content") or ""
+    # A row without a sync id (the Go tool has none) gets the one `engram import` of the same
+    # row gives it: derived from the row as its writer named it, so it is the same everywhere.
+    sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+        "observation", project=project, session_id=session_id, created_at=created,
+        title=title, content=content,
+    )  # fmt: skip
     return {
         "sync_id": sync_id,
-        "session_id": (item.get("session_id") or "").strip() or "manual-save",
+        "session_id": session_id,
         "type": (item.get("type") or "").strip() or "manual",
-        "title": item.get("title") or "Untitled observation",
-        "content": item.get("content") or "",
+        "title": title,
+        "content": content,
         "tool_name": item.get("tool_name"),
-        "project": project_name(item.get("project")),
+        "project": project,
         "scope": normalize_scope(item.get("scope")),
         "topic_key": normalize_topic_key(item.get("topic_key")),
         "revision_count": max(1, item.get("revision_count") or 1),
@@ -102,14 +108,17 @@ def _observation_state(item: dict[str, Any]) -> dict[str, Any]:
 
 def _prompt_state(item: dict[str, Any]) -> dict[str, Any]:
     created = item.get("created_at") or EPOCH_TEXT
-    sync_id = (item.get("sync_id") or "").strip() or _derived_id(
-        "prompt-", item.get("session_id"), created, item.get("content")
+    project = project_name(item.get("project"))
+    session_id = (item.get("session_id") or "").strip() or "manual-save"
+    content = item.get("content") or ""
+    sync_id = (item.get("sync_id") or "").strip() or derived_sync_id(
+        "prompt", project=project, session_id=session_id, created_at=created, content=content
     )
     return {
         "sync_id": sync_id,
-        "session_id": (item.get("session_id") or "").strip() or "manual-save",
-        "content": item.get("content") or "",
-        "project": project_name(item.get("project")),
+        "session_id": session_id,
+        "content": content,
+        "project": project,
         "created_at": created,
     }
 
@@ -179,12 +188,20 @@ class GoConverter:
 
     # --- one row, one record --------------------------------------------------------------
 
+    def _moved_key(self, entity: str, key: str) -> str:
+        """A key moved into the repository's project (sessions keep their id)."""
+        assert self.project is not None
+        return key if entity == "session" else moved_key(entity, key, self.project)
+
     def _state(self, entity: str, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """The row's state in the repository's project, and whether that moved it."""
         state = _STATE[entity](item)
         if self.project is None or state["project"] == self.project:
             return state, False
-        return {**state, "project": self.project}, True
+        key_field = KEY_FIELD[entity]
+        moved = {**state, "project": self.project}
+        moved[key_field] = self._moved_key(entity, state[key_field])
+        return moved, True
 
     def _record(
         self, entity: str, op: str, payload: dict[str, Any], updated_at: str, scope: str,
@@ -224,7 +241,8 @@ class GoConverter:
         ).fetchone()
         return orjson.loads(row[0]) if row else {}
 
-    def _explicit(self, index: int, mutation: Any) -> dict[str, Any] | None:
+    def _explicit(self, index: int, mutation: Any) -> tuple[dict[str, Any], str] | None:
+        """The record of one explicit mutation and the key it names in the document."""
         chunk_id = self.chunk_id
         if not isinstance(mutation, dict):
             raise BadChunkError(chunk_id, f"mutations[{index}] must be an object")
@@ -250,23 +268,24 @@ class GoConverter:
             item = {**known, **payload, key_field: key, "project": project}
             if entity == "observation":
                 item.setdefault("updated_at", occurred)
-            return self._upsert(entity, *self._state(entity, item))
+            return self._upsert(entity, *self._state(entity, item)), key
         deleted_at = payload.get("deleted_at") or occurred
         hard = entity != "observation" or bool(payload.get("hard_delete") or payload.get("hard"))
         if not hard and known:
             # A soft delete keeps the row's full state; its clock is the time of the delete.
             updated = max(str(known.get("updated_at") or ""), deleted_at)
             item = {**known, "deleted_at": deleted_at, "updated_at": updated}
-            return self._upsert(entity, *self._state("observation", item))
-        body: dict[str, Any] = {key_field: key}
-        if known.get("session_id"):
-            body["session_id"] = known["session_id"]
+            return self._upsert(entity, *self._state("observation", item)), key
         own = project_name(project)
         moved = self.project is not None and own != self.project
+        body: dict[str, Any] = {key_field: self._moved_key(entity, key) if moved else key}
+        if known.get("session_id"):
+            body["session_id"] = known["session_id"]
         body.update(project=self.project if moved else own, deleted_at=deleted_at, hard=hard)
-        return self._record(
+        record = self._record(
             entity, "delete", body, deleted_at, normalize_scope(known.get("scope")), moved
         )
+        return record, key
 
     # --- feeding and reading --------------------------------------------------------------
 
@@ -291,12 +310,14 @@ class GoConverter:
             (entity, state[KEY_FIELD[entity]], position, orjson.dumps({**item, **state})),
         )
 
-    def _keep(self, record: dict[str, Any], position: int) -> None:
+    def _keep(self, record: dict[str, Any], key: str, position: int) -> None:
+        """Keep ``record`` for the entity the document names ``key`` (its record key differs
+        when the row moved into the repository's project)."""
         self._spool.execute(
             """INSERT INTO final(entity, key, pos, rank, record) VALUES (?, ?, ?, ?, ?)
                ON CONFLICT(entity, key) DO UPDATE SET rank = excluded.rank,
                    record = excluded.record""",
-            (record["entity"], record["key"], position, _rank(record), orjson.dumps(record)),
+            (record["entity"], key, position, _rank(record), orjson.dumps(record)),
         )
 
     def records(self) -> Iterator[dict[str, Any]]:
@@ -312,21 +333,22 @@ class GoConverter:
         # Cursors are read one row at a time while other statements write ``final``: SQLite
         # allows it, and each key is written once it has been read, never ahead of the cursor.
         for seq, raw in spool.execute("SELECT seq, item FROM explicit ORDER BY seq"):
-            record = self._explicit(seq, orjson.loads(raw))
-            if record is None:
+            found = self._explicit(seq, orjson.loads(raw))
+            if found is None:
                 self.skipped += 1
                 continue
+            record, key = found
             row = spool.execute(
-                "SELECT pos FROM typed WHERE entity = ? AND key = ?",
-                (record["entity"], record["key"]),
+                "SELECT pos FROM typed WHERE entity = ? AND key = ?", (record["entity"], key)
             ).fetchone()
-            self._keep(record, row[0] if row else explicit_base | seq)
+            self._keep(record, key, row[0] if row else explicit_base | seq)
         typed = spool.execute(
-            """SELECT entity, pos, item FROM typed t WHERE NOT EXISTS
+            """SELECT entity, key, pos, item FROM typed t WHERE NOT EXISTS
                    (SELECT 1 FROM final f WHERE f.entity = t.entity AND f.key = t.key)"""
         )  # the rows no explicit mutation replaced
-        for entity, position, raw in typed:
-            self._keep(self._upsert(entity, *self._state(entity, orjson.loads(raw))), position)
+        for entity, key, position, raw in typed:
+            state, moved = self._state(entity, orjson.loads(raw))
+            self._keep(self._upsert(entity, state, moved), key, position)
         for (raw,) in spool.execute("SELECT record FROM final ORDER BY rank, pos"):
             yield orjson.loads(raw), len(raw)
 

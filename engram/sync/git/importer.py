@@ -8,14 +8,17 @@ name; one refused for its size is remembered and not read again until its file c
 
 What a chunk holds back (another project's records, personal scope) is counted per chunk in
 the :class:`~engram.sync.git.ledger.ChunkLedger`; when the scope later allows some of it, the
-next import re-reads exactly those chunks (applying a mutation twice is a no-op).
+next import re-reads exactly those chunks (applying a mutation twice is a no-op). The keys a
+Go-format chunk holds are recorded as it is applied, whatever the gate decides (see
+:mod:`engram.sync.git.go_compat`).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from engram.errors import InvalidMutationError
 from engram.store.models import ApplyResult
@@ -32,6 +35,13 @@ if TYPE_CHECKING:
     from engram.store import Store
 
 _MUTATION_INDEX = re.compile(r"^mutation\[(\d+)\]: ")
+
+
+def record_keys(records: Iterable[dict[str, Any] | None]) -> Iterator[tuple[str, str]]:
+    """(entity, key) of every well-formed record."""
+    for record in records:
+        if record is not None and isinstance(record.get("key"), str):
+            yield str(record.get("entity")), record["key"]
 
 
 def may_apply_now(note: HeldNote, scope: DirectoryScope) -> bool:
@@ -94,6 +104,10 @@ class ChunkImporter:
             totals[(note.project, note.personal)] += note.records
         report.held = held_summary(totals)
 
+    def apply(self, chunk: ListedChunk, report: ImportReport) -> None:
+        """Apply one chunk (not applied yet) on its own."""
+        self._apply(chunk, report, again=False)
+
     def _apply(self, chunk: ListedChunk, report: ImportReport, *, again: bool) -> None:
         if chunk.problem:
             report.failures.append(ChunkProblem(chunk.id, chunk.problem))
@@ -101,9 +115,12 @@ class ChunkImporter:
         reader = ChunkReader(chunk.id, chunk.path, project=self.scope.repository_project)
         result = ApplyResult()
         held: Counter[tuple[str, bool]] = Counter()
+        go_keys: set[tuple[str, str]] = set()
         try:
             with self.store.db.write() as conn:
                 for batch in reader.batches():
+                    if reader.go_format:
+                        go_keys.update(record_keys(batch.records))
                     verdicts = judge(conn, self.scope, batch.records)
                     held.update(verdicts.held)
                     items = [batch.items[i] for i in verdicts.allowed]
@@ -115,6 +132,8 @@ class ChunkImporter:
                         reason = _locate(exc, batch, verdicts.allowed)
                         raise BadChunkError(chunk.id, reason) from None
                 self.ledger.replace_held(chunk.id, held)
+                if reader.go_format:
+                    self.ledger.note_go_keys(chunk.id, go_keys)
                 self.store.journal.record_chunk(self.target, chunk.id)
         except ChunkTooLargeError as exc:
             self.ledger.note_refused(chunk.id, chunk.path, exc.reason)

@@ -1,6 +1,9 @@
 """What git import remembers about one sync directory's chunk files, beyond "applied": the
-records it held back (and for which project), and files it refused for their size or already
-parsed (older-format headers). Tables ``sync_git_held`` and ``sync_git_files`` (migration 5).
+records it held back (and for which project), files it refused for their size or already
+parsed (older-format headers), and the keys each Go-format chunk holds (what
+``engram sync --go-compat`` must not write for Go teammates a second time). Tables
+``sync_git_held``, ``sync_git_files`` (migration 5), ``sync_git_go_chunks`` and
+``sync_git_go_keys`` (migration 10).
 
 A held-back record is not lost: the chunk that holds it stays in the directory, and the import
 that may apply it (after ``engram sync --bind``, or with ``--include-personal``) re-reads that
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,3 +150,48 @@ class ChunkLedger:
 
     def note_header(self, chunk_id: str, path: Path, header: ChunkHeader) -> None:
         self._note(chunk_id, path, None, header)
+
+    # --- keys of Go-format chunks ------------------------------------------------------------
+
+    def go_chunks_read(self) -> set[str]:
+        """Go-format chunks whose keys are recorded."""
+        rows = self.db.rows(
+            "SELECT chunk_id FROM sync_git_go_chunks WHERE target = ?", (self.target,)
+        )
+        return {r[0] for r in rows}
+
+    def note_go_keys(self, chunk_id: str, keys: Iterable[tuple[str, str]]) -> None:
+        """The (entity, key) pairs a Go-format chunk holds (joins an open write transaction)."""
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO sync_git_go_chunks(target, chunk_id, noted_at)"
+                " VALUES (?, ?, ?)",
+                (self.target, chunk_id, now_text()),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO sync_git_go_keys(target, chunk_id, entity, key)"
+                " VALUES (?, ?, ?, ?)",
+                [(self.target, chunk_id, entity, key) for entity, key in keys],
+            )
+
+    def go_keys(self, chunk_ids: Iterable[str]) -> Mapping[str, set[str]]:
+        """entity → the keys the given Go-format chunks hold (chunks no longer in the
+        directory are left out by the caller, so a branch switch forgets what they held)."""
+        wanted = set(chunk_ids)
+        found: dict[str, set[str]] = {"session": set(), "observation": set(), "prompt": set()}
+        rows = self.db.rows(
+            "SELECT chunk_id, entity, key FROM sync_git_go_keys WHERE target = ?", (self.target,)
+        )
+        for chunk_id, entity, key in rows:
+            if chunk_id in wanted:
+                found.setdefault(entity, set()).add(key)
+        return found
+
+
+def go_keys_anywhere(db: Database) -> dict[str, set[str]]:
+    """entity → the keys held by every Go-format chunk this machine has read, in any sync
+    directory (what ``engram-go sync --import`` brings to a Go database there)."""
+    found: dict[str, set[str]] = {"session": set(), "observation": set(), "prompt": set()}
+    for entity, key in db.rows("SELECT DISTINCT entity, key FROM sync_git_go_keys"):
+        found.setdefault(entity, set()).add(key)
+    return found

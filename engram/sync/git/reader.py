@@ -20,6 +20,7 @@ import orjson
 from engram.sync.git.chunk import ChunkHeader
 from engram.sync.git.go_chunk import GoConverter
 from engram.sync.git.go_json import document_items, go_events
+from engram.sync.git.go_writer import row_time
 from engram.sync.git.stream import (
     MAX_GO_BYTES,
     MAX_JSONL_BYTES,
@@ -28,6 +29,7 @@ from engram.sync.git.stream import (
     jsonl_lines,
     open_chunk_file,
 )
+from engram.times import parse_store_text, rfc3339
 
 #: A batch is handed to the store when it holds this many records or bytes of record text.
 BATCH_RECORDS = 5000
@@ -119,12 +121,20 @@ def read_header(chunk_id: str, path: Path) -> ChunkHeader | None:
         return first_line_header(ChunkStream(chunk_id, raw, limit=MAX_GO_BYTES))[0]
 
 
-def go_header(chunk_id: str, path: Path, *, created_by: str, created_at: str) -> ChunkHeader:
-    """Counts of an older-format document, read as a stream to its end and verified."""
+def go_header(chunk_id: str, path: Path) -> ChunkHeader:
+    """Counts of an older-format document, read as a stream to its end and verified, and
+    (as ``created_at``, RFC 3339, ``""`` if none) the newest time its rows carry: the best
+    guess at when it was written, for a chunk no manifest lists."""
     counts = {"sessions": 0, "observations": 0, "prompts": 0, "mutations": 0}
+    newest = ""
     with open_chunk_file(path) as raw:
         stream = ChunkStream(chunk_id, raw, limit=MAX_GO_BYTES)
-        for section, _, _ in document_items(chunk_id, go_events(stream)):
+        for section, _, item in document_items(chunk_id, go_events(stream)):
             counts[section] += 1
+            newest = max(newest, row_time(section, item))
         stream.finish()
-    return ChunkHeader(created_by=created_by, created_at=created_at, counts=counts, format=1)
+    try:
+        written = rfc3339(parse_store_text(newest)) if newest else ""
+    except ValueError:
+        written = ""
+    return ChunkHeader(created_by="", created_at=written, counts=counts, format=1)

@@ -74,6 +74,27 @@ class WrittenChunk:
 
 
 @dataclass(slots=True)
+class ManifestChange:
+    """What a sync did to a Go manifest (``manifest.json``; nested ones are named by path)."""
+
+    #: the file was rewritten (in the Go tool's format)
+    written: bool = False
+    #: it was unreadable for the Go tool (``conflicted`` or ``invalid``) and is repaired now
+    repaired: str | None = None
+    #: entries of our chunks an earlier version of Engram listed there, taken out
+    removed: list[str] = field(default_factory=list)
+    #: Go-format chunk files the manifest had lost (a merge), listed again
+    relisted: list[str] = field(default_factory=list)
+    #: Go-format chunks of ours appended (--go-compat)
+    appended: list[str] = field(default_factory=list)
+    #: nested Go manifests (paths) repaired
+    nested_repaired: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
 class ExportReport:
     directory: str
     target: str
@@ -87,25 +108,40 @@ class ExportReport:
     rescanned: bool = False
     problems: list[ChunkProblem] = field(default_factory=list)
     files_written: list[str] = field(default_factory=list)
-    manifest_rebuilt: bool = False
     #: projects written (or asked for) that this directory is not bound to here
     unbound_projects: list[str] = field(default_factory=list)
+    #: chunks of ours an earlier version wrote into chunks/, moved to log/ now
+    moved: list[str] = field(default_factory=list)
+    #: our index (log/index.jsonl) was rewritten
+    index_rebuilt: bool = False
+    manifest: ManifestChange = field(default_factory=ManifestChange)
+    #: Go-format chunks were asked for (--go-compat, or the directory's setting here)
+    go_compat: bool = False
+    go_chunks: list[WrittenChunk] = field(default_factory=list)
+    #: the project the Go-format chunks hold (the repository's), or why none were written
+    go_project: str | None = None
+    go_skipped: str | None = None
+    #: Go directories elsewhere in the repository that were read
+    go_dirs: list[str] = field(default_factory=list)
 
     @property
     def nothing_new(self) -> bool:
-        return not self.chunks
+        return not self.chunks and not self.go_chunks
 
     def total(self, name: str) -> int:
         return sum(getattr(c, name) for c in self.chunks)
 
     @property
     def warnings(self) -> list[str]:
-        return [
+        found = [
             f'project "{name}" is not bound to {self.directory} on this machine: teammates\' '
             f"imports ignore its records until they run `engram sync --bind {name}` "
             f"(run it here too if this repository is where {name} is shared)"
             for name in self.unbound_projects
         ]
+        if self.go_compat and self.go_skipped:
+            found.append(f"no Go-format chunk written: {self.go_skipped}")
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,7 +160,14 @@ class ExportReport:
             "rescanned": self.rescanned,
             "problems": [p.to_dict() for p in self.problems],
             "files_written": self.files_written,
-            "manifest_rebuilt": self.manifest_rebuilt,
+            "moved_to_log": self.moved,
+            "index_rebuilt": self.index_rebuilt,
+            "manifest": self.manifest.to_dict(),
+            "go_compat": self.go_compat,
+            "go_project": self.go_project,
+            "go_chunks": [asdict(c) for c in self.go_chunks],
+            "go_skipped": self.go_skipped,
+            "go_dirs": self.go_dirs,
             "unbound_projects": self.unbound_projects,
             "warnings": self.warnings,
         }
@@ -141,7 +184,9 @@ class ImportReport:
     skipped_relations: int = 0
     failures: list[ChunkProblem] = field(default_factory=list)
     warnings: list[ChunkProblem] = field(default_factory=list)
-    manifest_rebuilt: bool = False
+    manifest: ManifestChange = field(default_factory=ManifestChange)
+    #: Go directories elsewhere in the repository that were read
+    go_dirs: list[str] = field(default_factory=list)
     #: chunks read again because records they held back may apply now
     chunks_reread: list[str] = field(default_factory=list)
     #: what the directory still holds that this machine does not apply (all its chunks)
@@ -166,7 +211,8 @@ class ImportReport:
             "warnings": [p.to_dict() for p in self.warnings],
             "mutations": self.applied.to_dict(),
             "skipped_relation_mutations": self.skipped_relations,
-            "manifest_rebuilt": self.manifest_rebuilt,
+            "manifest": self.manifest.to_dict(),
+            "go_dirs": self.go_dirs,
             "held_records": self.held_records,
             "held": [h.to_dict() for h in self.held],
             "scope": self.scope,
@@ -191,7 +237,16 @@ class StatusReport:
     #: store knows (what it exported there and what it applied from there); ``None`` for
     #: ``--all`` (the chunk totals above are then the answer).
     project_memories: int | None = None
+    #: the Go manifest: ``ok`` | ``missing`` | ``conflicted`` | ``invalid`` | ``lists-ours``
+    #: (entries an earlier version of Engram put there: the next engram sync takes them out)
     manifest: str = "missing"
+    #: our index: ``ok`` | ``missing`` | ``stale`` (rewritten by the next engram sync)
+    index: str = "missing"
+    #: chunks of ours still in chunks/ (an earlier version's layout: moved by the next sync)
+    old_layout: int = 0
+    go_chunks: int = 0
+    go_compat: bool = False
+    go_dirs: list[str] = field(default_factory=list)
     problems: list[ChunkProblem] = field(default_factory=list)
     scope: dict[str, Any] = field(default_factory=dict)
     held: list[HeldRecords] = field(default_factory=list)

@@ -58,7 +58,7 @@ class Clone:
             self.git("commit", "-q", "-m", message)
 
     def pull(self) -> None:
-        # a merge, never a rebase: the manifest is union-merged by .engram/.gitattributes
+        # a merge, never a rebase: our index is union-merged by .engram/.gitattributes
         self.git("pull", "-q", "--no-rebase", "--no-edit")
 
     def canonical(self) -> bytes:

@@ -35,14 +35,16 @@ def canonical(store: Store, projects: list[str] | None = None) -> bytes:
 
 
 def pull(source: SyncDir, destination: SyncDir) -> list[str]:
-    """What ``git pull`` does to a sync directory: the other side's chunk files appear."""
-    destination.chunks_dir.mkdir(parents=True, exist_ok=True)
+    """What ``git pull`` does to a sync directory: the other side's chunk files appear (ours
+    in ``log/``, the Go tool's in ``chunks/``)."""
     copied = []
-    for path in sorted(source.chunks_dir.glob("*.jsonl.gz")):
-        target = destination.chunks_dir / path.name
-        if not target.exists():
-            target.write_bytes(path.read_bytes())
-            copied.append(path.name)
+    for folder in ("log", "chunks"):
+        for path in sorted((source.path / folder).glob("*.jsonl.gz")):
+            target = destination.path / folder / path.name
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(path.read_bytes())
+                copied.append(path.name)
     return copied
 
 

@@ -93,6 +93,6 @@ def write_chunk(sync_dir: Path, records: list[dict[str, Any]]) -> str:
     """A valid chunk (header, lines, matching id) holding ``records``; returns its id."""
     lines = [orjson.dumps(r) + b"\n" for r in records]
     chunk = encode_chunk(lines, {}, created_by="mallory", created_at="2030-01-01T00:00:00Z")
-    (sync_dir / "chunks").mkdir(parents=True, exist_ok=True)
-    (sync_dir / "chunks" / f"{chunk.id}.jsonl.gz").write_bytes(chunk.compressed())
+    (sync_dir / "log").mkdir(parents=True, exist_ok=True)
+    (sync_dir / "log" / f"{chunk.id}.jsonl.gz").write_bytes(chunk.compressed())
     return chunk.id

@@ -12,8 +12,10 @@ import pytest
 from engram.store import Store
 from engram.sync.git.chunk import encode_chunk
 from engram.sync.git.gitdir import SyncDir
+from engram.sync.git.index import read_index
 from engram.sync.git.manifest import read_manifest
 from tests.sync.git.conftest import canonical, export, import_
+from tests.sync.git.gofixtures import SESSIONS, write_go_chunk
 
 
 @pytest.fixture
@@ -39,7 +41,7 @@ def craft(sync_dir: SyncDir, lines: list[bytes]) -> str:
         created_by="mallory",
         created_at="2030-01-01T00:00:00Z",
     )
-    (sync_dir.chunks_dir / f"{chunk.id}.jsonl.gz").write_bytes(chunk.compressed())
+    (sync_dir.log_dir / f"{chunk.id}.jsonl.gz").write_bytes(chunk.compressed())
     return chunk.id
 
 
@@ -74,7 +76,7 @@ def import_with_bad(bob: Store, sync_dir: SyncDir, bad_id: str, good_id: str, re
 def test_truncated_chunk(make_store, sync_dir: SyncDir, good: str, alice: Store) -> None:
     alice.add_observation(title="second", content="in the truncated chunk", project="acme")
     bad = export(alice, sync_dir, ["acme"]).chunks[0].id
-    path = sync_dir.chunks_dir / f"{bad}.jsonl.gz"
+    path = sync_dir.log_dir / f"{bad}.jsonl.gz"
     path.write_bytes(path.read_bytes()[:-30])
     bob = make_store("bob")
     import_with_bad(bob, sync_dir, bad, good, "truncated")
@@ -84,7 +86,7 @@ def test_truncated_chunk(make_store, sync_dir: SyncDir, good: str, alice: Store)
 def test_flipped_byte(make_store, sync_dir: SyncDir, good: str, alice: Store) -> None:
     alice.add_observation(title="second", content="in the damaged chunk", project="acme")
     bad = export(alice, sync_dir, ["acme"]).chunks[0].id
-    path = sync_dir.chunks_dir / f"{bad}.jsonl.gz"
+    path = sync_dir.log_dir / f"{bad}.jsonl.gz"
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0x40
     path.write_bytes(bytes(raw))
@@ -99,7 +101,7 @@ def test_content_not_matching_its_id(
 ) -> None:
     alice.add_observation(title="second", content="original words", project="acme")
     bad = export(alice, sync_dir, ["acme"]).chunks[0].id
-    path = sync_dir.chunks_dir / f"{bad}.jsonl.gz"
+    path = sync_dir.log_dir / f"{bad}.jsonl.gz"
     edited = gzip.decompress(path.read_bytes()).replace(b"original words", b"tampered words")
     path.write_bytes(gzip.compress(edited))
     bob = make_store("bob")
@@ -107,7 +109,7 @@ def test_content_not_matching_its_id(
     assert titles(bob) == {"Good memory"}
     # a good file under another chunk's name is just as wrong
     renamed = "0" * 16
-    (sync_dir.chunks_dir / f"{good}.jsonl.gz").rename(sync_dir.chunks_dir / f"{renamed}.jsonl.gz")
+    (sync_dir.log_dir / f"{good}.jsonl.gz").rename(sync_dir.log_dir / f"{renamed}.jsonl.gz")
     assert renamed in [f.chunk for f in import_(make_store("carol"), sync_dir).failures]
 
 
@@ -143,73 +145,100 @@ def test_unknown_entity(make_store, sync_dir: SyncDir, good: str) -> None:
     assert titles(bob) == {"Good memory", "widget neighbour"}
 
 
+def go_manifest(sync_dir: SyncDir, entries: list[dict]) -> bytes:
+    raw = orjson.dumps({"version": 1, "chunks": entries}, option=orjson.OPT_INDENT_2)
+    sync_dir.manifest_path.write_bytes(raw)
+    return raw
+
+
+def go_entry(chunk_id: str, by: str = "gopher", at: str = "2026-01-02T03:04:05Z") -> dict:
+    return {"id": chunk_id, "created_by": by, "created_at": at, "sessions": 1, "memories": 0,
+            "prompts": 0}  # fmt: skip
+
+
 def test_manifest_id_with_path_traversal(
     make_store, sync_dir: SyncDir, good: str, tmp_path: Path
 ) -> None:
-    # A valid chunk planted outside the directory, and a manifest entry pointing at it.
+    # A valid chunk planted outside the directory, and a Go manifest entry pointing at it.
     evil_store = make_store("mallory")
     evil_store.add_observation(title="EVIL", content="must never be imported", project="acme")
     evil_dir = SyncDir(tmp_path / "evil")
     evil_id = export(evil_store, evil_dir, ["acme"]).chunks[0].id
     planted = sync_dir.path.parent / "planted.jsonl.gz"
-    planted.write_bytes((evil_dir.chunks_dir / f"{evil_id}.jsonl.gz").read_bytes())
-    document = orjson.loads(sync_dir.manifest_path.read_bytes())
-    document["chunks"].append(
-        {"id": "../../planted", "created_by": "mallory", "created_at": "2030-01-01T00:00:00Z"}
+    planted.write_bytes((evil_dir.log_dir / f"{evil_id}.jsonl.gz").read_bytes())
+    go_id = write_go_chunk(sync_dir.path, SESSIONS)
+    raw = go_manifest(
+        sync_dir,
+        [go_entry(go_id), {"id": "../../planted", "created_by": "mallory", "created_at": "x"}],
     )
-    sync_dir.manifest_path.write_bytes(orjson.dumps(document))
     bob = make_store("bob")
     report = import_(bob, sync_dir)
-    assert report.failures == [] and report.chunks_imported == [good]
+    assert report.failures == [] and sorted(report.chunks_imported) == sorted([good, go_id])
     assert any("'../../planted'" in w.reason for w in report.warnings)
     assert titles(bob) == {"Good memory"}
-    assert not report.manifest_rebuilt  # import leaves tracked files alone...
-    assert export(bob, sync_dir, ["acme"]).manifest_rebuilt  # ...the next export rebuilds it
-    assert list(read_manifest(sync_dir.manifest_path.read_bytes()).entries) == [good]
+    # the Go manifest is the Go tool's: neither import nor export rewrites a readable one
+    assert not report.manifest.written
+    assert not export(bob, sync_dir, ["acme"]).manifest.written
+    assert sync_dir.manifest_path.read_bytes() == raw
     assert not planted.with_suffix(".tmp").exists() and planted.exists()
 
 
-def test_manifest_with_conflict_markers_is_rebuilt(
+def test_go_manifest_with_conflict_markers_is_repaired(
     make_store, sync_dir: SyncDir, good: str, alice: Store
 ) -> None:
-    alice.add_observation(title="Second memory", content="from the other side", project="acme")
-    second = export(alice, sync_dir, ["acme"]).chunks[0].id
-    text = sync_dir.manifest_path.read_text()
+    """Two Go users synced at once: git left conflict markers in their manifest. Import
+    repairs it in the Go tool's format with every entry of both sides, as they were."""
+    first = write_go_chunk(sync_dir.path, SESSIONS)
+    second = write_go_chunk(sync_dir.path, [{**SESSIONS[0], "id": "go-s2"}])
+    base = [go_entry("0badcafe", "carol", "2026-01-01T00:00:00Z")]
+    ours = orjson.dumps(
+        {"version": 1, "chunks": [*base, go_entry(first, "gina")]}, option=orjson.OPT_INDENT_2
+    ).decode()
+    theirs = orjson.dumps(
+        {"version": 1, "chunks": [*base, go_entry(second, "gus", "2026-01-02T09:00:00Z")]},
+        option=orjson.OPT_INDENT_2,
+    ).decode()
+    head, tail_ours = ours.split('    {\n      "id": "' + first)
+    _, tail_theirs = theirs.split('    {\n      "id": "' + second)
     sync_dir.manifest_path.write_text(
-        "<<<<<<< HEAD\n" + text + "=======\n" + '{"version": 2, "chunks": []}\n>>>>>>> b\n'
-    )
+        head + "<<<<<<< HEAD\n" + '    {\n      "id": "' + first + tail_ours
+        + "\n=======\n" + '    {\n      "id": "' + second + tail_theirs + "\n>>>>>>> b\n"
+    )  # fmt: skip
     bob = make_store("bob")
     report = import_(bob, sync_dir)
-    assert sorted(report.chunks_imported) == sorted([good, second]) and report.failures == []
+    assert sorted(report.chunks_imported) == sorted([good, first, second])
+    assert report.failures == []
     assert any("conflict markers" in w.reason for w in report.warnings)
-    assert report.manifest_rebuilt
-    rebuilt = read_manifest(sync_dir.manifest_path.read_bytes())
-    assert rebuilt.state == "ok" and set(rebuilt.entries) == {good, second}
-    assert canonical(bob) == canonical(alice)
+    assert report.manifest.repaired == "conflicted" and report.manifest.written
+    repaired = read_manifest(sync_dir.manifest_path.read_bytes())
+    assert repaired.state == "ok"
+    assert [(e.id, e.created_by, e.created_at) for e in repaired.entries.values()] == [
+        ("0badcafe", "carol", "2026-01-01T00:00:00Z"),
+        (first, "gina", "2026-01-02T03:04:05Z"),
+        (second, "gus", "2026-01-02T09:00:00Z"),
+    ]
+    assert not sync_dir.manifest_path.read_bytes().endswith(b"\n")  # as the Go tool writes it
+    sessions = orjson.loads(canonical(bob, ["acme"]))["sessions"]
+    assert {"go-s1", "go-s2"} <= {s["id"] for s in sessions}  # Go rows land in acme
 
 
-def test_manifest_entry_whose_chunk_file_is_missing(
+def test_go_manifest_entry_whose_chunk_file_is_missing(
     make_store, sync_dir: SyncDir, good: str
 ) -> None:
-    document = orjson.loads(sync_dir.manifest_path.read_bytes())
-    document["chunks"].append(
-        {
-            "id": "0123456789abcdef",
-            "created_by": "bob",
-            "created_at": "2030-01-01T00:00:00Z",
-            "memories": 3,
-        }
-    )
-    sync_dir.manifest_path.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+    raw = go_manifest(sync_dir, [go_entry("0123abcd")])
+    sync_dir.chunks_dir.mkdir()
     (sync_dir.chunks_dir / "notes.txt").write_text("not a chunk")
+    (sync_dir.log_dir / "README").write_text("not a chunk either")
     bob = make_store("bob")
     report = import_(bob, sync_dir)
     assert report.chunks_imported == [good] and report.failures == []
     reasons = {w.chunk: w.reason for w in report.warnings}
-    assert "chunks/0123456789abcdef.jsonl.gz is missing" in reasons["0123456789abcdef"]
-    assert "not a chunk file" in reasons["notes.txt"]
-    assert export(bob, sync_dir, ["acme"]).manifest_rebuilt
-    assert list(read_manifest(sync_dir.manifest_path.read_bytes()).entries) == [good]
+    assert "no chunk file 0123abcd.jsonl.gz is here" in reasons["0123abcd"]
+    assert "not a chunk file" in reasons["chunks/notes.txt"]
+    assert "not a chunk file" in reasons["log/README"]
+    # the Go tool skips a missing file itself: the entry is its business, left alone
+    assert not export(bob, sync_dir, ["acme"]).manifest.written
+    assert sync_dir.manifest_path.read_bytes() == raw
 
 
 def test_export_goes_on_past_a_bad_pulled_chunk(
@@ -220,5 +249,6 @@ def test_export_goes_on_past_a_bad_pulled_chunk(
     report = export(alice, sync_dir, ["acme"])
     assert [p.chunk for p in report.problems] == [bad]
     assert report.total("mutations") == 1
-    manifest = read_manifest(sync_dir.manifest_path.read_bytes())
-    assert bad in manifest.entries  # listed: its header is fine; import reports it by name
+    index = read_index(sync_dir.index_path.read_bytes())
+    assert bad in index.ids  # listed: its header is fine; import reports it by name
+    assert not sync_dir.manifest_path.exists()  # nothing of ours ever goes there

@@ -41,8 +41,10 @@ def test_export_import_status_texts(repo: Path, tmp_path: Path) -> None:
     assert out.startswith('Exporting memories for project "acme"...\nCreated chunk ')
     assert "  Sessions:     1\n  Observations: 1\n  Prompts:      0\n" in out
     assert "Add to git:\n  git add " in out and 'git commit -m "sync engram memories"' in out
-    chunks = list((repo / ".engram" / "chunks").glob("*.jsonl.gz"))  # at the repository top
+    chunks = list((repo / ".engram" / "log").glob("*.jsonl.gz"))  # at the repository top
     assert len(chunks) == 1 and chunks[0].name[:16] in out
+    assert not (repo / ".engram" / "chunks").exists()  # the Go tool's folder: not ours
+    assert not (repo / ".engram" / "manifest.json").exists()
 
     again = run_engram("sync", data_dir=alice, cwd=repo)
     assert "Nothing new to sync" in again.stdout and again.returncode == 0
@@ -67,7 +69,8 @@ def test_export_import_status_texts(repo: Path, tmp_path: Path) -> None:
 
     data = orjson.loads(run_engram("sync", "--status", "--json", data_dir=bob, cwd=repo).stdout)
     assert data["chunks"] == 1 and data["applied"] == 1 and data["pending_import"] == []
-    assert data["manifest"] == "ok" and data["target"].startswith("git:")
+    assert data["index"] == "ok" and data["manifest"] == "missing"
+    assert data["target"].startswith("git:")
 
 
 def test_json_output_and_all_projects(repo: Path, tmp_path: Path) -> None:
@@ -85,7 +88,10 @@ def test_json_output_and_all_projects(repo: Path, tmp_path: Path) -> None:
         "prompts",
         "mutations",
         "problems",
-        "manifest_rebuilt",
+        "manifest",
+        "index_rebuilt",
+        "go_compat",
+        "go_chunks",
     }
 
 
@@ -100,7 +106,7 @@ def test_bad_usage_and_bad_chunks_exit_non_zero(repo: Path, tmp_path: Path) -> N
 
     run_engram("save", "Note", "text", "--project", "acme", data_dir=data_dir, cwd=repo)
     run_engram("sync", data_dir=data_dir, cwd=repo)
-    chunk = next((repo / ".engram" / "chunks").glob("*.jsonl.gz"))
+    chunk = next((repo / ".engram" / "log").glob("*.jsonl.gz"))
     chunk.write_bytes(chunk.read_bytes()[:-20])
     failed = run_engram("sync", "--import", data_dir=tmp_path / "other", cwd=repo)
     assert failed.returncode == 1
@@ -159,3 +165,27 @@ def test_nothing_to_export_creates_nothing_and_names_unknown_projects(
     assert typo.returncode == 0
     assert 'no memories of project "acmee" (projects here: acme;' in typo.stdout
     assert not (repo / ".engram").exists()  # nothing to write: no directory either
+
+
+def test_go_compat_on_off_and_bad_uses(repo: Path, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    run_engram("save", "Note", "for Go teammates", data_dir=data_dir, cwd=repo)
+    on = run_engram("sync", "--go-compat", "on", data_dir=data_dir, cwd=repo)
+    assert on.returncode == 0, on.stderr
+    assert "Go compat on: every engram sync here also writes for Go teammates" in on.stdout
+    assert "For Go teammates: Go-format chunk(s)" in on.stdout
+    assert "creations only" in on.stdout
+    assert len(list((repo / ".engram" / "chunks").glob("????????.jsonl.gz"))) == 1
+    status = run_engram("sync", "--status", data_dir=data_dir, cwd=repo)
+    assert "Go compat:       on" in status.stdout
+    run_engram("save", "Later", "remembered setting", data_dir=data_dir, cwd=repo)
+    again = run_engram("sync", "--json", data_dir=data_dir, cwd=repo)
+    assert len(orjson.loads(again.stdout)["go_chunks"]) == 1  # the setting, remembered
+    off = run_engram("sync", "--go-compat", "off", data_dir=data_dir, cwd=repo)
+    assert "Go compat off" in off.stdout
+    assert (
+        "Go compat:       off" in run_engram("sync", "--status", data_dir=data_dir, cwd=repo).stdout
+    )
+    for wrong in (["--import"], ["--status"], ["--cloud"]):
+        bad = run_engram("sync", "--go-compat", *wrong, data_dir=data_dir, cwd=repo)
+        assert bad.returncode != 0 and "--go-compat" in bad.stderr, (wrong, bad.stderr)

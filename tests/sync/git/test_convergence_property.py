@@ -41,6 +41,8 @@ step = st.one_of(
     st.tuples(st.just("soft"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
     st.tuples(st.just("hard"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
     st.tuples(st.just("export"), st.integers(0, REPLICAS - 1), st.just(0)),
+    # an export that also writes Go-format chunks for teammates on the Go tool
+    st.tuples(st.just("go-export"), st.integers(0, REPLICAS - 1), st.just(0)),
     st.tuples(st.just("pull"), st.integers(0, REPLICAS - 1), st.integers(0, REPLICAS - 1)),
     st.tuples(st.just("import"), st.integers(0, REPLICAS - 1), st.just(0)),
     st.tuples(st.just("other"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
@@ -76,10 +78,12 @@ def hostile_chunk(directory: SyncDir, target, kind: int) -> None:
 
 
 def pull(source: SyncDir, destination: SyncDir) -> None:
-    destination.chunks_dir.mkdir(parents=True, exist_ok=True)
-    for path in source.chunks_dir.glob("*.jsonl.gz"):
-        if not (destination.chunks_dir / path.name).exists():
-            shutil.copy(path, destination.chunks_dir / path.name)
+    for folder in (source.log_dir, source.chunks_dir):
+        target = destination.path / folder.name
+        target.mkdir(parents=True, exist_ok=True)
+        for path in folder.glob("*.jsonl.gz"):
+            if not (target / path.name).exists():
+                shutil.copy(path, target / path.name)
 
 
 def shared_view(store: Store, personal: set[str]) -> dict:
@@ -177,6 +181,8 @@ def apply_step(stores, dirs, kind: str, who: int, arg: int, personal: set[str]) 
             hostile_chunk(directory, live[arg % len(live)], arg % 3)
     elif kind == "export":
         sync.export(projects=["acme"])
+    elif kind == "go-export":
+        sync.export(projects=["acme"], go_compat=True)
     elif kind == "pull":
         pull(dirs[arg], directory)
     else:

@@ -16,7 +16,7 @@ import pytest
 from engram.config import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
-from engram.sync.git.manifest import read_manifest
+from engram.sync.git.index import read_index
 from engram.sync.git.sync import TEST_PAUSE_ENV
 from tests.support import engram_env, run_engram
 from tests.sync.git.conftest import canonical, import_, synthetic_records
@@ -54,7 +54,7 @@ def chunk_lines(sync_dir: SyncDir) -> int:
 
     return sum(
         gzip.decompress(p.read_bytes()).count(b"\n") - 1
-        for p in sync_dir.chunks_dir.glob("*.jsonl.gz")
+        for p in sync_dir.log_dir.glob("*.jsonl.gz")
     )
 
 
@@ -66,25 +66,21 @@ def test_export_killed_half_way(point: str, tmp_path: Path, make_store) -> None:
     seeded(data_dir, 6000)
     kill_paused_export(data_dir, sync_dir, point)
 
-    listed = list(sync_dir.chunks_dir.glob("*.jsonl.gz"))
-    temps = list(sync_dir.chunks_dir.glob(".*.tmp"))
+    listed = list(sync_dir.log_dir.glob("*.jsonl.gz"))
+    temps = list(sync_dir.log_dir.glob(".*.tmp"))
     if point == "mid-chunk":
         assert listed == [] and len(temps) == 1  # only a hidden temp file, never a chunk
     else:
         assert len(listed) == 1 and temps == []  # one complete chunk, not yet recorded
-    manifest = (
-        read_manifest(sync_dir.manifest_path.read_bytes())
-        if sync_dir.manifest_path.exists()
-        else None
-    )
-    assert manifest is None or manifest.entries == {}
+    index = read_index(sync_dir.index_path.read_bytes()) if sync_dir.index_path.exists() else None
+    assert index is None or index.ids == []
 
     done = run_engram(
         "sync", "--project", "acme", "--dir", str(sync_dir.path), "--json", data_dir=data_dir
     )
     assert done.returncode == 0, done.stderr
     report = orjson.loads(done.stdout)
-    assert list(sync_dir.chunks_dir.glob(".*.tmp")) == []
+    assert list(sync_dir.log_dir.glob(".*.tmp")) == []
     with Store.open(config=Config(data_dir=data_dir)) as store:
         total = store.journal.count_pending("nowhere", projects=["acme"])
         everything = canonical(store, ["acme"])
@@ -93,8 +89,8 @@ def test_export_killed_half_way(point: str, tmp_path: Path, make_store) -> None:
     if point == "after-chunk":
         assert report["already_held"] > 0
         assert report["mutations"] == total - report["already_held"]
-    entries = read_manifest(sync_dir.manifest_path.read_bytes()).entries
-    assert set(entries) == {p.name[:16] for p in sync_dir.chunks_dir.glob("*.jsonl.gz")}
+    index = read_index(sync_dir.index_path.read_bytes())
+    assert set(index.ids) == {p.name[:16] for p in sync_dir.log_dir.glob("*.jsonl.gz")}
     receiver = make_store("receiver")
     assert import_(receiver, sync_dir).failures == []
     assert canonical(receiver, ["acme"]) == everything

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import orjson
 
-from engram.sync.git.manifest import read_manifest, render_manifest
+from engram.sync.git.index import read_index
 from tests.support import REPO, run_engram
 
 EXAMPLE = REPO / ".engram-example"
 
 
 def test_example_directory_imports(tmp_path: Path) -> None:
-    assert (EXAMPLE / ".gitattributes").read_text().count("manifest.json merge=union") == 1
+    assert (EXAMPLE / ".gitattributes").read_text().count("log/index.jsonl merge=union") == 1
+    assert not (EXAMPLE / "manifest.json").exists() and not (EXAMPLE / "chunks").exists()
     assert "*.db" in (EXAMPLE / ".gitignore").read_text()
     copy = tmp_path / "example"  # import into a copy: the checkout stays untouched
     shutil.copytree(EXAMPLE, copy)
@@ -49,6 +50,7 @@ def test_example_directory_imports(tmp_path: Path) -> None:
     status = orjson.loads(
         run_engram("sync", "--status", "--dir", str(copy), "--json", data_dir=data).stdout
     )
-    assert status["manifest"] == "ok" and status["pending_import"] == []
-    reading = read_manifest((EXAMPLE / "manifest.json").read_bytes())
-    assert render_manifest(reading.entries.values()) == (EXAMPLE / "manifest.json").read_bytes()
+    assert status["index"] == "ok" and status["pending_import"] == []
+    assert status["manifest"] == "missing"  # the Go tool's: nothing of ours goes there
+    reading = read_index((EXAMPLE / "log" / "index.jsonl").read_bytes())
+    assert [p.name[:16] for p in (EXAMPLE / "log").glob("*.jsonl.gz")] == reading.ids

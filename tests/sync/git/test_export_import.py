@@ -7,7 +7,7 @@ import orjson
 
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
-from engram.sync.git.manifest import read_manifest
+from engram.sync.git.index import read_index
 from engram.sync.git.sync import GitSync
 from tests.sync.git.conftest import canonical, export, import_, pull
 
@@ -61,7 +61,9 @@ def test_everything_travels_and_replicas_converge(make_store, sync_dir: SyncDir)
     report = export(alice, sync_dir, ["acme"])
     assert len(report.chunks) == 1
     assert report.files_written == [".gitignore", ".gitattributes"]
-    assert (sync_dir.path / ".gitattributes").read_text().count("manifest.json merge=union") == 1
+    attributes = (sync_dir.path / ".gitattributes").read_text()
+    assert attributes.count("log/index.jsonl merge=union") == 1
+    assert "manifest.json" not in attributes.replace("Never on manifest.json", "")
     chunk = report.chunks[0]
     assert (chunk.sessions, chunk.observations, chunk.prompts) == (3, 4, 2)
     assert chunk.mutations == alice.journal.count_pending("nowhere", projects=["acme"])
@@ -82,12 +84,12 @@ def test_everything_travels_and_replicas_converge(make_store, sync_dir: SyncDir)
 def test_nothing_new_writes_no_file(store: Store, sync_dir: SyncDir) -> None:
     store.add_observation(title="one", content="first", project="acme")
     export(store, sync_dir, ["acme"])
-    files = sorted(sync_dir.chunks_dir.iterdir())
-    manifest = sync_dir.manifest_path.read_bytes()
+    files = sorted(sync_dir.log_dir.iterdir())
+    index = sync_dir.index_path.read_bytes()
     second = export(store, sync_dir, ["acme"])
-    assert second.nothing_new and not second.manifest_rebuilt
-    assert sorted(sync_dir.chunks_dir.iterdir()) == files
-    assert sync_dir.manifest_path.read_bytes() == manifest
+    assert second.nothing_new and not second.index_rebuilt and not second.manifest.written
+    assert sorted(sync_dir.log_dir.iterdir()) == files
+    assert sync_dir.index_path.read_bytes() == index
 
 
 def test_later_edits_and_deletes_go_in_a_new_chunk(make_store, sync_dir: SyncDir) -> None:
@@ -105,8 +107,8 @@ def test_later_edits_and_deletes_go_in_a_new_chunk(make_store, sync_dir: SyncDir
     import_(bob, sync_dir)
     assert bob.search("LRU") == []
     assert canonical(bob) == canonical(alice)
-    manifest = read_manifest(sync_dir.manifest_path.read_bytes())
-    assert manifest.state == "ok" and len(manifest.entries) == 3
+    index = read_index(sync_dir.index_path.read_bytes())
+    assert index.state == "ok" and len(index.ids) == 3 and index.skipped == 0
 
 
 def test_personal_scope_stays_local_unless_asked(make_store, sync_dir: SyncDir) -> None:
@@ -209,7 +211,7 @@ def test_a_vanished_chunk_is_exported_again(store: Store, sync_dir: SyncDir) -> 
     first = export(store, sync_dir, ["acme"])
     store.add_observation(title="second", content="two", project="acme")
     second = export(store, sync_dir, ["acme"])
-    (sync_dir.chunks_dir / f"{first.chunks[0].id}.jsonl.gz").unlink()
+    (sync_dir.log_dir / f"{first.chunks[0].id}.jsonl.gz").unlink()
     status = GitSync(store, sync_dir).status(projects=["acme"])
     assert any("no longer in the directory" in p.reason for p in status.problems)
     again = export(store, sync_dir, ["acme"])
@@ -230,5 +232,5 @@ def test_large_exports_split_into_several_chunks(make_store, sync_dir: SyncDir) 
     result = import_(bob, sync_dir)
     assert len(result.chunks_imported) == len(report.chunks)
     assert canonical(bob) == canonical(alice)
-    listed = orjson.loads(sync_dir.manifest_path.read_bytes())["chunks"]
+    listed = [orjson.loads(line) for line in sync_dir.index_path.read_bytes().splitlines()]
     assert {c["id"] for c in listed} == {c.id for c in report.chunks}

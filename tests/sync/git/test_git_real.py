@@ -30,8 +30,9 @@ def test_two_clones_converge_through_git_with_merges(world) -> None:  # noqa: F8
     a.sync_and_commit("alice: memories")
     a.git("push", "-q")
     b.sync_and_commit("bob: memories")
-    b.pull()  # a real merge: both added .engram/manifest.json
-    assert "<<<<<<<" not in (b.path / ".engram" / "manifest.json").read_text()
+    b.pull()  # a real merge: both added .engram/log/index.jsonl
+    assert "<<<<<<<" not in (b.path / ".engram" / "log" / "index.jsonl").read_text()
+    assert not (b.path / ".engram" / "manifest.json").exists()  # the Go tool's: never ours
     b.engram("sync", "--import")
     # Bob edits Alice's topic memory and deletes his own note.
     b.save(
@@ -57,9 +58,9 @@ def test_two_clones_converge_through_git_with_merges(world) -> None:  # noqa: F8
         "architecture/database",
     )
     a.sync_and_commit("alice: edit and hard delete")
-    a.pull()  # merge again, manifest modified on both sides
+    a.pull()  # merge again, the index modified on both sides
     a.engram("sync", "--import")
-    a.sync_and_commit("alice: manifest after merge")
+    a.sync_and_commit("alice: index after merge")
     a.git("push", "-q")
 
     b.pull()
@@ -86,6 +87,6 @@ def test_two_clones_converge_through_git_with_merges(world) -> None:  # noqa: F8
     assert c.canonical() == a.canonical()
     status = orjson.loads(c.engram("sync", "--status", "--json"))
     assert status["pending_import"] == [] and status["pending_export"] == 0
-    assert status["manifest"] == "ok"
+    assert status["index"] == "ok" and status["manifest"] == "missing"
     # nothing Carol received goes back into the directory
     assert "Nothing new to sync" in c.engram("sync")

@@ -8,6 +8,9 @@ import pytest
 
 from engram.errors import ConflictError
 from engram.sync.git.gitdir import (
+    GITATTRIBUTES,
+    OLD_GITATTRIBUTES,
+    ChunkFiles,
     SyncDir,
     chunk_files,
     ensure_layout,
@@ -20,6 +23,7 @@ from engram.sync.git.gitdir import (
 def test_layout_is_written_once_and_never_overwrites(tmp_path: Path) -> None:
     sync_dir = SyncDir(tmp_path / ".engram")
     assert ensure_layout(sync_dir) == [".gitignore", ".gitattributes"]
+    assert sync_dir.log_dir.is_dir() and not sync_dir.chunks_dir.exists()
     ignore = (sync_dir.path / ".gitignore").read_text()
     assert all(p in ignore for p in ("*.db", "*.lock", "*.tmp"))
     (sync_dir.path / ".gitignore").write_text("# ours\n")
@@ -30,30 +34,53 @@ def test_layout_is_written_once_and_never_overwrites(tmp_path: Path) -> None:
         ensure_layout(SyncDir(tmp_path / "file"))
 
 
+def test_the_union_merge_never_touches_the_go_manifest(tmp_path: Path) -> None:
+    """Earlier versions set ``manifest.json merge=union``, which leaves the Go tool's manifest
+    unreadable after a merge: the line goes, our index gets it, a team's own lines stay."""
+    sync_dir = SyncDir(tmp_path / ".engram")
+    sync_dir.path.mkdir()
+    attributes = sync_dir.path / ".gitattributes"
+    attributes.write_text(OLD_GITATTRIBUTES)
+    (sync_dir.path / ".gitignore").write_text("*.lock\n")
+    assert ensure_layout(sync_dir) == [".gitattributes"]
+    assert attributes.read_text() == GITATTRIBUTES
+    attributes.write_text("*.md text\nmanifest.json   merge=union # ours\n")
+    assert ensure_layout(sync_dir) == [".gitattributes"]
+    assert attributes.read_text() == "*.md text\nlog/index.jsonl merge=union\n"
+    assert ensure_layout(sync_dir) == []
+
+
 def test_listing_skips_temp_files_and_reports_strangers(tmp_path: Path) -> None:
     sync_dir = SyncDir(tmp_path / ".engram")
     ensure_layout(sync_dir)
+    sync_dir.chunks_dir.mkdir()
     for name in (
         "0123456789abcdef.jsonl.gz",
-        "a3f8c1d2.jsonl.gz",
         ".0123.jsonl.gz.9.tmp",
         "README.md",
         "ABCDEF0123456789.jsonl.gz",
         "0123456789abcdef.json",
     ):
-        (sync_dir.chunks_dir / name).write_bytes(b"")
-    (sync_dir.chunks_dir / "fedcba9876543210.jsonl.gz").mkdir()  # a directory is no chunk
-    found, strangers, links = chunk_files(sync_dir)
-    assert [i for i, _ in found] == ["0123456789abcdef", "a3f8c1d2"]
-    assert strangers == [
-        "0123456789abcdef.json",
-        "ABCDEF0123456789.jsonl.gz",
-        "README.md",
-        "fedcba9876543210.jsonl.gz",
+        (sync_dir.log_dir / name).write_bytes(b"")
+    for name in ("a3f8c1d2.jsonl.gz", "0123456789abcdef.jsonl.gz", "fedcba9876543210.jsonl.gz"):
+        (sync_dir.chunks_dir / name).write_bytes(b"")  # ours of old, Go's, and a duplicate
+    (sync_dir.log_dir / "index.jsonl").write_bytes(b"")  # our index is no stranger
+    (sync_dir.log_dir / "1111111111111111.jsonl.gz").mkdir()  # a directory is no chunk
+    found = chunk_files(sync_dir)
+    assert [(f.id, f.place) for f in found.files] == [
+        ("0123456789abcdef", "log"),  # log/ wins over chunks/ for the same id
+        ("a3f8c1d2", "chunks"),
+        ("fedcba9876543210", "chunks"),
     ]
-    assert links == []
+    assert found.strangers == [
+        "log/0123456789abcdef.json",
+        "log/1111111111111111.jsonl.gz",
+        "log/ABCDEF0123456789.jsonl.gz",
+        "log/README.md",
+    ]
+    assert found.links == []
     assert remove_stale_temp_files(sync_dir) == 1
-    assert chunk_files(SyncDir(tmp_path / "missing")) == ([], [], [])
+    assert chunk_files(SyncDir(tmp_path / "missing")) == ChunkFiles()
 
 
 def test_atomic_write_replaces_whole_files_and_cleans_up(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from engram.store import Store
 from engram.sync.git.chunk import BadChunkError
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.go_chunk import go_chunk_records
-from engram.sync.git.manifest import read_manifest
 from engram.sync.git.stream import decode_chunk
+from engram.sync.git.sync import GitSync
 from tests.sync.git.conftest import export, import_
 from tests.sync.git.gofixtures import (
     OBSERVATIONS,
@@ -54,7 +54,8 @@ def test_rows_become_the_same_legacy_mutations_as_a_json_import(make_store) -> N
 
 def test_go_chunk_in_a_sync_directory_imports_once(store: Store, sync_dir: SyncDir) -> None:
     chunk_id = write_go_chunk(sync_dir.path, SESSIONS, OBSERVATIONS, PROMPTS)
-    sync_dir.manifest_path.write_bytes(
+    manifest = sync_dir.manifest_path
+    manifest.write_bytes(
         orjson.dumps(
             {
                 "version": 1,
@@ -79,13 +80,17 @@ def test_go_chunk_in_a_sync_directory_imports_once(store: Store, sync_dir: SyncD
     assert store.get_observation_by_sync_id("obs-go000000000002").deleted_at is not None
     assert store.get_session("go-s1").summary == "Fixed auth & <tokens>"
     assert store.recent_prompts("acme")[0].content == "why does login expire?"
-    # the rebuilt manifest keeps who wrote it, and counts from the content
-    [entry] = read_manifest(sync_dir.manifest_path.read_bytes()).entries.values()
-    assert (entry.created_by, entry.memories, entry.mutations) == ("gopher", 2, 0)
+    # status names who wrote it (from the Go manifest) and counts from the content
+    raw = manifest.read_bytes()
+    status = GitSync(store, sync_dir).status()
+    assert status.contributors == {"gopher": 1} and status.memories == 2
+    assert status.go_chunks == 1 and status.manifest == "ok"
     again = import_(store, sync_dir)
     assert again.chunks_imported == [] and again.chunks_already == 1
-    # legacy mutations that came from the directory are never exported back into it
+    # legacy mutations that came from the directory are never exported back into it, and the
+    # Go tool's manifest is left as it was
     assert export(store, sync_dir, None).nothing_new
+    assert manifest.read_bytes() == raw
 
 
 def test_explicit_mutations_win_and_relations_are_skipped() -> None:
@@ -225,3 +230,36 @@ def test_rows_without_sync_id_get_the_same_id_everywhere() -> None:
 def test_bad_go_documents_name_the_problem(document: dict, message: str) -> None:
     with pytest.raises(BadChunkError, match=re.escape(message)):
         go_chunk_records("abcdef01", document)
+
+
+def test_a_clone_named_rows_meet_the_merged_upgrade_in_one_memory(make_store, tmp_path) -> None:
+    """Issue 16: the Go tool names the project after the clone (``work-copy``). Its chunk
+    applied in the repository of project ``acme-api`` and the same rows reaching another
+    machine as a Go export (or an upgraded Go database) followed by ``engram projects merge
+    work-copy acme-api`` end as the same memories under the same keys."""
+    sessions = [{**SESSIONS[0], "project": "work-copy"}]
+    rows = [{**o, "project": "work-copy", "sync_id": None} for o in OBSERVATIONS]
+    prompts = [{**p, "project": "work-copy", "sync_id": None} for p in PROMPTS]
+    repo = SyncDir(tmp_path / "acme-api" / ".engram")
+    write_go_chunk(repo.path, sessions, rows, prompts)
+    chunked = make_store("chunk")
+    assert import_(chunked, repo).failures == []
+
+    merged = make_store("merge")
+    merged.import_data(
+        {"version": "0.1.0", "sessions": sessions, "observations": rows, "prompts": prompts}
+    )
+    merged.merge_projects(["work-copy"], "acme-api")
+
+    def keys(store: Store) -> set[tuple[str, str, str]]:
+        document = orjson.loads(store.canonical_export(projects=["acme-api"]))
+        return {
+            (kind, item["sync_id"], item["title"] if kind == "observation" else item["content"])
+            for kind in ("observation", "prompt")
+            for item in document[kind + "s"]
+            if item.get("deleted_at") is None and item.get("content")
+        }
+
+    found = keys(chunked)
+    assert found and found == keys(merged)
+    assert not orjson.loads(chunked.canonical_export(projects=["work-copy"]))["observations"]

@@ -57,6 +57,9 @@ def ready(store: Store, sync_dir: SyncDir) -> None:
         (".gitignore", "gitignore"),
         ("config.json", "config.json"),
         ("chunks/.evil.jsonl.gz.1.tmp", ".manifest.json.abc.tmp"),
+        ("log", "chunks"),
+        ("log/index.jsonl", "manifest.json"),
+        ("log/.evil.jsonl.gz.1.tmp", ".manifest.json.abc.tmp"),
     ],
 )
 def test_links_inside_the_directory_are_refused(
@@ -70,6 +73,7 @@ def test_links_inside_the_directory_are_refused(
         os.rename(link, outside / "was-chunks")
     elif link.exists():
         link.unlink()
+    link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(outside / target)
     before = snapshot(outside)
     sync = GitSync(store, sync_dir)
@@ -95,13 +99,16 @@ def test_a_chunk_file_that_is_a_link_is_refused_by_name(
     planted = hostile.write_chunk(
         outside, [hostile.observation("obs-outside000001", project="acme", title="Outside")]
     )
-    (sync_dir.chunks_dir / f"{planted}.jsonl.gz").symlink_to(
-        outside / "chunks" / f"{planted}.jsonl.gz"
-    )
+    (sync_dir.log_dir / f"{planted}.jsonl.gz").symlink_to(outside / "log" / f"{planted}.jsonl.gz")
+    # and one under the Go tool's folder, as a Go chunk would be named
+    sync_dir.chunks_dir.mkdir()
+    (sync_dir.chunks_dir / "0badf00d.jsonl.gz").symlink_to(outside / "log" / f"{planted}.jsonl.gz")
     before = snapshot(outside)
     report = import_(bob, sync_dir)
     assert good in report.chunks_imported
-    assert [(f.chunk, "symbolic link" in f.reason) for f in report.failures] == [(planted, True)]
+    assert sorted((f.chunk, "symbolic link" in f.reason) for f in report.failures) == sorted(
+        [(planted, True), ("0badf00d", True)]
+    )
     assert {o.title for o in bob.recent_observations(limit=10)} == {"One", "Two"}
     status = GitSync(bob, sync_dir).status()
     assert any(p.chunk == planted and "symbolic link" in p.reason for p in status.problems)

@@ -1,0 +1,173 @@
+"""Importance: how much a memory matters, scored with the first seed's formula (pure functions,
+shared by the store, the faces and the cloud server).
+
+    importance = clamp(0.15·length + 0.25·topics + 0.20·links + 0.25·recency + 0.15·access, 0, 1)
+
+with each signal from 0 to 1: ``length`` = characters of content / 2000, ``topics`` = topic
+tags / 5, ``links`` = links to other memories / 3, ``recency`` = 1 − days since the memory last
+changed (or was confirmed) / 90, ``access`` = searches and reads that returned it / 10.
+
+A memory's topic tags are the segments of its topic key (``architecture/auth`` → 2) plus its
+type, unless the type is the default ``manual`` (which says nothing about the memory).
+
+The user may override the score per memory (``importance_override``, a payload field that
+travels with the memory); the computed score is local, derived data (docs/importance.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from engram.errors import ValidationError
+from engram.record import importance_problem
+
+WEIGHTS = {"length": 0.15, "topics": 0.25, "links": 0.20, "recency": 0.25, "access": 0.15}
+LENGTH_FULL = 2000  # characters of content that give the whole length signal
+TOPICS_FULL = 5
+LINKS_FULL = 3
+RECENCY_DAYS = 90  # the recency signal falls linearly to 0 over this many days
+ACCESS_FULL = 10
+#: Consolidation archives memories scored below this (never pinned ones).
+DEFAULT_ARCHIVE_THRESHOLD = 0.1
+#: What clears an override, so the computed score applies again.
+AUTO = "auto"
+_AUTO_WORDS = frozenset({"auto", "none", "computed", "clear"})
+_STORE_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """The five signals of one memory, each from 0 to 1."""
+
+    length: float
+    topics: float
+    links: float
+    recency: float
+    access: float
+
+    def score(self) -> float:
+        total = (
+            WEIGHTS["length"] * self.length
+            + WEIGHTS["topics"] * self.topics
+            + WEIGHTS["links"] * self.links
+            + WEIGHTS["recency"] * self.recency
+            + WEIGHTS["access"] * self.access
+        )
+        return round(min(1.0, max(0.0, total)), 4)
+
+    def to_dict(self) -> dict[str, float]:
+        return {name: round(value, 4) for name, value in asdict(self).items()}
+
+
+def topic_count(topic_key: str | None, type: str | None) -> int:
+    """Distinct topic tags: the topic key's segments, plus the type unless it is ``manual``."""
+    tags = {part for part in (topic_key or "").lower().split("/") if part.strip()}
+    kind = (type or "").strip().lower()
+    if kind and kind != "manual":
+        tags.add(kind)
+    return len(tags)
+
+
+def days_since(stamp: str | None, now: datetime) -> float:
+    """Days from a stored timestamp to ``now`` (0 for a missing or unreadable one, never
+    negative: a timestamp from a clock ahead of ours is "now")."""
+    if not stamp:
+        return 0.0
+    try:
+        then = datetime.fromisoformat(stamp[:19]).replace(tzinfo=UTC)
+    except ValueError:
+        return 0.0
+    return max(0.0, (now - then).total_seconds() / 86_400)
+
+
+def signals(
+    *,
+    content: str,
+    topic_key: str | None,
+    type: str | None,
+    links: int,
+    changed_at: str | None,
+    access_count: int,
+    now: datetime,
+) -> Signals:
+    return Signals(
+        length=min(len(content or "") / LENGTH_FULL, 1.0),
+        topics=min(topic_count(topic_key, type) / TOPICS_FULL, 1.0),
+        links=min(max(links, 0) / LINKS_FULL, 1.0),
+        recency=max(1.0 - days_since(changed_at, now) / RECENCY_DAYS, 0.0),
+        access=min(max(access_count, 0) / ACCESS_FULL, 1.0),
+    )
+
+
+def compute(
+    content: str,
+    topic_key: str | None,
+    type: str | None,
+    links: int,
+    changed_at: str | None,
+    access_count: int,
+    now: datetime | None = None,
+) -> float:
+    """The computed importance of one memory (what the SQL function ``engram_importance``
+    returns, so batch re-scoring and single saves agree)."""
+    return signals(
+        content=content,
+        topic_key=topic_key,
+        type=type,
+        links=int(links or 0),
+        changed_at=changed_at,
+        access_count=int(access_count or 0),
+        now=now or datetime.now(UTC),
+    ).score()
+
+
+def sql_function() -> Any:
+    """``engram_importance(content, topic_key, type, links, changed_at, access_count, now)``
+    for SQLite's ``create_function`` (``now`` in the store's format, passed by the statement so
+    that one statement scores every row at the same instant)."""
+    moments: dict[str, datetime] = {}
+
+    def engram_importance(content, topic_key, kind, links, changed_at, access_count, now):
+        moment = moments.get(now)
+        if moment is None:
+            moments.clear()  # one instant per statement: keep the cache tiny
+            moment = moments[now] = datetime.strptime(now, _STORE_FORMAT).replace(tzinfo=UTC)
+        return compute(content, topic_key, kind, links, changed_at, access_count, moment)
+
+    return engram_importance
+
+
+def effective(override: float | None, computed: float | None) -> float:
+    """The importance a memory has: the user's override, else the computed score."""
+    if override is not None:
+        return float(override)
+    return float(computed or 0.0)
+
+
+def check_importance(value: Any, field: str = "importance") -> float:
+    """A valid importance (a finite number from 0 to 1; numeric text is read as a number),
+    else a :class:`ValidationError` naming ``field``."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise ValidationError(
+                f"{field} must be a number from 0 to 1, got {value!r}", field=field
+            ) from None
+    if problem := importance_problem(number):
+        raise ValidationError(f"{field} {problem}", field=field)
+    return float(number)
+
+
+def importance_argument(value: Any, field: str = "importance") -> float | Literal["auto"]:
+    """An override as the faces receive it: a number from 0 to 1, or ``auto`` (also ``none``,
+    ``computed``, ``clear``) to drop the override."""
+    if isinstance(value, str) and value.strip().lower() in _AUTO_WORDS:
+        return AUTO
+    try:
+        return check_importance(value, field)
+    except ValidationError as exc:
+        raise ValidationError(f"{exc} (or 'auto' for the computed score)", field=field) from None

@@ -1,0 +1,78 @@
+"""Keeping each memory's computed importance up to date.
+
+The score (``observations.importance``) is local, derived data: every replica computes it from
+the memory's replicated fields plus its local access count (docs/importance.md). It is written
+whenever a memory is saved, changed or applied from elsewhere, and re-scored by consolidation
+(recency decays). One implementation, :func:`engram.importance.compute`, is registered as the
+SQL function ``engram_importance`` so single writes and batch re-scoring always agree.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from engram import importance
+from engram.store.links import LINKS_SQL
+from engram.times import now_text
+
+#: The computed importance of the row aliased ``o``, at the instant given as the parameter.
+SCORE_SQL = (
+    f"engram_importance(o.content, o.topic_key, o.type, {LINKS_SQL},"
+    " MAX(o.updated_at, COALESCE(o.reviewed_at, '')), o.access_count, ?)"
+)
+_CHUNK = 500  # ids per statement (well under SQLite's variable limit)
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """Make ``engram_importance`` available on ``conn`` (once: SQLite refuses to replace a
+    function while a statement of that connection is still active)."""
+    try:
+        conn.execute("SELECT engram_importance('', NULL, NULL, 0, NULL, 0, '1970-01-01 00:00:00')")
+    except sqlite3.OperationalError:
+        conn.create_function("engram_importance", 7, importance.sql_function())
+
+
+def rescore_ids(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:
+    """Score the memories with these local ids; returns how many rows were scored."""
+    moment = now or now_text()
+    wanted = sorted(set(ids))
+    done = 0
+    for start in range(0, len(wanted), _CHUNK):
+        part = wanted[start : start + _CHUNK]
+        marks = ", ".join("?" for _ in part)
+        done += conn.execute(
+            f"UPDATE observations AS o SET importance = {SCORE_SQL} WHERE o.id IN ({marks})",
+            [moment, *part],
+        ).rowcount
+    return done
+
+
+def rescore_where(
+    conn: sqlite3.Connection, where: str, params: Iterable[object] = (), now: str | None = None
+) -> int:
+    """Score every memory matching ``where`` (a condition on the alias ``o``)."""
+    moment = now or now_text()
+    return conn.execute(
+        f"UPDATE observations AS o SET importance = {SCORE_SQL} WHERE {where}",
+        [moment, *params],
+    ).rowcount
+
+
+def rescore_successors(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:
+    """Score the memories that the memories with these ids name as ``superseded_by`` (their
+    link count changed)."""
+    moment = now or now_text()
+    wanted = sorted(set(ids))
+    done = 0
+    for start in range(0, len(wanted), _CHUNK):
+        part = wanted[start : start + _CHUNK]
+        marks = ", ".join("?" for _ in part)
+        done += conn.execute(
+            f"""UPDATE observations AS o SET importance = {SCORE_SQL}
+                WHERE o.id IN (SELECT t.id FROM observations s JOIN observations t
+                    ON t.project = s.project AND t.sync_id = s.superseded_by
+                    WHERE s.id IN ({marks}) AND s.superseded_by IS NOT NULL)""",
+            [moment, *part],
+        ).rowcount
+    return done

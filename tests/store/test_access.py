@@ -1,0 +1,119 @@
+"""Access counts (issue 21): searches and reads count, locally, without a database write per
+search; folding loses and doubles nothing when processes race or stop."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from engram.config import Config
+from engram.store import Store
+
+
+def data_version(path: Path) -> int:
+    """SQLite's data_version seen from another connection: it changes when anyone commits."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA data_version").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_search_or_a_read_writes_no_database_transaction(store: Store) -> None:
+    obs = store.add_observation(title="Redis eviction", content="allkeys-lru", project="acme")
+    import sqlite3
+
+    watcher = sqlite3.connect(store.path)
+    version = watcher.execute("PRAGMA data_version").fetchone()[0]
+    journal = store.journal.count_pending("x")
+    for _ in range(50):
+        assert store.search("redis eviction")
+        store.get_observation(obs.observation.id, record_access=True)
+    assert watcher.execute("PRAGMA data_version").fetchone()[0] == version
+    assert store.journal.count_pending("x") == journal  # reads are never replicated
+    assert store.access.pending_bytes() > 0
+    watcher.close()
+
+
+def test_searches_and_reads_count_once_folded(store: Store) -> None:
+    hit = store.add_observation(title="Redis eviction", content="allkeys-lru", project="acme")
+    other = store.add_observation(title="Postgres", content="vacuum", project="other")
+    before = store.get_observation(hit.observation.id).importance
+    for _ in range(3):
+        store.search("redis")
+    shown = store.get_observation(hit.observation.id, record_access=True)
+    assert shown.access_count == 0  # folded in batches: the same count on every face
+    assert store.access.pending_counts()[("acme", hit.observation.sync_id)] == 4
+    store.search("redis", record_access=False)  # as-you-type search: not a read
+    assert store.access.fold() == 4
+    after = store.get_observation(hit.observation.id)
+    assert after.access_count == 4 and after.last_accessed_at is not None
+    assert after.importance > before  # 4 reads of 10 add 0.06
+    assert store.get_observation(other.observation.id).access_count == 0
+    assert store.access.fold() == 0 and store.access.pending_bytes() == 0
+
+
+def test_the_log_folds_itself_once_it_is_big_enough(data_dir: Path) -> None:
+    with Store.open(config=Config(data_dir=data_dir, access_fold_bytes=2000)) as store:
+        obs = store.add_observation(title="Redis", content="eviction", project="acme")
+        for _ in range(60):
+            store.search("redis")
+        folded = store.get_observation(obs.observation.id).access_count
+        assert 0 < folded <= 60
+        assert (
+            folded + store.access.pending_counts().get(("acme", obs.observation.sync_id), 0) == 60
+        )
+
+
+def test_hits_are_counted_once_when_a_fold_stopped_before_deleting_its_file(store: Store) -> None:
+    obs = store.add_observation(title="Redis", content="eviction", project="acme").observation
+    store.search("redis")
+    store.search("redis")
+    # A fold that committed, then stopped before deleting its file: the file is still there.
+    store.access._take_current()
+    (taken,) = store.path.parent.glob("*.folding")
+    kept = taken.read_bytes()
+    assert store.access.fold() == 2
+    taken.write_bytes(kept)  # as if the unlink never happened
+    assert store.access.fold() == 0
+    assert store.get_observation(obs.id).access_count == 2
+    assert not list(store.path.parent.glob("*.folding"))
+
+
+def test_a_torn_line_and_foreign_lines_are_skipped(store: Store) -> None:
+    obs = store.add_observation(title="Redis", content="eviction", project="acme").observation
+    store.search("redis")
+    with open(store.access.path, "ab") as log:
+        log.write(b'["acme", "obs-gone", "2026-01-01 00:00:00"]\n{"not": "a hit"}\n["acme", "ob')
+    assert store.access.fold() == 2  # ours and the one of a memory that no longer exists
+    assert store.get_observation(obs.id).access_count == 1
+
+
+def test_concurrent_searchers_and_folders_lose_no_hit(data_dir: Path) -> None:
+    config = Config(data_dir=data_dir, access_fold_bytes=1500)
+    with Store.open(config=config) as store:
+        key = store.add_observation(title="Redis", content="eviction", project="acme")
+    threads, per_thread = 4, 40
+
+    def search() -> None:
+        with Store.open(config=config) as mine:
+            for _ in range(per_thread):
+                mine.search("redis")
+
+    workers = [threading.Thread(target=search) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    with Store.open(config=config) as store:
+        store.access.fold()
+        assert store.get_observation(key.observation.id).access_count == threads * per_thread
+
+
+def test_the_log_is_private(store: Store) -> None:
+    store.add_observation(title="Redis", content="eviction", project="acme")
+    store.search("redis")
+    assert os.stat(store.access.path).st_mode & 0o077 == 0
