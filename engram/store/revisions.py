@@ -63,6 +63,21 @@ def keep(
     return True
 
 
+def kept_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
+    """The newest kept version of memory ``(project, key)`` written at or before ``when``
+    (``None`` when none is that old): what it said then, for search as of a moment."""
+    best: dict[str, Any] | None = None
+    for (text,) in conn.execute(
+        "SELECT state FROM observation_revisions WHERE project = ? AND sync_id = ?",
+        (project, key),
+    ):
+        state = orjson.loads(text)
+        at = state.get("updated_at") or ""
+        if at <= when and (best is None or at > (best.get("updated_at") or "")):
+            best = state
+    return best
+
+
 def forget(conn: sqlite3.Connection, project: str, key: str) -> None:
     """A hard delete: the memory's earlier text goes with it."""
     conn.execute(
