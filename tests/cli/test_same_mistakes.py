@@ -65,6 +65,11 @@ def test_counts_below_one_are_refused(data_dir: Path) -> None:
         "engram: error: limit must be at least 1 (got -3)"
     )
     assert "limit must be at least 1 (got 0)" in error_line(data_dir, "list", "--limit", "0")
+    # the curation lists check their counts the same way (one check, in the store)
+    for command in ("archived", "review"):
+        said = error_line(data_dir, command, "--limit", "-3")
+        assert said == "engram: error: limit must be at least 1 (got -3)", command
+    assert "days must be at least 1 (got 0)" in error_line(data_dir, "review", "--days", "0")
     assert "id must be an integer (got 'abc')" in error_line(data_dir, "get", "abc")
 
 

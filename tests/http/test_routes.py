@@ -313,6 +313,13 @@ def test_restore_undoes_soft_deletes(client: TestClient, store: Store) -> None:
     assert back.json()["count"] == 1 and back.json()["restored"][0]["title"] == "One"
     assert client.get(f"/observations/{one}").status_code == 200
     assert client.post("/observations/restore", json={"ids": []}).status_code == 400
+    # one route for archives and soft deletes: {"id"} answers with the memory, {"ids"} a list
+    assert client.post("/observations/restore", json={}).status_code == 400
+    both = client.post("/observations/restore", json={"id": one, "ids": [one]})
+    assert both.status_code == 400 and "not both" in both.json()["error"]
+    client.delete(f"/observations/{one}")
+    alone = client.post("/observations/restore", json={"id": one})
+    assert alone.status_code == 200 and alone.json()["id"] == one
     client.delete(f"/observations/{two}", params={"hard": "true"})
     assert client.post("/observations/restore", json={"ids": [two]}).status_code == 404
 
