@@ -245,8 +245,9 @@ def consolidation(report: ConsolidationReport) -> str:
     where = f"project {quoted(report.project)}" if report.project else "every project"
     lines = [
         f"Consolidation of {where}{' (dry run: nothing was changed)' if report.dry_run else ''}",
-        f"- Examined: {report.processed} memories (re-scored {report.rescored})",
-        f"- {verb} merge: {report.merged} near-duplicates into {report.merged_into} memories",
+        f"- Examined: {plural(report.processed, 'memory')} (re-scored {report.rescored})",
+        f"- {verb} merge: {plural(report.merged, 'near-duplicate')} into "
+        f"{plural(report.merged_into, 'memory')}",
         f"- {verb} archive: {report.archived} below importance {report.threshold:g}",
     ]
     if report.pinned_kept:
@@ -254,7 +255,7 @@ def consolidation(report: ConsolidationReport) -> str:
     if report.skipped:
         lines.append(f"- Skipped {report.skipped} that changed meanwhile (run it again)")
     if report.over_max:
-        lines.append(f"- Left {report.over_max} steps for a later run (--max)")
+        lines.append(f"- Left {plural(report.over_max, 'step')} for a later run (--max)")
     lines += [f"- Warning: {w}" for w in report.warnings]
     lines.append(f"- Took {report.elapsed_ms / 1000:.2f} s")
     for step in report.merges:
