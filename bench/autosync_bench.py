@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from sync_bench import journal_records  # noqa: E402
 
-from engram.config import Config  # noqa: E402
+from engram.settings import Config  # noqa: E402
 from engram.store import Store  # noqa: E402
 from engram.sync.cloud import state as cloud_state  # noqa: E402
 from engram.sync.cloud.config import CloudConfig, normalize_server_url  # noqa: E402

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import planted  # noqa: E402
 
-from engram.config import Config  # noqa: E402
+from engram.settings import Config  # noqa: E402
 from engram.store import Store  # noqa: E402
 
 

@@ -193,7 +193,7 @@ def main() -> None:
     from litestar.testing import TestClient
 
     from engram_cloud.app import create_app
-    from engram_cloud.dashboard.queries import COUNT_CAP
+    from engram_cloud.dashboard.queries.common import COUNT_CAP
     from engram_cloud.db import create_db_engine
     from engram_cloud.migrate import upgrade
     from engram_cloud.settings import Settings, parse_allowlist

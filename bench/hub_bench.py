@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO))
 
 from litestar.testing import TestClient  # noqa: E402
 
-from engram.config import Config  # noqa: E402
 from engram.http.hub import HubIndex, create_hub  # noqa: E402
+from engram.settings import Config  # noqa: E402
 from engram.store import Store  # noqa: E402
 
 WORDS = (

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import devnotes
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 
 PROJECT = "acme-web"

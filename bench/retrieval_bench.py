@@ -56,7 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from engram import semantic  # noqa: E402
-from engram.config import Config  # noqa: E402
+from engram.settings import Config  # noqa: E402
 from engram.store import Store  # noqa: E402
 from engram.store.query import query_words  # noqa: E402
 

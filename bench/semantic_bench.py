@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import numpy as np  # noqa: E402
 import retrieval_bench  # noqa: E402
 
-from engram.config import Config  # noqa: E402
+from engram.settings import Config  # noqa: E402
 from engram.store import Store  # noqa: E402
 from engram.store.vectors import PENDING, TABLE  # noqa: E402
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import devnotes
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.store.query import build_match
 

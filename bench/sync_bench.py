@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import devnotes
 
-from engram.config import Config
 from engram.record import build_record, format_hlc
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync

@@ -24,10 +24,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engram.config import Config
 from engram.ingest.git import ingest_git
 from engram.record import build_record, format_hlc, new_mid, new_origin
 from engram.secrets import redact_secrets
+from engram.settings import Config
 from engram.store import Store
 from engram.vault import VaultSync
 

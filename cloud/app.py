@@ -23,11 +23,12 @@ from engram_cloud import gateway
 from engram_cloud.api import admin as admin_api
 from engram_cloud.api import sync as sync_api
 from engram_cloud.api import workers
-from engram_cloud.auth import INSECURE_PRINCIPAL, Principal, authenticate, readable_projects
+from engram_cloud.api.access import provide_principal
+from engram_cloud.auth import Principal, readable_projects
 from engram_cloud.compression import response_compression
-from engram_cloud.dashboard.pages import DashboardPlugin
+from engram_cloud.dashboard.plugin import DashboardPlugin
 from engram_cloud.db import create_db_engine, describe_db_error, libpq_url
-from engram_cloud.errors import EXCEPTION_HANDLERS, ApiError, json_response
+from engram_cloud.errors import EXCEPTION_HANDLERS, json_response
 from engram_cloud.fleet import Liveness
 from engram_cloud.guards import refuse_unstorable_parameters
 from engram_cloud.live import LiveFeed
@@ -37,37 +38,9 @@ from engram_cloud.settings import Settings, load_settings
 SERVICE = "engram-cloud"
 
 
-def client_address(request: Request) -> str:
-    """The caller's address: the connection's peer, or the client a trusted proxy names
-    (uvicorn rewrites it only for ``ENGRAM_CLOUD_TRUSTED_PROXIES``)."""
-    return request.client.host if request.client else "unknown"
-
-
-def provide_principal(request: Request) -> Principal:
-    """The authenticated caller (401 envelope when the credentials are missing or wrong, 429
-    when the address sent too many wrong ones)."""
-    state = request.app.state
-    if state.settings.insecure:
-        return INSECURE_PRINCIPAL
-    with state.engine.connect() as conn:
-        try:
-            return authenticate(
-                conn, state.settings, request.headers.get("authorization"), client_address(request)
-            )
-        finally:
-            conn.commit()  # the failure count and last_used_at, whether or not it refused
-
-
-def provide_admin(principal: NamedDependency[Principal]) -> Principal:
-    """The caller, if an admin (403 otherwise)."""
-    if not principal.is_admin:
-        raise ApiError(403, "policy", "policy_forbidden", "forbidden: admin role required")
-    return principal
-
-
 @get("/health", sync_to_thread=False, include_in_schema=False)
 def health() -> object:
-    """Liveness: the process answers (the reference's exact body)."""
+    """Liveness: the process answers (the Go tool's exact body)."""
     return json_response({"service": SERVICE, "status": "ok"})
 
 
@@ -139,7 +112,6 @@ def create_app(
         ],
         dependencies={
             "principal": Provide(provide_principal, sync_to_thread=True),
-            "admin": Provide(provide_admin, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=refuse_unstorable_parameters,

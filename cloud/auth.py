@@ -1,6 +1,6 @@
 """Who is calling, and which projects they may touch.
 
-Authentication (``Authorization: Bearer <token>`` only; reference §4.2), in this order:
+Authentication (``Authorization: Bearer <token>`` only; docs/cloud.md, "Who may do what"), in this order:
 
 1. insecure mode: no credentials at all, the caller is the local developer (admin);
 2. the legacy shared ``ENGRAM_CLOUD_TOKEN`` (a member bounded by the allowlist);
@@ -15,7 +15,7 @@ so all server processes share it. A missing or malformed header is not a guess a
 counted. The address is the connection's peer, or what a trusted proxy says
 (``ENGRAM_CLOUD_TRUSTED_PROXIES``; nobody's ``X-Forwarded-For`` is believed otherwise).
 
-Authorization (reference §4.3): the server allowlist bounds everybody (``*`` = every project);
+Authorization (docs/cloud.md, "Who may do what"): the server allowlist bounds everybody (``*`` = every project);
 managed principals are further bounded by their grants, deny by default (a grant of ``*`` means
 every allowlisted project). Project names are normalized before any check.
 """
@@ -44,7 +44,6 @@ SOURCE_MANAGED = "managed_token"
 SOURCE_LEGACY = "legacy_env"
 SOURCE_LEGACY_ADMIN = "legacy_admin_env"
 SOURCE_INSECURE = "insecure"
-SOURCE_CLI = "cli"
 
 
 @dataclass(frozen=True, slots=True)

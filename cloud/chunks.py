@@ -1,4 +1,4 @@
-"""Chunks pushed through the older chunk routes (reference §4.5): stored as their canonical
+"""Chunks pushed through the older chunk routes (docs/cloud.md, "Chunk routes (older clients)"): stored as their canonical
 JSON per project, listed as a manifest, served back byte for byte. Their rows are also
 decomposed into the mutation log (see :mod:`engram_cloud.legacy`), so clients of the mutation
 routes see what chunk clients push.
@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from engram.times import iso
 from engram_cloud import models
-from engram_cloud.principals import iso
 
 STORED, EXISTS, CONFLICT = "stored", "exists", "conflict"
 

@@ -1,6 +1,6 @@
 """Compressed bodies in both directions.
 
-Requests: ``Content-Encoding: zstd`` (preferred) or ``gzip``; the reference's gzip envelope type
+Requests: ``Content-Encoding: zstd`` (preferred) or ``gzip``; the Go tool's gzip envelope type
 ``application/vnd.engram.sync+gzip; version=1``; and gzip or zstd recognised by their magic
 bytes when a proxy dropped or rewrote the headers. Decompression is bounded: a body that inflates
 past the push limit is refused with 413 before it is fully inflated (no zip bombs).

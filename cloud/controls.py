@@ -23,8 +23,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from engram.errors import ValidationError
 from engram.text import unstorable_reason
+from engram.times import iso
 from engram_cloud import models
-from engram_cloud.principals import iso
 
 if TYPE_CHECKING:
     from engram_cloud.settings import Settings

@@ -1,6 +1,6 @@
 """The error envelope every JSON route answers with, and the exception handlers that produce it.
 
-``{"error_class", "error_code", "error"}`` (reference §4.4) plus route-specific extra fields:
+``{"error_class", "error_code", "error"}`` (docs/cloud.md, "Compression and errors") plus route-specific extra fields:
 ``error_class`` is ``repairable`` (fix the payload and retry), ``blocked`` (the server cannot
 serve right now), ``policy`` (not allowed: 401/403/409 pause) or ``invalid_request``.
 """

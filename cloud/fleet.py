@@ -34,9 +34,9 @@ from sqlalchemy import ColumnElement, Connection, false, func, or_, select, text
 from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from engram.times import iso
 from engram_cloud import models, ratelimit
 from engram_cloud.auth import Principal, readable_projects
-from engram_cloud.principals import iso
 from engram_cloud.settings import DEFAULT_WORKER_OFFLINE_S, DEFAULT_WORKER_UNHEALTHY_S, Settings
 
 STATUSES = ("online", "unhealthy", "offline")

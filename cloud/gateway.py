@@ -1,7 +1,7 @@
 """The first seed's WebSocket gateway on the cloud server (same process, litestar WebSockets), and
 the live channel of the dashboard's pages.
 
-Protocol (``reference/seed-engram-hub-api.md``, "WebSocket Gateway"), at ``/ws``:
+Protocol (docs/cloud.md, "WebSocket gateway"), at ``/ws``:
 
 1. Within :data:`HANDSHAKE_SECONDS` the client sends ``{"token": "…"}``: any token the server's
    HTTP API accepts (a managed ``egt_…`` token, the legacy shared or admin token). The answer is

@@ -55,3 +55,16 @@ def bigint(raw: str, name: str, *, minimum: int = 0) -> int:
     if value > MAX_BIGINT:
         raise invalid_request("invalid_parameter", f"{name} must be at most {MAX_BIGINT}")
     return value
+
+
+def seconds(raw: str, name: str) -> float:
+    """A query parameter as a finite number of seconds, 0 or more, or 400 naming it."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise invalid_request(
+            "invalid_parameter", f"{name} must be a number of seconds, got {raw[:50]!r}"
+        ) from None
+    if not 0 <= value < float("inf"):
+        raise invalid_request("invalid_parameter", f"{name} must be 0 or more seconds")
+    return value

@@ -1,7 +1,7 @@
-"""What older clients send, turned into mutation records: the reference's ``entries`` push shape
+"""What older clients send, turned into mutation records: the Go tool's ``entries`` push shape
 and its chunk documents (``{"sessions", "observations", "prompts", "mutations"}``).
 
-Both become the deterministic legacy records of DESIGN §3 through
+Both become the deterministic legacy records of docs/architecture.md, "Identity, the journal and replication" through
 :func:`engram.sync.git.go_chunk.go_chunk_records`, so pushing the same chunk or entry twice stores
 nothing new, and every machine that imports the same rows another way produces the same mids.
 """
@@ -25,7 +25,7 @@ from engram_cloud.sync_log import (
 )
 
 CHUNK_SECTIONS = ("sessions", "observations", "prompts")
-CLOUD_CHUNK_ID_LENGTH = 8  # the reference's cloud chunk ids: 8 hex of the canonical bytes
+CLOUD_CHUNK_ID_LENGTH = 8  # the Go tool's cloud chunk ids: 8 hex of the canonical bytes
 
 
 def _decoded(payload: Any) -> Any:
@@ -72,7 +72,7 @@ def entry_candidate(
 
 def canonical_chunk(data: Any, project: str) -> tuple[str, bytes, dict[str, Any]]:
     """``(chunk_id, canonical bytes, document)`` of a pushed chunk, every row and mutation set
-    to ``project`` (reference §4.6). Raises :class:`ValueError` naming what is malformed."""
+    to ``project`` (docs/cloud.md, "Chunk routes (older clients)"). Raises :class:`ValueError` naming what is malformed."""
     if not isinstance(data, dict):
         raise ValueError("data must be a JSON object")
     document: dict[str, Any] = {}

@@ -26,10 +26,10 @@ import anyio
 import orjson
 from sqlalchemy import Engine, func, select
 
+from engram.times import iso
 from engram_cloud import models
 from engram_cloud.fleet import DEFAULT_LIVENESS, Liveness
 from engram_cloud.notify import Notifier
-from engram_cloud.principals import iso
 
 log = logging.getLogger("engram_cloud.live")
 

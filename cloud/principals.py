@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.text import unstorable_reason
+from engram.times import iso
 from engram_cloud import models
 from engram_cloud.auth import Principal, hash_token, new_token, normalize_project_name, token_prefix
 from engram_cloud.settings import ALL_PROJECTS
@@ -41,13 +42,6 @@ class Actor:
 
 
 CLI_ACTOR = Actor(None, "cli")
-
-
-def iso(moment: datetime | None) -> str | None:
-    """RFC 3339 in UTC, or None."""
-    if moment is None:
-        return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _now() -> datetime:

@@ -2,7 +2,7 @@
 applied from accepted mutations in the same transaction as the log insert, and rebuildable from
 the log (records the log holds back — ``held``, see :mod:`engram_cloud.clocks` — are skipped).
 
-The rules are the local store's (DESIGN §3 "Applying mutations"), per ``(project, entity, key)``:
+The rules are the local store's (docs/architecture.md, "Identity, the journal and replication"), per ``(project, entity, key)``:
 the greatest ``hlc`` wins (string order; ties go to the existing state), records are
 applied in log order; payloads are written
 verbatim through :func:`engram.record.full_state`; a hard delete removes the row and

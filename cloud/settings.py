@@ -17,18 +17,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engram.project import project_name
+from engram.settings import Variable, read_variable
 
 DEFAULT_PORT = 8080
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_PUSH_BYTES = 8 * 1024 * 1024
-MAX_BATCH = 500  # mutations per push (DESIGN §5)
+MAX_BATCH = 500  # mutations per push (docs/cloud-sync.md)
 DEFAULT_PULL_LIMIT = 500
 MAX_PULL_LIMIT = 1000
 MAX_WAIT_SECONDS = 30.0
 MIN_SECRET_BYTES = 32
 MIN_TOKEN_CHARS = 32  # legacy bearer tokens: anything shorter is guessable at our throttle's rate
 ALL_PROJECTS = "*"
-DEFAULT_MAX_CLOCK_DRIFT_S = 600  # DESIGN §3 "Clock bound": 10 minutes
+DEFAULT_MAX_CLOCK_DRIFT_S = 600  # 10 minutes (docs/architecture.md, "Trust boundaries")
 DEFAULT_AUDIT_RETENTION_DAYS = 90
 DEFAULT_AUDIT_MAX_ROWS = 100_000
 DEFAULT_HEARTBEATS_PER_MINUTE = 120  # per member principal (a shared token is one principal)
@@ -40,28 +41,103 @@ DEFAULT_WORKER_OFFLINE_S = 3600
 #: The placeholder written in docs/cloud.env.example and docker-compose.cloud.yml: a server
 #: started with it unchanged would sign sessions with a secret everybody knows.
 EXAMPLE_JWT_SECRET = "replace-me-with-a-random-secret-of-at-least-32-bytes"
-#: Every variable the server reads (docs/cloud.md describes each).
-ENV_VARS = (
-    "ENGRAM_DATABASE_URL",
-    "ENGRAM_CLOUD_HOST",
-    "ENGRAM_CLOUD_PORT",
-    "ENGRAM_PORT",
-    "ENGRAM_CLOUD_TOKEN",
-    "ENGRAM_JWT_SECRET",
-    "ENGRAM_CLOUD_INSECURE_NO_AUTH",
-    "ENGRAM_CLOUD_ALLOWED_PROJECTS",
-    "ENGRAM_CLOUD_ADMIN",
-    "ENGRAM_CLOUD_TOKEN_PEPPER",
-    "ENGRAM_CLOUD_MAX_PUSH_BYTES",
-    "ENGRAM_CLOUD_DB_POOL_SIZE",
-    "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S",
-    "ENGRAM_CLOUD_TRUSTED_PROXIES",
-    "ENGRAM_CLOUD_AUDIT_RETENTION_DAYS",
-    "ENGRAM_CLOUD_AUDIT_MAX_ROWS",
-    "ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE",
-    "ENGRAM_CLOUD_WORKER_UNHEALTHY_S",
-    "ENGRAM_CLOUD_WORKER_OFFLINE_S",
+#: Every variable the server reads; docs/settings.md is generated from this list.
+VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        "ENGRAM_DATABASE_URL",
+        "required",
+        "`postgres://`, `postgresql://` or `postgresql+<driver>://`, always used through psycopg 3.",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_ALLOWED_PROJECTS",
+        "required",
+        "Comma list of project names (normalized like everywhere in Engram), or `*` for every "
+        "project. It bounds every caller, pulls included.",
+    ),
+    Variable(
+        "ENGRAM_JWT_SECRET",
+        "required unless insecure",
+        "≥ 32 random bytes (`openssl rand -hex 32`); the example value and repetitive strings "
+        "are refused. Signs dashboard sessions.",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_TOKEN",
+        "none",
+        "A shared bearer token for every machine; at least 32 random characters.",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_ADMIN",
+        "none",
+        "An admin bearer token (admin API, every machine in the workers list, dashboard login); "
+        "at least 32 random characters, different from the shared token.",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_TOKEN_PEPPER",
+        "derived from the JWT secret",
+        "Key for hashing managed tokens (≥ 32 bytes, not the JWT secret): set it before issuing "
+        "tokens to be able to rotate the JWT secret without reissuing every token.",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_INSECURE_NO_AUTH",
+        "0",
+        "`1`: no authentication at all, for local development; refused together with a token.",
+    ),
+    Variable("ENGRAM_CLOUD_HOST", DEFAULT_HOST, "Bind address (`0.0.0.0` in containers)."),
+    Variable("ENGRAM_CLOUD_PORT", "ENGRAM_PORT, else 8080", "Port."),
+    Variable("ENGRAM_PORT", str(DEFAULT_PORT), "Port, when ENGRAM_CLOUD_PORT is not set."),
+    Variable(
+        "ENGRAM_CLOUD_MAX_PUSH_BYTES",
+        str(DEFAULT_MAX_PUSH_BYTES),
+        "Largest push body, before and after decompression.",
+    ),
+    Variable("ENGRAM_CLOUD_DB_POOL_SIZE", "10", "Database connections per server process."),
+    Variable(
+        "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S",
+        str(DEFAULT_MAX_CLOCK_DRIFT_S),
+        "How far ahead of the server's clock a pushed record's `hlc` may be (rejected "
+        "`clock_skew` beyond).",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_TRUSTED_PROXIES",
+        "none",
+        "Comma list of proxy addresses or networks whose `X-Forwarded-For`/`-Proto` are believed.",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_AUDIT_RETENTION_DAYS",
+        str(DEFAULT_AUDIT_RETENTION_DAYS),
+        "Sync audit rows older than this are pruned.",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_AUDIT_MAX_ROWS",
+        str(DEFAULT_AUDIT_MAX_ROWS),
+        "The sync audit log keeps at most this many newest rows (at least 1000).",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_HEARTBEATS_PER_MINUTE",
+        str(DEFAULT_HEARTBEATS_PER_MINUTE),
+        "Machine heartbeats one member may send per minute (admins are not limited).",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_WORKER_UNHEALTHY_S",
+        str(DEFAULT_WORKER_UNHEALTHY_S),
+        "A machine silent this many seconds is shown `unhealthy`.",
+    ),
+    Variable(
+        "ENGRAM_CLOUD_WORKER_OFFLINE_S",
+        str(DEFAULT_WORKER_OFFLINE_S),
+        "A machine silent this many seconds is shown `offline`; longer than the unhealthy "
+        "threshold.",
+    ),
+    Variable("ENGRAM_TIMEZONE", "UTC", "The IANA time zone the dashboard shows times in."),
 )
+_KNOWN = frozenset(v.name for v in VARIABLES)
+
+
+def raw(name: str, env: Mapping[str, str] | None = None) -> str:
+    """The text of the server's setting ``name`` (see :func:`engram.settings.read_variable`)."""
+    return read_variable(name, _KNOWN, env, "the cloud server")
+
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 
@@ -137,10 +213,10 @@ def parse_allowlist(raw: str) -> frozenset[str]:
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if raw in _TRUE:
+    text = raw(name, env).lower()
+    if text in _TRUE:
         return True
-    if raw in _FALSE:
+    if text in _FALSE:
         return False
     raise SettingsError(f"{name} must be 1 or 0, got {env[name]!r}")
 
@@ -148,13 +224,13 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
 def _int(
     env: Mapping[str, str], name: str, default: int, minimum: int = 1, maximum: int | None = None
 ) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
+    text = raw(name, env)
+    if not text:
         return default
     try:
-        value = int(raw)
+        value = int(text)
     except ValueError:
-        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+        raise SettingsError(f"{name} must be an integer, got {text!r}") from None
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, got {value}")
     if maximum is not None and value > maximum:
@@ -231,17 +307,17 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     from engram_cloud.db import normalize_database_url
 
     env = os.environ if env is None else env
-    raw_url = env.get("ENGRAM_DATABASE_URL", "").strip()
+    raw_url = raw("ENGRAM_DATABASE_URL", env)
     if not raw_url:
         raise SettingsError(
             "ENGRAM_DATABASE_URL is not set (e.g. postgresql://engram:PASSWORD@localhost/engram)"
         )
     database_url = normalize_database_url(raw_url)
     insecure = _flag(env, "ENGRAM_CLOUD_INSECURE_NO_AUTH")
-    token = env.get("ENGRAM_CLOUD_TOKEN", "").strip() or None
-    admin_token = env.get("ENGRAM_CLOUD_ADMIN", "").strip() or None
-    jwt_secret = env.get("ENGRAM_JWT_SECRET", "").strip() or None
-    pepper_raw = env.get("ENGRAM_CLOUD_TOKEN_PEPPER", "").strip()
+    token = raw("ENGRAM_CLOUD_TOKEN", env) or None
+    admin_token = raw("ENGRAM_CLOUD_ADMIN", env) or None
+    jwt_secret = raw("ENGRAM_JWT_SECRET", env) or None
+    pepper_raw = raw("ENGRAM_CLOUD_TOKEN_PEPPER", env)
     if insecure and token:
         raise SettingsError(
             "ENGRAM_CLOUD_INSECURE_NO_AUTH=1 cannot be combined with ENGRAM_CLOUD_TOKEN: "
@@ -269,14 +345,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             raise SettingsError(f"ENGRAM_CLOUD_TOKEN_PEPPER {problem}")
         if pepper_raw == jwt_secret:
             raise SettingsError("ENGRAM_CLOUD_TOKEN_PEPPER must differ from ENGRAM_JWT_SECRET")
-    allowed = parse_allowlist(env.get("ENGRAM_CLOUD_ALLOWED_PROJECTS", ""))
+    allowed = parse_allowlist(raw("ENGRAM_CLOUD_ALLOWED_PROJECTS", env))
     if not allowed:
         raise SettingsError(
             "ENGRAM_CLOUD_ALLOWED_PROJECTS is required: a comma list of project names, "
             "or * for every project"
         )
     port_default = _int(env, "ENGRAM_PORT", DEFAULT_PORT, 1, 65535)
-    trusted = parse_trusted_proxies(env.get("ENGRAM_CLOUD_TRUSTED_PROXIES", ""))
+    trusted = parse_trusted_proxies(raw("ENGRAM_CLOUD_TRUSTED_PROXIES", env))
+    # uvicorn's own variable, not one of ours (docs/settings.md says so below the table)
     check_forwarded_allow_ips(env.get("FORWARDED_ALLOW_IPS"), trusted)
     unhealthy_s = _int(
         env, "ENGRAM_CLOUD_WORKER_UNHEALTHY_S", DEFAULT_WORKER_UNHEALTHY_S, 1, 366 * 86_400
@@ -292,7 +369,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     return Settings(
         database_url=database_url,
         allowed_projects=allowed,
-        host=env.get("ENGRAM_CLOUD_HOST", "").strip() or DEFAULT_HOST,
+        host=raw("ENGRAM_CLOUD_HOST", env) or DEFAULT_HOST,
         port=_int(env, "ENGRAM_CLOUD_PORT", port_default, 1, 65535),
         token=token,
         jwt_secret=jwt_secret,

@@ -4,8 +4,7 @@ user accepted (``engram sync --accept-config``), and whether ``engram sync`` als
 teammates on the Go tool there (``engram sync --go-compat on``).
 
 A committed file can never decide these: anyone who can push to a repository can commit one,
-so a suggestion only counts once the user of *this* machine has accepted it (DESIGN §3, "Where a
-transport may write"). The decisions live in ``bindings.json`` in the data directory, beside
+so a suggestion only counts once the user of *this* machine has accepted it (docs/architecture.md, "Trust boundaries"). The decisions live in ``bindings.json`` in the data directory, beside
 the database, rather than in the database itself: project detection (every face, on every CLI
 call) consults them, stays a pure module that never opens SQLite, and reads a few hundred
 bytes only when a repository has a ``config.json`` at all. Keys are the real path of each
@@ -90,7 +89,7 @@ class Bindings:
     @classmethod
     def default(cls) -> Bindings:
         """The bindings of ``$ENGRAM_DATA_DIR`` (or ``~/.engram``)."""
-        from engram.config import default_data_dir
+        from engram.settings import default_data_dir
 
         return cls(default_data_dir())
 

@@ -32,7 +32,7 @@ ACCESS_FULL = 10
 #: Consolidation archives memories scored below this (never pinned ones).
 DEFAULT_ARCHIVE_THRESHOLD = 0.1
 #: What clears an override, so the computed score applies again.
-AUTO = "auto"
+AUTO: Literal["auto"] = "auto"
 _AUTO_WORDS = frozenset({"auto", "none", "computed", "clear"})
 _STORE_FORMAT = "%Y-%m-%d %H:%M:%S"
 

@@ -27,13 +27,14 @@ at call time, so a test can stand in for them.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import stat
 import sys
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -220,8 +221,9 @@ def _sysctl_string(name: str) -> str:
 
 def _registry_value(key: str, name: str) -> str:
     """A string value under HKEY_LOCAL_MACHINE (Windows), read for 64-bit views too."""
-    import winreg  # type: ignore[import-not-found]  (Windows only)
-
+    # Looked up at run time: winreg exists on Windows only (and type checkers of other systems
+    # know none of its names).
+    winreg: Any = importlib.import_module("winreg")
     access = winreg.KEY_READ | getattr(winreg, "KEY_WOW64_64KEY", 0)
     with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, key, 0, access) as handle:
         value, _ = winreg.QueryValueEx(handle, name)
@@ -250,11 +252,12 @@ def machine_id(system: str | None = None) -> str:
 def _windows_process_alive(pid: int) -> bool | None:
     import ctypes
 
-    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    windows: Any = ctypes  # WinDLL and get_last_error exist on Windows only
+    kernel32 = windows.WinDLL("kernel32", use_last_error=True)
     query_limited_information, still_active = 0x1000, 259
     handle = kernel32.OpenProcess(query_limited_information, False, pid)
     if not handle:
-        return ctypes.get_last_error() == 5  # ERROR_ACCESS_DENIED: it exists, not ours
+        return bool(windows.get_last_error() == 5)  # ERROR_ACCESS_DENIED: it exists, not ours
     try:
         code = ctypes.c_ulong()
         if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):

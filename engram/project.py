@@ -1,7 +1,7 @@
 """Which project a directory belongs to, and how project names are normalized.
 
-Detection reads git's own files (no subprocess, so the CLI stays fast) in the order of the
-reference: ``.engram/config.json`` → git ``origin`` remote → git root name → a single child
+Detection reads git's own files (no subprocess, so the CLI stays fast) in the order the Go tool
+uses: ``.engram/config.json`` → git ``origin`` remote → git root name → a single child
 repository → ambiguous → directory name. A linked worktree resolves to its main checkout.
 
 A committed ``.engram/config.json`` is only a *suggestion*: anyone who can push to the

@@ -1,4 +1,4 @@
-"""The mutation record (DESIGN §3): the one JSON object that the journal stores, chunk lines
+"""The mutation record (docs/architecture.md, "Identity, the journal and replication"): the one JSON object that the journal stores, chunk lines
 carry and the cloud wire sends. Pure functions only: build, validate, and turn payloads into the
 full entity state that applying writes.
 """
@@ -23,7 +23,7 @@ EPOCH_TEXT = "1970-01-01 00:00:00"
 MAX_FIELD_BYTES = 1 << 20  # a replicated text field larger than 1 MiB is refused
 MAX_WALL_MS = 10**13 - 1  # the largest wall time an hlc can carry (13 digits)
 #: How far ahead of the receiver's clock a record may be before it waits (a replica) or is refused
-#: (the server) (DESIGN §3).
+#: (the server) (docs/architecture.md, "Identity, the journal and replication").
 DEFAULT_MAX_CLOCK_DRIFT_MS = 10 * 60 * 1000
 
 _HLC = re.compile(r"^([0-9]{13})\.([0-9]{5})\.([0-9a-f]{16})$")
@@ -148,7 +148,7 @@ def check_clock(hlc: str, now_ms: int, max_drift_ms: int) -> str | None:
 
     A record whose wall time is more than ``max_drift_ms`` ahead of the receiver's clock would
     win last-writer-wins against every real edit until then and drag every clock that sees it
-    forward (DESIGN §3 "Clock bound"): a replica keeps it until real time catches up, the server
+    forward (docs/architecture.md, "Trust boundaries"): a replica keeps it until real time catches up, the server
     refuses it.
     """
     match = _HLC.match(hlc) if isinstance(hlc, str) else None
@@ -173,7 +173,7 @@ def _duration(ms: int) -> str:
 
 
 def moved_key(entity: str, old_key: str, new_project: str) -> str:
-    """The key a memory or prompt gets when it moves to ``new_project`` (DESIGN §3): derived, so
+    """The key a memory or prompt gets when it moves to ``new_project`` (docs/architecture.md, "Identity, the journal and replication"): derived, so
     every replica that makes the same move creates the same key."""
     digest = hashlib.sha256(f"{old_key}\0{new_project}".encode()).hexdigest()[:16]
     return ("obs-" if entity == "observation" else "prompt-") + digest
@@ -239,7 +239,7 @@ def legacy_mid(key: str, updated_at: str, op: str) -> str:
 
 def legacy_hlc(updated_at: str, not_after_ms: int | None = None) -> str:
     """``updated_at`` as a clock (origin zero). ``not_after_ms`` caps it: a row dated in the
-    future must not outrank every real edit (DESIGN §3 "Clock bound")."""
+    future must not outrank every real edit (docs/architecture.md, "Trust boundaries")."""
     from engram.times import store_text_to_ms
 
     wall = min(MAX_WALL_MS, store_text_to_ms(updated_at))
@@ -327,7 +327,7 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
     if payload.get(KEY_FIELD[entity]) != key:
         raise _fail(index, f"payload {KEY_FIELD[entity]} does not match key {key!r}")
     if "project" in payload and payload["project"] != record["project"]:
-        # The record's project is its address (DESIGN §3 "Identity is per project"): a payload
+        # The record's project is its address (docs/architecture.md, "Identity, the journal and replication"): a payload
         # naming another project would let a writer of one project plant memories in another.
         raise _fail(
             index,

@@ -105,7 +105,7 @@ def normalize_topic_key(topic_key: str | None) -> str | None:
 
 
 def topic_sync_id(project: str, scope: str, topic_key: str) -> str:
-    """The deterministic sync id of a memory first saved under a topic key (DESIGN §3)."""
+    """The deterministic sync id of a memory first saved under a topic key (docs/architecture.md, "Identity, the journal and replication")."""
     digest = hashlib.sha256(f"{project}\0{scope}\0{topic_key}".encode()).hexdigest()
     return "obs-" + digest[:16]
 
@@ -276,9 +276,6 @@ def find_similar(name: str, candidates: list[str], max_distance: int = 3) -> lis
 
 
 # --- the structure agents give a memory ---------------------------------------------------------
-
-#: The labels agents are taught to structure a memory with, in their usual order.
-BLOCK_LABELS = ("What", "Why", "Where", "Learned")
 
 # "**What**: …", "What: …", "## What", "- **Why** — …" (any case); the rest of the line, if any,
 # starts the block's text.

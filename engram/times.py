@@ -53,7 +53,15 @@ def parse_user_date(value: str | None, *, field: str) -> str | None:
         ) from None
 
 
-def rfc3339(moment: datetime | None = None) -> str:
-    """``YYYY-MM-DDTHH:MM:SSZ`` in UTC."""
-    moment = moment or datetime.now(UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def rfc3339(moment: datetime | None = None, *, milliseconds: bool = False) -> str:
+    """``YYYY-MM-DDTHH:MM:SSZ`` in UTC (now by default); ``milliseconds`` adds ``.mmm`` (leases
+    and backoffs need sub-second precision)."""
+    utc = (moment or datetime.now(UTC)).astimezone(UTC)
+    if milliseconds:
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def iso(moment: datetime | None, *, milliseconds: bool = False) -> str | None:
+    """:func:`rfc3339` of a moment that may be missing (``None`` stays ``None``)."""
+    return None if moment is None else rfc3339(moment, milliseconds=milliseconds)

@@ -13,7 +13,7 @@ import pytest
 # or not the semantic extra is installed. tests/semantic clears this where it tests the default.
 os.environ["ENGRAM_SEARCH_MODE"] = "lexical"
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 
 

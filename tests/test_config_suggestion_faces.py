@@ -14,8 +14,8 @@ from litestar.testing import TestClient
 from engram.bindings import Bindings
 from engram.http.app import create_app
 from engram.store import Store
-from tests.http.conftest import BASE_URL
 from tests.mcp.client import call, engram_mcp
+from tests.support.http import BASE_URL
 
 
 @pytest.fixture

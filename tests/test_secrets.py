@@ -10,12 +10,12 @@ import orjson
 import pytest
 from litestar.testing import TestClient
 
-from engram.config import Config
 from engram.http.app import create_app
 from engram.secrets import redact_secrets, redaction_warning
+from engram.settings import Config
 from engram.store import Store
-from tests.http.conftest import BASE_URL
 from tests.support import run_engram
+from tests.support.http import BASE_URL
 
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
 AWS = "AKIA" + "IOSFODNN7EXAMPLE"

@@ -1,4 +1,4 @@
-"""The first seed's Worker API vocabulary (``reference/seed-engram-hub-api.md``, "Worker API"),
+"""The first seed's Worker API vocabulary (docs/cloud.md, "Client machines and the Worker API"),
 spoken on our machines routes: which heartbeat bodies are the seed's, their validation, the
 seed's ``WorkerResponse``, and errors its clients can read.
 

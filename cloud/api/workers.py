@@ -30,6 +30,7 @@ from litestar.params import FromPath, RawBody
 from sqlalchemy import func, select
 
 from engram.record import find_unstorable
+from engram.times import iso
 from engram_cloud import fleet
 from engram_cloud.api import seed_workers as seed
 from engram_cloud.auth import Principal, normalize_project_name
@@ -37,7 +38,6 @@ from engram_cloud.bodies import read_small_json
 from engram_cloud.errors import ApiError, invalid_request, json_response
 from engram_cloud.fleet import FleetView, Liveness, record_heartbeat
 from engram_cloud.guards import bigint
-from engram_cloud.principals import iso
 from engram_cloud.settings import Settings
 
 __all__ = ["ROUTES", "parse_heartbeat", "record_heartbeat"]

@@ -1,6 +1,6 @@
 """Who is looking at the dashboard: browser sessions, login rate limiting and safe redirects.
 
-**Sessions** (reference §4.9, adapted). Logging in exchanges a token — the legacy shared token,
+**Sessions** (docs/dashboard.md, "Logging in", adapted). Logging in exchanges a token — the legacy shared token,
 the legacy admin token or a managed user's token — for the cookie ``engram_dashboard_token``
 (Path ``/dashboard``, HttpOnly, SameSite=Lax, Secure over HTTPS, 8 hours). Its value is
 ``b64url(claims) "." b64url(HMAC-SHA256(ENGRAM_JWT_SECRET, b64url(claims)))`` with claims
@@ -47,7 +47,7 @@ from engram_cloud.auth import (
     Principal,
     readable_projects,
 )
-from engram_cloud.dashboard.queries import Scope
+from engram_cloud.dashboard.queries.common import Scope
 from engram_cloud.settings import Settings
 
 COOKIE_NAME = "engram_dashboard_token"

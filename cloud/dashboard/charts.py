@@ -22,7 +22,7 @@ from sqlalchemy import Connection, cast, func, select
 from sqlalchemy.types import Date
 
 from engram_cloud import models
-from engram_cloud.dashboard.queries import Scope
+from engram_cloud.dashboard.queries.common import Scope
 
 DAYS = 90
 TOP_SERIES = 6

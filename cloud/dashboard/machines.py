@@ -62,3 +62,8 @@ def machines_page(
             "offline_minutes": max(1, liveness.offline_after // 60),
         },
     )
+
+
+ROUTES = [
+    machines_page,
+]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from datetime import UTC, datetime, tzinfo
 from importlib.resources import files
 from pathlib import Path
@@ -27,14 +26,16 @@ from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from litestar import Request
+from litestar import Request, Response
+from litestar.plugins.htmx import ClientRedirect
 from litestar.response import Template
 
 from engram import __version__
 from engram.record import EPOCH_TEXT
 from engram.text import one_line, split_blocks
+from engram_cloud import settings
 
-log = logging.getLogger("engram_cloud.dashboard.pages")
+log = logging.getLogger("engram_cloud.dashboard")
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 TYPE_CLASSES = {
@@ -52,7 +53,7 @@ def template_dir() -> Path:
 
 def display_zone() -> tzinfo:
     """``ENGRAM_TIMEZONE`` (IANA name), else UTC; a bad name is logged and UTC used."""
-    name = os.environ.get("ENGRAM_TIMEZONE", "").strip()
+    name = settings.raw("ENGRAM_TIMEZONE")
     if not name:
         return UTC
     try:
@@ -260,3 +261,11 @@ def render(
         status_code=status_code,
         headers={**NO_STORE, **(headers or {})},
     )
+
+
+def hx_redirect(url: str) -> Response[Any]:
+    """``HX-Redirect``: htmx navigates the whole page there (a 303 would be followed by the
+    browser's fetch and its target swapped into the fragment)."""
+    response = ClientRedirect(redirect_to=url)
+    response.status_code = 200  # else the route's declared status (a 303) applies
+    return response

@@ -1,6 +1,6 @@
 """``engram doctor``: check the local store and repair what it can without losing a memory.
 
-Today it checks the clock (DESIGN §3 "Clock bound"): records or rows stamped beyond now + the
+Today it checks the clock (docs/architecture.md, "Trust boundaries"): records or rows stamped beyond now + the
 allowed drift are repaired by :meth:`engram.store.Store.repair_clock` (the store also does this
 by itself on open when its persisted clock is poisoned), and it reports what waits in the
 quarantines.

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_hub(args: argparse.Namespace) -> int:
     import signal
 
-    from engram import config as config_module
+    from engram import settings as config_module
     from engram.cli.cmd_serve import _stop_cleanly, _url, bind, is_loopback
     from engram.errors import EngramError, ValidationError
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from engram import settings
 from engram.cli.common import add_json_flag, emit, open_store, wants_json
 from engram.text import plural
 
@@ -44,13 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _project(explicit: str | None, repo: str) -> str:
-    import os
 
     from engram.cli.common import resolve_project
     from engram.errors import ProjectResolutionError
     from engram.project import detect_project
 
-    if explicit or os.environ.get("ENGRAM_PROJECT", "").strip():
+    if explicit or settings.raw("ENGRAM_PROJECT"):
         return resolve_project(explicit).project
     detected = detect_project(repo)
     if detected.ambiguous or not detected.project:

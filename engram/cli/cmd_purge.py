@@ -64,7 +64,7 @@ def purge_in_background(args: argparse.Namespace) -> None:
         return
     import subprocess
 
-    from engram import config as config_module
+    from engram import settings as config_module
 
     try:
         config = config_module.load()

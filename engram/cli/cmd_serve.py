@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # imported when serving: every `engram` command loads this module
     import socket
 
-    from engram.config import Config
+    from engram.settings import Config
 
 GRACEFUL_SHUTDOWN_SECONDS = 30
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -126,7 +126,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import os
     import signal
 
-    from engram import config as config_module
+    from engram import settings as config_module
     from engram.errors import EngramError, ValidationError
     from engram.local_servers import LocalServer, announce, withdraw
     from engram.store import Store

@@ -15,6 +15,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
+from engram import settings
 from engram.cli.common import (
     add_json_flag,
     emit,
@@ -529,7 +530,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
             raise ValidationError(f"--{action} is about git sync directories; drop --cloud")
         return HANDLERS[("git", action)](args)
-    cloud = args.cloud or os.environ.get("ENGRAM_CLOUD_SYNC", "").strip() == "1"
+    cloud = args.cloud or settings.raw("ENGRAM_CLOUD_SYNC") == "1"
     if cloud:
         from engram.cli.cloud_client_commands import SYNC_HANDLERS
 

@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from engram import settings
 from engram.errors import ProjectResolutionError
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def resolve_project(explicit: str | None) -> ProjectResolution:
     if explicit and explicit.strip():
         name = normalize_project(explicit)[0]
         return ProjectResolution(name, "explicit_override", "", os.getcwd())
-    override = os.environ.get("ENGRAM_PROJECT", "").strip()
+    override = settings.raw("ENGRAM_PROJECT")
     if override:
         name = normalize_project(override)[0]
         return ProjectResolution(name, "process_override", "", os.getcwd())

@@ -37,13 +37,13 @@ from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
 from engram import __version__
-from engram.config import Config
 from engram.errors import EngramError, ProjectResolutionError, ValidationError
 from engram.http.body import EngramRequest
 from engram.http.curation import CURATION_GUARDED_ROUTES, CURATION_OPEN_ROUTES
 from engram.http.local_only import LocalOnly
 from engram.http.models import ErrorBody
 from engram.http.routes import GUARDED_ROUTES, OPEN_ROUTES, WIRE_NAMES, ServerContext
+from engram.settings import Config
 from engram.store import Store
 from engram.store.db import describe_sqlite_error
 from engram.sync.cloud.status import StatusSource

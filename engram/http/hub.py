@@ -1,4 +1,4 @@
-"""``engram hub``: the first seed's Hub API (``reference/seed-engram-hub-api.md``) as its own
+"""``engram hub``: the first seed's Hub API (docs/hub.md) as its own
 small litestar app over the local store, on its own port (127.0.0.1:8000 by default), so that
 its ``/health`` never collides with ``engram serve``'s.
 
@@ -35,7 +35,6 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.params import JSONBody
 
 from engram import __version__
-from engram.config import Config
 from engram.errors import EngramError, StoreUnavailableError
 from engram.http.body import EngramRequest
 from engram.http.hub_models import (
@@ -49,6 +48,7 @@ from engram.http.hub_models import (
     ValidationDetail,
 )
 from engram.http.local_only import LocalOnly
+from engram.settings import Config
 from engram.store import Store
 from engram.store.db import describe_sqlite_error
 

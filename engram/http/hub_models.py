@@ -1,4 +1,4 @@
-"""The bodies of the first seed's Hub API (``engram hub``), field for field as its reference
+"""The bodies of the first seed's Hub API (``engram hub``), field for field as the seed
 names them (``SessionSearchInput``, ``SearchResponse``, ``HealthResponse``...).
 
 Only types are checked here (a wrong type is the seed's 422); the rules on values — query length,

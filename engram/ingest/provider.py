@@ -9,11 +9,11 @@ provider itself never sees raw memories.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Protocol
 
 import httpx
 
+from engram import settings
 from engram.errors import EngramError
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
@@ -51,7 +51,7 @@ class AnthropicProvider:
     ) -> None:
         if not api_key.strip():
             raise ProviderError(f"{KEY_ENV} is empty")
-        self.model = model or os.environ.get(MODEL_ENV, "").strip() or DEFAULT_MODEL
+        self.model = model or settings.raw(MODEL_ENV) or DEFAULT_MODEL
         self.name = f"anthropic:{self.model}"
         self.max_tokens = max_tokens
         self._client = httpx.Client(
@@ -101,5 +101,5 @@ def _error_text(response: httpx.Response) -> str:
 
 def provider_from_env(transport: httpx.BaseTransport | None = None) -> LLMProvider | None:
     """Anthropic when ``ANTHROPIC_API_KEY`` is set, else ``None`` (the offline fallback)."""
-    key = os.environ.get(KEY_ENV, "").strip()
+    key = settings.raw(KEY_ENV)
     return AnthropicProvider(key, transport=transport) if key else None

@@ -134,7 +134,7 @@ class CurationTools(MemoryTools):
         every distinct fact, archive unpinned memories of very low importance, re-score the
         rest. Every change syncs and archived memories can be restored (mem_restore). Run it
         with dry_run first and tell the user what it plans."""
-        # A write tool: this directory's project, whatever `project` says (DESIGN §7).
+        # A write tool: this directory's project, whatever `project` says (docs/mcp.md).
         resolved, extra = self.workspace.resolve_write(project)
         report = self.store.consolidate(
             resolved.project,

@@ -32,7 +32,7 @@ from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from engram import __version__
+from engram import __version__, settings
 from engram.errors import (
     ConflictError,
     EngramError,
@@ -477,7 +477,7 @@ def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
         from engram.store.purge_worker import PurgeWorker, purge_running
 
         services.append(purge_running(PurgeWorker(store)))
-    if os.environ.get("ENGRAM_CLOUD_AUTOSYNC", "").strip() != "1":
+    if settings.raw("ENGRAM_CLOUD_AUTOSYNC") != "1":
         return services  # the sync stack (httpx) is imported only when asked for
     from engram.sync.cloud.autosync import autosync_from_env, autosync_running
 

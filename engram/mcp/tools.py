@@ -8,15 +8,18 @@ that envelope plus ``data``, the same JSON object ``engram … --json`` prints f
 parses the text. Failures are raised as ``engram.errors`` exceptions; ``engram.mcp.server``
 turns them into tool errors.
 
-Which project a call means (DESIGN §7, the seed's "Write tools (no project arg)"): write tools
+Which project a call means (docs/mcp.md, "Which project a memory goes to"): write tools
 (saves, prompts, summaries, passive capture, session start, updates) always use the process
 override (``--project`` / ``ENGRAM_PROJECT``), else the server's working directory, and discard a
 ``project`` argument, so agents cannot drift between names (an agent set up for the Go tool
 never fails with ``unknown_project`` on a save). They create a session id they have not seen,
 in that project, as the Go tool does. Read tools honour an explicit ``project`` argument, which
-must name a known project (reference §8.3). A directory holding several repositories is
+must name a known project. A directory holding several repositories is
 ambiguous: read tools then look at every project, write tools refuse and write nothing.
 Numbers and flags are read as leniently as the Go tool reads them (:mod:`engram.mcp.lenient`).
+
+Size: over 500 lines on purpose: the tools' schemas and handlers, each a thin call into the
+store; one file so the agents' contract reads as one list.
 """
 
 from __future__ import annotations

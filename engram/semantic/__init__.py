@@ -10,11 +10,11 @@ as fast as before. The model lives in :mod:`engram.semantic.model`, the tokenize
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 
+from engram import settings
 from engram.errors import FeatureUnavailableError, ValidationError
 
 #: What the extra needs at run time: numpy, ONNX Runtime and the package that ships the model.
@@ -73,7 +73,7 @@ def resolve_mode(mode: str | None, default: str | None = None) -> str:
     install it; an unknown name is an error listing the modes.
     """
     explicit = (mode or "").strip().lower()
-    default = default or os.environ.get("ENGRAM_SEARCH_MODE")
+    default = default or settings.raw("ENGRAM_SEARCH_MODE")
     chosen = explicit or (default or "").strip().lower()
     if not chosen:
         return "hybrid" if available() else "lexical"

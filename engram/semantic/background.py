@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sys
 import threading
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from engram import semantic
+from engram import semantic, settings
 
 if TYPE_CHECKING:
     from engram.store import Store
@@ -96,7 +95,7 @@ def _say(message: str) -> None:
 def wanted(store: Store) -> bool:
     """Whether this process should run a background vectorizer (the extra is installed and
     searches are not pinned to lexical)."""
-    pinned = (store.config.search_mode or os.environ.get("ENGRAM_SEARCH_MODE") or "").strip()
+    pinned = store.config.search_mode or settings.raw("ENGRAM_SEARCH_MODE")
     return semantic.available() and pinned.lower() != "lexical"
 
 

@@ -39,7 +39,7 @@ from engram.store import scoring
 from engram.times import now_text
 
 if TYPE_CHECKING:
-    from engram.config import Config
+    from engram.settings import Config
     from engram.store.db import Database
     from engram.store.models import Observation
 

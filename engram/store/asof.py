@@ -102,7 +102,7 @@ def search(
     """The best ``limit`` memories for ``query`` among those true at ``as_of``."""
     when = parse_as_of(as_of)
     match = build_match(query, mode)
-    clauses, params = store._observation_filters(  # type: ignore[attr-defined]
+    clauses, params = store._observation_filters(
         project, scope, type, since, until, include_deleted=True
     )
     clauses += [

@@ -4,13 +4,16 @@ helpers that read an entity's replicated state and journal it inside a write tra
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from engram.config import Config
 from engram.record import KEY_FIELD, STATE_FIELDS, compact_payload, moved_key
+from engram.settings import Config
 from engram.store import fts
 from engram.store.db import Database
 from engram.store.journal import Journal
+
+if TYPE_CHECKING:
+    from engram.store.models import Observation, Prompt, Session
 
 TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
 _STATE_SQL = {
@@ -52,7 +55,65 @@ def default_session_id(project: str) -> str:
     return f"manual-save-{project}" if project else "manual-save"
 
 
-class StoreBase:
+class StoreParts(Protocol):
+    """What the store's mixins need from each other: each method is defined by one mixin and
+    called by others, and :class:`engram.store.Store` has them all. Type checkers read every
+    mixin against this (through :class:`StoreBase`) instead of each call silencing them."""
+
+    db: Database
+    journal: Journal
+    config: Config
+
+    def _write_project(self, project: str, session_id: str | None) -> str: ...
+
+    def _ensure_session(
+        self, conn: sqlite3.Connection, session_id: str, project: str, directory: str = ""
+    ) -> bool: ...
+
+    def _delete_session_rows(self, conn: sqlite3.Connection, old: dict) -> tuple[int, int]: ...
+
+    def _observation_filters(
+        self,
+        project: str | None,
+        scope: str | None,
+        type: str | None,
+        since: str | None,
+        until: str | None,
+        alias: str = "o",
+        *,
+        include_deleted: bool = False,
+    ) -> tuple[list[str], list[Any]]: ...
+
+    def get_session(self, session_id: str, *, project: str | None = None) -> Session: ...
+
+    def recent_sessions(
+        self,
+        project: str | None = None,
+        limit: int = 5,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        offset: int = 0,
+    ) -> list[Session]: ...
+
+    def recent_prompts(
+        self, project: str | None = None, limit: int = 20, *, offset: int = 0
+    ) -> list[Prompt]: ...
+
+    def recent_observations(
+        self,
+        project: str | None = None,
+        scope: str | None = None,
+        limit: int = 20,
+        *,
+        type: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        offset: int = 0,
+    ) -> list[Observation]: ...
+
+
+class StoreBase(StoreParts):
     db: Database
     journal: Journal
     config: Config
@@ -175,7 +236,7 @@ class StoreBase:
         new_project: str,
         now: str,
     ) -> str:
-        """Move a memory or prompt to ``new_project`` (DESIGN §3): a hard delete of its key in
+        """Move a memory or prompt to ``new_project`` (docs/architecture.md, "Identity, the journal and replication"): a hard delete of its key in
         the old project (journaled, tombstoned) and the local row re-keyed to the derived key
         in the new one, so every replica makes the same move. The caller has taken the row out
         of the full-text index, then sets its other fields, re-indexes it and journals its new
@@ -206,7 +267,7 @@ class StoreBase:
             "SELECT directory FROM sessions WHERE project = ? AND id = ?",
             (old["project"], old["session_id"]),
         ).fetchone()
-        self._ensure_session(  # type: ignore[attr-defined]
+        self._ensure_session(
             conn, old["session_id"], new_project, directory[0] if directory else ""
         )
         return new_key

@@ -1,4 +1,4 @@
-"""Repairing a poisoned clock (DESIGN §3 "Clock bound").
+"""Repairing a poisoned clock (docs/architecture.md, "Trust boundaries").
 
 Before the clock bound existed, one record stamped far in the future (``9999999999999.…``) was
 applied like any other: it won last-writer-wins against every later real edit, dragged this

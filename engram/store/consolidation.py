@@ -149,11 +149,11 @@ class ConsolidationMixin(StoreBase):
             if progress is not None:
                 progress("merged", len(report.merges), len(plans))
 
-        steps = [ArchiveStep(_ref(r), r["project"]) for r in doomed]
-        report.archives = steps
-        allowed = steps if budget is None else steps[:budget]
-        for step in steps[len(allowed) :]:
-            step.status = "over_max"
+        archives = [ArchiveStep(_ref(r), r["project"]) for r in doomed]
+        report.archives = archives
+        allowed = archives if budget is None else archives[:budget]
+        for archive in archives[len(allowed) :]:
+            archive.status = "over_max"
             report.over_max += 1
         if dry_run:
             report.archived = len(allowed)
@@ -161,9 +161,9 @@ class ConsolidationMixin(StoreBase):
             by_id = {r["id"]: r for r in doomed}
             for start in range(0, len(allowed), ARCHIVE_BATCH):
                 batch = allowed[start : start + ARCHIVE_BATCH]
-                done = self._apply_archives([by_id[s.memory.id] for s in batch], bar)
-                for step in batch:
-                    step.status = "archived" if step.memory.id in done else "skipped"
+                done = self._apply_archives([by_id[a.memory.id] for a in batch], bar)
+                for archive in batch:
+                    archive.status = "archived" if archive.memory.id in done else "skipped"
                 report.archived += len(done)
                 report.skipped += len(batch) - len(done)
                 if progress is not None:

@@ -51,13 +51,13 @@ class ContextMixin(StoreBase):
         more_pins = len(pins) > n_pinned
         pins = pins[:n_pinned]
         recent_sessions = (
-            self.recent_sessions(project, n_sessions) if n_sessions > 0 else []  # type: ignore[attr-defined]
+            self.recent_sessions(project, n_sessions) if n_sessions > 0 else []
         )
         recent_prompts = (
-            self.recent_prompts(project, n_prompts) if n_prompts > 0 else []  # type: ignore[attr-defined]
+            self.recent_prompts(project, n_prompts) if n_prompts > 0 else []
         )
         recent_observations = (
-            self.recent_observations(project, scope, n_observations)  # type: ignore[attr-defined]
+            self.recent_observations(project, scope, n_observations)
             if n_observations > 0
             else []
         )

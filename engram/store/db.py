@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from engram.errors import StoreUnavailableError
 from engram.platform import private_directory, private_file, tighten_file
@@ -184,7 +185,7 @@ class Database:
         rows = self.rows(sql, params)
         return rows[0] if rows else None
 
-    def scalar(self, sql: str, params: tuple | list | dict = ()) -> object:
+    def scalar(self, sql: str, params: tuple | list | dict = ()) -> Any:
         row = self.one(sql, params)
         return None if row is None else row[0]
 

@@ -1,4 +1,4 @@
-"""JSON export and import (the reference's ``0.1.0`` document) and the canonical export that
+"""JSON export and import (the Go tool's ``0.1.0`` document) and the canonical export that
 proves two replicas converged."""
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class ExchangeMixin(StoreBase):
 
     def export_data(self, project: str | None = None) -> dict[str, Any]:
         """Every session, observation (soft-deleted ones included) and prompt, optionally of
-        one project, in the reference's ``0.1.0`` shape."""
+        one project, in the Go tool's ``0.1.0`` shape."""
         with self.db.read() as conn:
             if project:
                 name = project_name(project)
@@ -159,7 +159,7 @@ class ExchangeMixin(StoreBase):
         """Import an export document in one transaction; rows whose ``sync_id`` (or session id)
         already exists are skipped, so importing twice changes nothing.
 
-        Each imported row gets its deterministic legacy journal entry (DESIGN §3), so every
+        Each imported row gets its deterministic legacy journal entry (docs/architecture.md, "Identity, the journal and replication"), so every
         machine importing the same file produces the same mutations. ``progress(done, total)``
         is called every 1,000 rows.
         """
@@ -267,7 +267,7 @@ class _ImportRun:
         return False
 
     def _journal(self, entity: str, op: str, state: dict[str, Any], updated_at: str) -> str:
-        # A row dated in the future is stamped no later than now (DESIGN §3 "Clock bound").
+        # A row dated in the future is stamped no later than now (docs/architecture.md, "Trust boundaries").
         record = legacy_record(
             entity=entity, op=op, payload=state if op == "upsert" else {**state, "hard": False},
             updated_at=updated_at, project=state["project"], scope=state.get("scope", "project"),

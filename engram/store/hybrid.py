@@ -114,11 +114,11 @@ def search_by_meaning(
     for f in fused:
         if len(results) >= limit:
             break
-        obs = by_id.get(f.id)
-        if obs is None or obs.id in pinned_ids:
+        candidate = by_id.get(f.id)
+        if candidate is None or candidate.id in pinned_ids:
             continue
-        obs.rank, obs.similarity, obs.found_by = -f.score, f.similarity, list(f.found_by)
-        results.append(obs)
+        candidate.rank, candidate.similarity, candidate.found_by = -f.score, f.similarity, list(f.found_by)
+        results.append(candidate)
     return results
 
 

@@ -1,4 +1,4 @@
-"""Per-project identity (DESIGN §3 "Identity is per project"): every session, memory and prompt
+"""Per-project identity (docs/architecture.md, "Identity, the journal and replication"): every session, memory and prompt
 is addressed by ``(project, key)``. This module owns the rules that follow from it and that
 several write paths share: a memory or prompt refers to the session ``(its project,
 session_id)``, so a session recorded only under another project is copied (or held by a stub)

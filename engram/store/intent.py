@@ -22,15 +22,15 @@ def check_intent(
     :class:`ValidationError` naming the field."""
     changes: dict[str, Any] = {}
     if importance is not None:
-        value = importance_argument(importance)
-        changes["importance_override"] = None if value == AUTO else value
+        override = importance_argument(importance)
+        changes["importance_override"] = None if override == AUTO else override
     if pinned is not None:
         if not isinstance(pinned, bool):
             raise ValidationError(f"pinned must be true or false, got {pinned!r}", field="pinned")
         changes["pinned"] = pinned
-    for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
-        if value is not None:
-            changes[name] = validity_date(value, name)
+    for name, when in (("valid_from", valid_from), ("valid_to", valid_to)):
+        if when is not None:
+            changes[name] = validity_date(when, name)
     return changes
 
 

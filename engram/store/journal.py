@@ -4,6 +4,9 @@ own transaction, and the per-target delivery bookkeeping that sync transports us
 Every local write appends its mutation here in the same transaction as the write (invariant 1).
 Transports ask for what a target does not hold yet (:meth:`Journal.pending`) and mark rows
 delivered only once the target durably has them (invariant 4).
+
+Size: over 500 lines on purpose: the clock, appending, delivery and the outbound quarantine
+share the invariants above, which are easier to check read together in one class.
 """
 
 from __future__ import annotations
@@ -133,12 +136,17 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+#: The journal rows ``j`` a target (bound twice, as ``?``) neither holds nor rejected: what
+#: :meth:`Journal.pending` and :meth:`Journal.count_pending` select.
+NOT_YET_DELIVERED = """NOT EXISTS (SELECT 1 FROM sync_delivery d WHERE d.target = ? AND d.seq = j.seq)
+    AND NOT EXISTS (SELECT 1 FROM sync_quarantine q WHERE q.target = ? AND q.seq = j.seq)"""
+
 class Journal:
     """Clock and journal of one store (one database file)."""
 
     def __init__(self, db: Database, max_drift_ms: int = DEFAULT_MAX_CLOCK_DRIFT_MS) -> None:
         self.db = db
-        #: How far ahead of real time a clock value may be (DESIGN §3 "Clock bound").
+        #: How far ahead of real time a clock value may be (docs/architecture.md, "Trust boundaries").
         self.max_drift_ms = max_drift_ms
 
     # --- identity and clock -----------------------------------------------------------------
@@ -298,11 +306,7 @@ class Journal:
         """
         where, params = self._selection(projects, include_personal)
         sql = f"""SELECT j.* FROM sync_journal j
-                  WHERE j.seq > ? AND {where}
-                    AND NOT EXISTS (SELECT 1 FROM sync_delivery d
-                                    WHERE d.target = ? AND d.seq = j.seq)
-                    AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
-                                    WHERE q.target = ? AND q.seq = j.seq)
+                  WHERE j.seq > ? AND {where} AND {NOT_YET_DELIVERED}
                   ORDER BY j.seq"""
         args: list[Any] = [after_seq, *params, target, target]
         if limit is not None:
@@ -344,11 +348,7 @@ class Journal:
         where, params = self._selection(projects, include_personal)
         return int(
             self.db.scalar(
-                f"""SELECT COUNT(*) FROM sync_journal j WHERE {where}
-                      AND NOT EXISTS (SELECT 1 FROM sync_delivery d
-                                      WHERE d.target = ? AND d.seq = j.seq)
-                      AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
-                                      WHERE q.target = ? AND q.seq = j.seq)""",
+                f"SELECT COUNT(*) FROM sync_journal j WHERE {where} AND {NOT_YET_DELIVERED}",
                 [*params, target, target],
             )
             or 0

@@ -4,7 +4,7 @@ The file is copied aside first (``engram.db.go-backup-<time>``), then rebuilt in
 one transaction: rows are copied with the Go tool's data fixes (blank scope → ``project``, counts
 ≥ 1, missing sync ids derived from the row as every importer derives them, duplicate sync ids
 from its re-import bug collapsed to the newest row), and every row gets its deterministic legacy
-journal entry (DESIGN §3 "Legacy rows").
+journal entry (docs/architecture.md, "Identity, the journal and replication").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The objects the store hands out: one shape per entity, shared by every face.
 
-``to_dict`` gives the JSON shape of the reference's export (plus ``rank`` in search results),
+``to_dict`` gives the JSON shape of the Go tool's export (plus ``rank`` in search results),
 which is what the CLI's ``--json``, the MCP tools and the HTTP API all return.
 """
 
@@ -45,7 +45,7 @@ class Session:
         return data
 
 
-#: Why a search result matched, from best to weakest (DESIGN §3 "Search" tiers).
+#: Why a search result matched, from best to weakest (docs/search.md, the tiers).
 MATCH_TIERS = ("topic", "words", "prefix", "context")
 
 

@@ -1,5 +1,9 @@
 """Observations (memories): save with privacy stripping, truncation, topic upsert and dedupe;
-get, update, soft and hard delete, recent lists, timeline and passive capture."""
+get, update, soft and hard delete, recent lists, timeline and passive capture.
+
+Size: over 500 lines on purpose: the write rules of one entity (privacy, truncation, topic
+upsert, dedupe, moves) belong together; searching and context live in their own modules.
+"""
 
 from __future__ import annotations
 
@@ -148,7 +152,7 @@ class ObservationsMixin(StoreBase):
         content = truncation.text
         kind = (type or "").strip() or "manual"
         project, project_warning = normalize_project(project)
-        project = self._write_project(project, session_id)  # type: ignore[attr-defined]
+        project = self._write_project(project, session_id)
         scope = normalize_scope(scope)
         topic = normalize_topic_key(topic_key)
         session_id = check_session_id(session_id) if session_id else default_session_id(project)
@@ -160,7 +164,7 @@ class ObservationsMixin(StoreBase):
 
         with self.db.write() as conn:
             now = now_text()
-            self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
+            self._ensure_session(conn, session_id, project)
             refresh = ContextRefresh(conn)
             action, rowid, sync_id = "created", None, ""
             replaced: tuple[dict[str, Any], str] | None = None
@@ -205,7 +209,7 @@ class ObservationsMixin(StoreBase):
                     "importance_override": override,
                 }  # fmt: skip
                 if deleted_row is not None:
-                    # Topic revival (DESIGN §3): the derived key's memory was deleted here; this
+                    # Topic revival (docs/architecture.md, "Identity, the journal and replication"): the derived key's memory was deleted here; this
                     # newer save brings that key back, so every replica ends with one memory.
                     rowid = deleted_row
                     replaced = revisions.current_state(conn, rowid)
@@ -315,7 +319,7 @@ class ObservationsMixin(StoreBase):
         local id.
 
         A topic memory gets the topic's derived key (so machines converge) whether that key is
-        free, hard-deleted (tombstone) or soft-deleted here: a newer save revives it (DESIGN §3
+        free, hard-deleted (tombstone) or soft-deleted here: a newer save revives it (docs/architecture.md, "Identity, the journal and replication"
         "Topic revival"). Only a live memory that holds it under another topic or scope (edits
         never re-key) makes the save mint a random key."""
         if topic:
@@ -468,7 +472,7 @@ class ObservationsMixin(StoreBase):
                 (focus.project, focus.session_id),
             ).fetchone()[0]
         try:
-            session = self.get_session(  # type: ignore[attr-defined]
+            session = self.get_session(
                 focus.session_id, project=focus.project
             )
         except NotFoundError:
@@ -565,7 +569,7 @@ class ObservationsMixin(StoreBase):
             fts.remove(conn, "observations", "id", oid)
             key = old["sync_id"]
             if new["project"] != old["project"]:
-                # Another project is another address: a delete here, a create there (DESIGN §3).
+                # Another project is another address: a delete here, a create there (docs/architecture.md, "Identity, the journal and replication").
                 key = self._move(conn, "observation", oid, old, new["project"], now)
             elif new["scope"] != old["scope"]:
                 self._journal_exit(conn, old, now)
@@ -663,6 +667,7 @@ class ObservationsMixin(StoreBase):
             fts.remove(conn, "observations", "id", oid)
             conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
             revisions.forget(conn, row["project"], row["sync_id"])
+            assert old is not None  # read from the row found in this transaction
             self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
         else:
             vector_queue.forget_deleted(conn, "id", oid)

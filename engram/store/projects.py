@@ -103,7 +103,7 @@ class ProjectsMixin(StoreBase):
     def merge_projects(self, sources: list[str], target: str) -> MergeResult:
         """Move every session, observation and prompt of ``sources`` into ``target``.
 
-        Another project is another address (DESIGN §3): each memory and prompt is journaled as
+        Another project is another address (docs/architecture.md, "Identity, the journal and replication"): each memory and prompt is journaled as
         a hard delete of its key in the old project and a create under its derived key in the
         target, so every replica makes the same move and teammates who share only the old
         project do not keep stale copies. Sessions keep their id: a session the target already
@@ -263,6 +263,7 @@ class ProjectsMixin(StoreBase):
                 refresh.prompt(rowid)
                 fts.remove(conn, "user_prompts", "id", rowid)
                 conn.execute("DELETE FROM user_prompts WHERE id = ?", (rowid,))
+                assert old is not None  # read from the row found in this transaction
                 self._journal_hard_delete(conn, "prompt", old, now, hlc, origin)
                 result.prompts_deleted += 1
             refresh.settle()
@@ -270,7 +271,8 @@ class ProjectsMixin(StoreBase):
                 f"SELECT id, project FROM sessions WHERE project IN ({marks})", result.projects
             ).fetchall():
                 old = self._state(conn, "session", project, session_id)
-                prompts, sessions = self._delete_session_rows(conn, old)  # type: ignore[attr-defined]
+                assert old is not None  # read from the row found in this transaction
+                prompts, sessions = self._delete_session_rows(conn, old)
                 result.prompts_deleted += prompts
                 result.sessions_deleted += sessions
         return result

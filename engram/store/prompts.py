@@ -36,11 +36,11 @@ class PromptsMixin(StoreBase):
         if not text:
             raise ValidationError("content is required and cannot be empty", field="content")
         text = truncate(text, self.config.max_observation_length).text
-        project = self._write_project(project_name(project), session_id)  # type: ignore[attr-defined]
+        project = self._write_project(project_name(project), session_id)
         session_id = check_session_id(session_id) if session_id else default_session_id(project)
         sync_id = new_key("prompt-")
         with self.db.write() as conn:
-            self._ensure_session(conn, session_id, project)  # type: ignore[attr-defined]
+            self._ensure_session(conn, session_id, project)
             hlc, origin = self.journal.tick(conn)
             cursor = conn.execute(
                 """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at, hlc)

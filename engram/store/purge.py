@@ -13,7 +13,7 @@ places until this module clears them, as measured by tests/store/test_purge.py:
   transaction, so other processes keep writing meanwhile;
 * the write-ahead log, which keeps old page images until it is checkpointed and truncated.
 
-The journal keeps only what DESIGN §3 requires: earlier payloads of a hard-deleted key are
+The journal keeps only what replication requires (docs/architecture.md): earlier payloads of a hard-deleted key are
 blanked once every target holds the delete (engram/store/journal.py); git history keeps what
 was already pushed, which no tool of ours can rewrite.
 """

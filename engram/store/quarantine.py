@@ -1,4 +1,4 @@
-"""The quarantines (DESIGN §3 "Quarantine"), as one list people can see and act on.
+"""The quarantines (docs/architecture.md, "Trust boundaries"), as one list people can see and act on.
 
 *Inbound*: records received from elsewhere (a git chunk, a cloud pull) that may not be applied
 yet or at all — ``clock_skew`` (more than the allowed drift ahead of this clock; applied by

@@ -1,6 +1,6 @@
 """Lexical ranking over one FTS5 index: tiers first, BM25 within a tier, bounded work.
 
-Tiers (DESIGN §3 "Search"):
+Tiers (docs/search.md):
 
 1. a query word itself (its Porter stem) is in the row's own text — ranked by BM25 over the
    query's words, every column weighted (the session context at its weight);

@@ -1,6 +1,6 @@
 """Applying mutations that arrive from other replicas (git chunks, the cloud).
 
-Every record is addressed by ``(project, key)`` (DESIGN §3 "Identity is per project"): a record
+Every record is addressed by ``(project, key)`` (docs/architecture.md, "Identity, the journal and replication"): a record
 of project P reads and writes only P's rows, so nobody can reach another project's memories by
 naming their ids. Last writer wins per address by ``hlc`` (string order; ties broken by origin
 inside the hlc). A payload is written verbatim — no ``now()``, no counter bumps — so every replica

@@ -129,7 +129,7 @@ CREATE TABLE IF NOT EXISTS sync_tombstones (
     PRIMARY KEY (entity, key)
 ) WITHOUT ROWID;
 
--- Per-target sync bookkeeping (cursor, lease, backoff, status), as in the reference tool.
+-- Per-target sync bookkeeping (cursor, lease, backoff, status), as in the Go tool.
 CREATE TABLE IF NOT EXISTS sync_state (
     target_key            TEXT PRIMARY KEY,
     lifecycle             TEXT NOT NULL DEFAULT 'idle',
@@ -398,7 +398,7 @@ def _rebuild_table(conn: sqlite3.Connection, table: str) -> None:
 
 
 def migration_7(conn: sqlite3.Connection) -> None:
-    """Identity per project (DESIGN §3): memories and prompts are unique per (project, sync_id),
+    """Identity per project (docs/architecture.md, "Identity, the journal and replication"): memories and prompts are unique per (project, sync_id),
     sessions per (project, id), tombstones per (entity, project, key), so a record of one
     project can never address another project's rows. Memories and prompts that referenced a
     session recorded under another project get a copy of it in their own project. Adds the
@@ -605,11 +605,6 @@ def table_exists(conn: sqlite3.Connection, name: str) -> bool:
 
 def current_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
-
-
-def is_legacy_database(conn: sqlite3.Connection) -> bool:
-    """A database the Go tool wrote: tables present but never versioned by us."""
-    return current_version(conn) == 0 and table_exists(conn, "observations")
 
 
 def apply_migrations(conn: sqlite3.Connection) -> int:

@@ -206,7 +206,7 @@ class SearchMixin(StoreBase):
         """The lexical order: the ``limit`` best word matches (``limit`` is not capped, so
         hybrid search can take more candidates than a caller may ask for)."""
         mode = check_match_mode(match_mode)
-        clauses, params = self._observation_filters(  # type: ignore[attr-defined]
+        clauses, params = self._observation_filters(
             project, scope, type, since, until, include_deleted=include_deleted
         )
         where = " AND ".join(clauses)

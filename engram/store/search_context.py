@@ -1,6 +1,6 @@
 """Session context: what an observation's ``search_context`` column holds, and keeping it true.
 
-The rule (DESIGN §3 "Search"): a live observation saved in a real agent session is indexed with
+The rule (docs/search.md): a live observation saved in a real agent session is indexed with
 the text of the two live observations just before it in the same session, project and scope
 (ordered by ``created_at``, then ``sync_id``, so every replica agrees) and the latest prompt of
 that session and project at or before it (ordered the same way; within one second, prompt and

@@ -37,7 +37,7 @@ _BY_ID = """SELECT s.*, EXISTS (SELECT 1 FROM sync_journal j
 
 class SessionsMixin(StoreBase):
     """Sessions are addressed by ``(project, id)``: an agent session that wrote to two projects
-    has a row in each (DESIGN §3). A face may name a session by id alone; then
+    has a row in each (docs/architecture.md, "Identity, the journal and replication"). A face may name a session by id alone; then
 
     * reads take the best row of that id: one this machine wrote, else the most recently
       started (:meth:`get_session`);
@@ -310,6 +310,7 @@ class SessionsMixin(StoreBase):
             refresh.prompt(rowid)
             fts.remove(conn, "user_prompts", "id", rowid)
             conn.execute("DELETE FROM user_prompts WHERE id = ?", (rowid,))
+            assert state is not None  # read from the row found in this transaction
             self._journal_hard_delete(conn, "prompt", state, now, hlc, origin)
         refresh.settle()
         hlc, origin = self.journal.tick(conn)

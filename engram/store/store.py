@@ -9,9 +9,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from engram import config as config_module
-from engram.config import Config
+from engram import settings as config_module
 from engram.errors import StoreUnavailableError
+from engram.settings import Config
 from engram.store import scoring
 from engram.store.access import AccessLog
 from engram.store.clock_repair import ClockRepair

@@ -1,4 +1,4 @@
-"""Importance as a tie-breaker in search (DESIGN §3 "importance only breaks ties").
+"""Importance as a tie-breaker in search (docs/importance.md, "Search").
 
 Ranking decides; importance only reorders, within the page of results the ranking returned,
 results whose relevance is practically equal: a run of consecutive results (same match tier,

@@ -5,7 +5,6 @@ area where there is none), showing a long text, and switching project."""
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import tempfile
 from pathlib import Path
@@ -160,14 +159,9 @@ def describe_changes(obs: Observation, changes: dict[str, str]) -> str:
 
 def external_editor() -> list[str] | None:
     """The user's editor command (``$VISUAL``, else ``$EDITOR``), split like a shell would."""
-    for name in ("VISUAL", "EDITOR"):
-        raw = os.environ.get(name, "").strip()
-        if raw:
-            try:
-                return shlex.split(raw)
-            except ValueError:
-                continue
-    return None
+    from engram.settings import editor_command
+
+    return editor_command()
 
 
 class EditorUnavailable(Exception):

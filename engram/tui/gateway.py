@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from engram import config as config_module
-from engram.config import Config
+from engram import settings as config_module
 from engram.errors import EngramError, NotFoundError
+from engram.settings import Config
 from engram.store import (
     History,
     Observation,

@@ -4,6 +4,8 @@ Only the total count and the pages on screen are ever fetched, on worker threads
 100,000 memories opens with one ``COUNT`` and one page of 50 rows, and jumping to its end loads
 just the last page. Each item is two lines (a headline and a preview). The border shows where
 the view is ("21–40 of 312"); a ``▌`` marks the cursor row, so it stays visible without colour.
+
+Size: over 500 lines on purpose: one widget whose paging, cursor and rendering share state.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ headings stay bold.
 
 from __future__ import annotations
 
-import os
+from engram import settings
 
 DEFAULT_THEME = "catppuccin-mocha"
 THEME_ENV = "ENGRAM_TUI_THEME"
@@ -55,7 +55,7 @@ def builtin_themes() -> list[str]:
 
 def choose_theme(explicit: str | None) -> str:
     """``--theme``, else ``$ENGRAM_TUI_THEME``, else the default; unknown names are an error."""
-    name = (explicit or os.environ.get(THEME_ENV, "") or DEFAULT_THEME).strip()
+    name = (explicit or settings.raw(THEME_ENV) or DEFAULT_THEME).strip()
     known = builtin_themes()
     if name not in known:
         from engram.errors import ValidationError

@@ -16,6 +16,9 @@
   - a deleted note → reported; the memory is archived only with ``--apply-deletes``.
 
 ``dry_run`` reports the same decisions and writes nothing: no store write, no file, no state.
+
+Size: over 500 lines on purpose: the decision table of one two-way sync (note ↔ memory),
+whose dry run must take exactly the same decisions.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from engram import semantic
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 
 REPO = Path(__file__).resolve().parents[2]

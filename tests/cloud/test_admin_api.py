@@ -7,7 +7,7 @@ from collections.abc import Callable
 from litestar.testing import TestClient
 
 from tests.cloud import records as rec
-from tests.cloud.conftest import ADMIN_TOKEN, LEGACY_TOKEN, bearer
+from tests.support.cloud import ADMIN_TOKEN, LEGACY_TOKEN, bearer
 
 
 def test_bootstrap_a_team_through_the_api(

@@ -12,8 +12,8 @@ from sqlalchemy import Engine, func, select, text
 
 from engram_cloud import controls, models
 from tests.cloud import records as rec
-from tests.cloud.conftest import ADMIN_TOKEN, LEGACY_TOKEN, bearer
 from tests.cloud.test_workers import beat
+from tests.support.cloud import ADMIN_TOKEN, LEGACY_TOKEN, bearer
 
 ADMIN = bearer(ADMIN_TOKEN)
 

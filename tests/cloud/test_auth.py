@@ -13,7 +13,7 @@ from engram_cloud.auth import hash_token, parse_bearer, readable_projects, token
 from engram_cloud.errors import ApiError
 from engram_cloud.principals import CLI_ACTOR, revoke_token, set_enabled
 from engram_cloud.settings import Settings, parse_allowlist
-from tests.cloud.conftest import ADMIN_TOKEN, LEGACY_TOKEN, bearer
+from tests.support.cloud import ADMIN_TOKEN, LEGACY_TOKEN, bearer
 
 
 def test_health_needs_no_auth(client: TestClient) -> None:

@@ -10,7 +10,7 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine, func, select
 
 from engram_cloud import controls, models
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 AUTH = bearer(LEGACY_TOKEN)
 CHUNK = {

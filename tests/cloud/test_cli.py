@@ -13,8 +13,8 @@ from alembic.script import ScriptDirectory
 
 from engram.cli.main import main
 from engram_cloud.migrate import alembic_config, head_revision
-from tests.cloud.conftest import JWT_SECRET
 from tests.support import free_port, run_engram
+from tests.support.cloud import JWT_SECRET
 
 
 def env_for(url: str, **extra: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ import orjson
 import zstandard
 
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, RunningServer, bearer
+from tests.support.cloud import LEGACY_TOKEN, RunningServer, bearer
 
 MIB = 1024 * 1024
 LIMIT = 8 * MIB  # the server's default push limit

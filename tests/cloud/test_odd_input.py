@@ -21,8 +21,8 @@ from engram_cloud.db import create_db_engine
 from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
 from engram_cloud.settings import Settings, parse_allowlist
 from tests.cloud import records as rec
-from tests.cloud.conftest import ADMIN_TOKEN, JWT_SECRET, LEGACY_TOKEN, bearer
-from tests.dashboard.conftest import csrf_token, login
+from tests.support.cloud import ADMIN_TOKEN, JWT_SECRET, LEGACY_TOKEN, bearer
+from tests.support.dashboard import csrf_token, login
 from tests.support.postgres import PostgresCluster
 
 ODD = [

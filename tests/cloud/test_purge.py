@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select, text
 
 from engram_cloud import models, purge, sync_log
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 SECRET = "zebrafish-4471"
 

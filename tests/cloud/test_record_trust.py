@@ -16,8 +16,8 @@ from sqlalchemy import Engine, insert, select
 from engram.record import format_hlc
 from engram_cloud import clocks, models, read_model, sync_log
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
 from tests.cloud.test_chunks import CHUNK, push_chunk
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 AUTH = bearer(LEGACY_TOKEN)
 FAR_FUTURE = format_hlc(9_999_999_999_999, 99_999, rec.ORIGIN)  # year 2286
@@ -196,8 +196,8 @@ def test_records_from_before_the_clock_bound_stop_winning(
 
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_repair_clocks_command(engine: Engine, cloud_db_url: str, data_dir, dry_run: bool) -> None:
-    from tests.cloud.conftest import JWT_SECRET
     from tests.support import run_engram
+    from tests.support.cloud import JWT_SECRET
 
     _stored_before_the_rule(engine, [rec.observation(hlc=FAR_FUTURE, project="widgets")])
     env = {

@@ -14,7 +14,7 @@ import pytest
 from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 
-from tests.cloud.conftest import ADMIN_TOKEN, LEGACY_TOKEN, RunningServer, bearer
+from tests.support.cloud import ADMIN_TOKEN, LEGACY_TOKEN, RunningServer, bearer
 
 ADMIN = bearer(ADMIN_TOKEN)
 LEGACY = bearer(LEGACY_TOKEN)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import httpx
 
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 
 def test_two_servers_one_database(

@@ -13,8 +13,8 @@ from sqlalchemy import Engine, insert
 from engram_cloud import models
 from engram_cloud.legacy import canonical_chunk
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
 from tests.support import free_port
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 AUTH = bearer(LEGACY_TOKEN)
 

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, func, select
 
 from engram_cloud import models, sync_log
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, bearer
 from tests.support.postgres import PostgresCluster
 
 AUTH = bearer(LEGACY_TOKEN)

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 import orjson
+import pytest
 from litestar.testing import TestClient
 from sqlalchemy import Engine, select
 
@@ -14,7 +15,7 @@ from engram.store import Store
 from engram_cloud import controls, models
 from engram_cloud.settings import parse_allowlist
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 AUTH = bearer(LEGACY_TOKEN)
 
@@ -172,11 +173,23 @@ def test_long_poll_answers_as_soon_as_something_commits(client: TestClient) -> N
     assert waited < 10, waited  # woken by the commit, not by the end of the wait
 
 
-def test_long_poll_ignores_other_projects(client: TestClient) -> None:
+def test_long_poll_ignores_other_projects(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notifier = client.app.state.notifier
+    real_wait = notifier.wait
+    waits = threading.Semaphore(0)
+
+    async def counted_wait(after: int, timeout: float) -> None:
+        waits.release()  # the pull found nothing and is waiting for an announcement
+        await real_wait(after, timeout)
+
+    monkeypatch.setattr(notifier, "wait", counted_wait)
+
     def later() -> None:
-        time.sleep(0.3)
+        assert waits.acquire(timeout=30)
         push(client, [rec.observation(project="widgets")])
-        time.sleep(0.3)
+        assert waits.acquire(timeout=30)  # woken by widgets, found nothing for acme: waits again
         push(client, [rec.observation(project="acme")])
 
     thread = threading.Thread(target=later)

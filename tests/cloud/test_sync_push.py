@@ -15,7 +15,7 @@ from sqlalchemy import Engine, func, select
 from engram.store import Store
 from engram_cloud import models
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, bearer
 
 AUTH = bearer(LEGACY_TOKEN)
 

@@ -11,8 +11,8 @@ from sqlalchemy import Engine, func, insert, select, text
 
 from engram_cloud import controls, models, ratelimit
 from tests.cloud import records as rec
-from tests.cloud.conftest import LEGACY_TOKEN, RunningServer, bearer
 from tests.cloud.test_record_trust import FAR_FUTURE, _stored_before_the_rule
+from tests.support.cloud import LEGACY_TOKEN, RunningServer, bearer
 
 WRONG = "egt_" + "w" * 43
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 
-from tests.cloud.conftest import ADMIN_TOKEN, LEGACY_TOKEN, bearer
+from tests.support.cloud import ADMIN_TOKEN, LEGACY_TOKEN, bearer
 
 ADMIN = bearer(ADMIN_TOKEN)
 LEGACY = bearer(LEGACY_TOKEN)

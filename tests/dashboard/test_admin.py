@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 
 from tests.cloud import records as rec
-from tests.dashboard.conftest import LEGACY_TOKEN, SESSION_COOKIE, login, post_form
+from tests.support.dashboard import LEGACY_TOKEN, SESSION_COOKIE, login, post_form
 
 
 def _push(client: TestClient, project: str = "acme", created_by: str = "alice") -> int:

@@ -28,8 +28,8 @@ from engram_cloud.db import create_db_engine
 from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
 from engram_cloud.settings import derive_pepper
 from tests.cloud import records as rec
-from tests.dashboard.conftest import ADMIN_TOKEN, JWT_SECRET, LEGACY_TOKEN
 from tests.support import REPO, engram_env, free_port, wait_for_port
+from tests.support.dashboard import ADMIN_TOKEN, JWT_SECRET, LEGACY_TOKEN
 from tests.support.postgres import PostgresCluster
 
 CHROMIUM = "/usr/bin/chromium"

@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine
 
 from engram_cloud.dashboard.charts import memories_per_day, pushes_per_day
-from engram_cloud.dashboard.queries import Scope
+from engram_cloud.dashboard.queries.common import Scope
 from tests.cloud import records as rec
 
 
@@ -57,7 +57,7 @@ def test_the_stats_page_draws_scoped_escaped_charts(
     )
     client = make_client()
     token = make_user("charlie", ["c-mine"])
-    from tests.dashboard.conftest import login
+    from tests.support.dashboard import login
 
     assert login(client, token).status_code == 303
     html = client.get("/dashboard/stats").text

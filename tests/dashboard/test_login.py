@@ -15,7 +15,7 @@ from sqlalchemy import Engine, text
 from engram_cloud.auth import LEGACY_PRINCIPAL
 from engram_cloud.dashboard import auth as dashboard_auth
 from engram_cloud.principals import CLI_ACTOR, revoke_token, set_enabled
-from tests.dashboard.conftest import (
+from tests.support.dashboard import (
     ADMIN_TOKEN,
     JWT_SECRET,
     LEGACY_TOKEN,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 
-from tests.dashboard.conftest import LEGACY_TOKEN
+from tests.support.dashboard import LEGACY_TOKEN
 
 SEED = {"tailscale_ip": "100.64.0.5", "local_ip": "192.168.1.50", "ram_gb": 8, "gpu_type": "Orin"}
 

@@ -14,11 +14,12 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 
 from engram_cloud.api.workers import record_heartbeat
-from engram_cloud.dashboard import queries as dq
-from engram_cloud.dashboard.pages import SECURITY_HEADERS
+from engram_cloud.dashboard.plugin import SECURITY_HEADERS
+from engram_cloud.dashboard.queries import common as common_q
+from engram_cloud.dashboard.queries import overview as overview_q
 from engram_cloud.dashboard.render import STATIC_DIR
 from tests.cloud import records as rec
-from tests.dashboard.conftest import LEGACY_TOKEN, is_fragment, links
+from tests.support.dashboard import LEGACY_TOKEN, is_fragment, links
 from tests.support.postgres import PostgresCluster
 
 HX = {"HX-Request": "true"}
@@ -483,7 +484,7 @@ def test_database_down_and_unexpected_errors_get_pages(
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(dq, "stats", broken)  # a bug cannot be produced any other way
+    monkeypatch.setattr(overview_q, "stats", broken)  # a bug cannot be produced any other way
     page = admin.get("/dashboard/stats")
     assert page.status_code == 500 and "Something went wrong" in page.text
     assert "a bug" not in page.text  # internals stay in the log
@@ -493,8 +494,8 @@ def test_counts_stop_at_the_cap(
     seed: Callable[..., None], admin: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _many(seed, 30)
-    monkeypatch.setattr(dq, "COUNT_CAP", 20)  # the real cap is 5,000: too many rows for a test
-    monkeypatch.setattr(dq, "SEARCH_WINDOW", 5)
+    monkeypatch.setattr(common_q, "COUNT_CAP", 20)  # the real cap is 5,000: too many rows for a test
+    monkeypatch.setattr(common_q, "SEARCH_WINDOW", 5)
     html = admin.get("/dashboard/browser/observations?pageSize=10&page=99").text
     assert "11–20 of 20+" in html and "Note 010" in html  # clamped to the last counted page
     assert "Showing the first 20; narrow the list" in html

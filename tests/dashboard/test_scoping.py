@@ -14,7 +14,7 @@ from engram_cloud.api.workers import record_heartbeat
 from engram_cloud.auth import LEGACY_PRINCIPAL
 from engram_cloud.principals import CLI_ACTOR, grant, revoke_grant
 from tests.cloud import records as rec
-from tests.dashboard.conftest import ADMIN_TOKEN, LEGACY_TOKEN, login, post_form
+from tests.support.dashboard import ADMIN_TOKEN, LEGACY_TOKEN, login, post_form
 
 
 @pytest.fixture

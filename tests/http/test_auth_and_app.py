@@ -12,9 +12,9 @@ from litestar.testing import TestClient
 from engram.http.app import create_app
 from engram.store import Store
 from engram.sync.cloud.status import sync_status
-from tests.http.conftest import BASE_URL, TOKEN
+from tests.support.http import BASE_URL, TOKEN
 
-# Every route of reference §9 plus the additions: (method, OpenAPI path).
+# Every route of the local API (docs/http.md): (method, OpenAPI path).
 EXPECTED_ROUTES = {
     ("get", "/health"),
     ("post", "/sessions"),

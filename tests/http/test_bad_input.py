@@ -8,10 +8,10 @@ import orjson
 import pytest
 from litestar.testing import TestClient
 
-from engram.config import Config
 from engram.http.app import create_app
+from engram.settings import Config
 from engram.store import Store
-from tests.http.conftest import BASE_URL
+from tests.support.http import BASE_URL
 
 
 def snapshot(store: Store) -> tuple[bytes, int]:

@@ -7,7 +7,7 @@ import pytest
 from litestar.testing import TestClient
 
 from engram.store import Store
-from tests.http.conftest import TOKEN
+from tests.support.http import TOKEN
 
 
 def test_every_memory_shows_its_importance_and_pin(client: TestClient, store: Store) -> None:

@@ -18,10 +18,10 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from engram.config import Config
 from engram.http.app import create_app
+from engram.settings import Config
 from engram.store import Store
-from tests.http.conftest import BASE_URL
+from tests.support.http import BASE_URL
 
 EXAMPLES_PER_OPERATION = 20
 

@@ -1,4 +1,4 @@
-"""DESIGN §7: one object shape everywhere. The HTTP API's typed bodies mirror the store's models
+"""One object shape everywhere (docs/http.md). The HTTP API's typed bodies mirror the store's models
 (so /schema is exact); this keeps the two from drifting apart."""
 
 import dataclasses

@@ -7,7 +7,7 @@ from litestar.testing import TestClient
 
 from engram import __version__
 from engram.store import Store
-from tests.http.conftest import BASE_URL
+from tests.support.http import BASE_URL
 
 
 def save(client: TestClient, title: str, content: str, **extra) -> dict:

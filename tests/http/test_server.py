@@ -12,11 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
-from tests.http.conftest import TOKEN, Server, start_server
 from tests.http.test_auth_and_app import EXPECTED_ROUTES, documented_routes
 from tests.support import REPO, engram_env, free_port, run_engram, wait_for_port
+from tests.support.http import TOKEN, Server, start_server
 
 
 def test_every_route_over_real_http(server: Server) -> None:

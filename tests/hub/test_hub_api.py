@@ -7,11 +7,11 @@ from pathlib import Path
 
 from litestar.testing import TestClient
 
-from engram.config import Config
 from engram.http.hub import HubIndex, create_hub
+from engram.settings import Config
 from engram.store import Store
-from tests.http.conftest import BASE_URL
-from tests.hub.conftest import HUB_URL, TOKEN
+from tests.support.http import BASE_URL
+from tests.support.hub import HUB_URL, TOKEN
 
 
 def is_seed_timestamp(value: str) -> bool:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import httpx
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
-from tests.hub.conftest import SAMPLE, TOKEN, fill
 from tests.support import REPO, engram_env, free_port, run_engram, wait_for_port
+from tests.support.hub import SAMPLE, TOKEN, fill
 
 
 def start_hub(data_dir: Path, port: int, env: dict[str, str]) -> subprocess.Popen:

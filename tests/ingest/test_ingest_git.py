@@ -92,7 +92,7 @@ def test_not_a_repository_is_a_clear_error(tmp_path: Path, store: Store) -> None
 
 
 def test_hostile_messages_and_file_names_are_data(tmp_path: Path, store: Store) -> None:
-    from tests.ingest.conftest import Repo
+    from tests.support.ingest import Repo
 
     home = tmp_path / "h"
     home.mkdir()

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.go_writer import go_export

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from tests.interop.team import PROJECT, GoUser, Ours, Teammate, make_remote, needs_go
 

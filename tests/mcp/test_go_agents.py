@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from tests.mcp.client import call, engram_mcp, fail, saved_id
 

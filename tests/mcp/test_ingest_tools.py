@@ -41,6 +41,6 @@ async def test_seed_aliases_on_request(data_dir: Path, repo) -> None:
 
 @pytest.fixture
 def repo(tmp_path: Path):
-    from tests.ingest.conftest import make_repo
+    from tests.support.ingest import make_repo
 
     return make_repo(tmp_path)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engram.config import Config
 from engram.mcp.server import ADMIN_TOOLS, AGENT_TOOLS, ALL_TOOLS
+from engram.settings import Config
 from engram.store import Store
 from tests.mcp.client import call, engram_mcp, fail, saved_id
 

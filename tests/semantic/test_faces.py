@@ -10,15 +10,15 @@ import orjson
 import pytest
 from litestar.testing import TestClient
 
-from engram.config import Config
 from engram.errors import ValidationError
 from engram.http.app import create_app
 from engram.semantic.background import BackgroundVectorizer
+from engram.settings import Config
 from engram.store import Store
-from tests.http.conftest import BASE_URL
 from tests.mcp.client import call, engram_mcp
-from tests.semantic.conftest import MEMORIES, needs_model, save
 from tests.support import run_engram, run_on_terminal
+from tests.support.http import BASE_URL
+from tests.support.semantic import MEMORIES, needs_model, save
 
 pytestmark = needs_model
 DEFAULT = {"ENGRAM_SEARCH_MODE": ""}  # Engram's own default, not the suite's lexical pin

@@ -37,7 +37,7 @@ sys.meta_path.insert(0, _Hidden())
 #: Engram modules the lexical commands may import (``save`` imports a subset).
 LEXICAL_ENGRAM_MODULES = {
     "engram", "engram.cli", "engram.cli.common", "engram.cli.main",
-    "engram.cli.cloud_client_commands", "engram.cli.cmd_serve", "engram.config", "engram.errors",
+    "engram.cli.cloud_client_commands", "engram.cli.cmd_serve", "engram.settings", "engram.errors",
     "engram.formatting", "engram.platform", "engram.project", "engram.record", "engram.secrets",
     "engram.semantic", "engram.terminal", "engram.text", "engram.times",
     "engram.store", "engram.store.base", "engram.store.checks", "engram.store.clock_repair",

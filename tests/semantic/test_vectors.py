@@ -8,12 +8,12 @@ import threading
 import numpy as np
 import pytest
 
-from engram.config import Config
 from engram.semantic.model import Embedder, shared_embedder
+from engram.settings import Config
 from engram.store import Store
 from engram.store.vectors import PENDING, TABLE
-from tests.semantic.conftest import MEMORIES, needs_model, save
 from tests.store.replicas import exchange
+from tests.support.semantic import MEMORIES, needs_model, save
 
 pytestmark = needs_model
 

@@ -7,7 +7,7 @@ import os
 import threading
 from pathlib import Path
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 
 

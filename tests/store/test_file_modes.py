@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engram import platform
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from tests.store.test_legacy_and_processes import make_go_database
 from tests.support import engram_env, run_engram

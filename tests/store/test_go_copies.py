@@ -97,7 +97,7 @@ def test_same_text_in_another_session_is_another_memory(make_store) -> None:
 
 
 def test_the_cli_import_says_what_came_back_through_go(tmp_path) -> None:
-    from engram.config import Config
+    from engram.settings import Config
     from tests.support import run_engram
 
     data = tmp_path / "data"

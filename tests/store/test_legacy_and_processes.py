@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engram.config import Config
 from engram.errors import StoreUnavailableError
+from engram.settings import Config
 from engram.store import Store
 
 GO_SCHEMA = """

@@ -9,7 +9,7 @@ import pytest
 from engram.errors import NotFoundError, ValidationError
 from engram.store import Store
 from engram.store.pattern import MAX_RESULT_CHARS, SNIPPET_CHARS
-from tests.hub.conftest import SAMPLE, fill, memory
+from tests.support.hub import SAMPLE, fill, memory
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.store.purge_worker import PurgeWorker
 from tests.support import run_engram

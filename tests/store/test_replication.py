@@ -7,8 +7,8 @@ import time
 import orjson
 import pytest
 
-from engram.config import Config
 from engram.record import format_hlc
+from engram.settings import Config
 from engram.store import Store, quarantine
 
 from .replicas import converge, exchange

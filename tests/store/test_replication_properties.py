@@ -1,4 +1,4 @@
-"""Property tests of DESIGN §3's invariants: random interleavings of writes on several replicas,
+"""Property tests of docs/architecture.md, "Identity, the journal and replication"'s invariants: random interleavings of writes on several replicas,
 mutations exchanged partially, in random orders and with duplicates, always converge to identical
 canonical exports.
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram.config import Config
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.record import build_record, format_hlc, new_mid
+from engram.settings import Config
 from engram.store import Store
 from engram.store.search_context import rederive_all
 

@@ -116,7 +116,7 @@ def test_limits(store: Store) -> None:
 
 
 def test_session_context_weight_zero_matches_only_a_memory_s_own_text(tmp_path) -> None:
-    from engram.config import Config
+    from engram.settings import Config
 
     for weight, expected in ((0.5, ["Raised session TTL to 8h"]), (0.0, [])):
         with Store.open(

@@ -1,4 +1,4 @@
-"""Session context is derived, never a second copy of the truth (DESIGN §3 "Search", issue 14):
+"""Session context is derived, never a second copy of the truth (docs/search.md, issue 14):
 only real agent sessions give it, it never crosses project or scope, and every edit or delete of
 a memory or prompt re-derives the rows whose context used it — locally and when the change
 arrives from another replica."""
@@ -20,7 +20,7 @@ from .replicas import exchange
 @pytest.fixture(autouse=True)
 def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each save one second after the previous: within one second, memories are ordered by
-    their random sync id (DESIGN §3), which would make these tests depend on luck."""
+    their random sync id (docs/architecture.md), which would make these tests depend on luck."""
     start = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
     ticks = itertools.count()
 
@@ -260,7 +260,7 @@ def test_import_derives_context_like_a_live_save(store: Store, make_store) -> No
 def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) -> None:
     """A database of the schema before (contexts from the manual-save pseudo session, of deleted
     rows, across scopes) comes out of the search migration with only what the new rules give."""
-    from engram.config import Config
+    from engram.settings import Config
     from engram.store.schema import MIGRATIONS, SCHEMA_VERSION, V1_TABLES, migration_9
 
     config = Config(data_dir=tmp_path / "old")

@@ -1,5 +1,5 @@
 """Search says why a memory matched, ranks by tiers, and finds the word forms people type
-(issue 14; DESIGN §3 "Search")."""
+(issue 14; docs/search.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store, ranking
 from engram.store.query import plan_words
 from engram.store.ranking import row_count

@@ -17,7 +17,7 @@ def test_create_completes_blanks_but_never_overwrites(store: Store) -> None:
 
 
 def test_one_session_id_in_two_projects_is_two_sessions(store: Store) -> None:
-    """Identity is per project (DESIGN §3): the same id named in another project is that
+    """Identity is per project (docs/architecture.md, "Identity, the journal and replication"): the same id named in another project is that
     project's own session; by id alone, reads take the most recent, ending ends every open one,
     deleting asks which."""
     store.create_session("s1", "acme", "/src/acme")

@@ -19,9 +19,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
 from engram.errors import ValidationError
 from engram.record import build_record, format_hlc, new_mid, new_origin
+from engram.settings import Config
 from engram.store import Store, quarantine
 from engram.text import topic_sync_id
 from tests.support import engram_env

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from tests.tui.helpers import Seeded, seed
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.tui.app import EngramApp
 from engram.tui.gateway import Gateway

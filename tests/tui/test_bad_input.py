@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.tui.detail import ObservationScreen, TimelineScreen
 from engram.tui.dialogs import ConfirmScreen

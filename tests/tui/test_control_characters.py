@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.tui.detail import ObservationScreen, SessionScreen, TimelineScreen
 from engram.tui.dialogs import ConfirmScreen, EditScreen, MessageScreen, ProjectScreen

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from engram.config import Config
 from engram.errors import NotFoundError, StoreUnavailableError
+from engram.settings import Config
 from engram.store import Store
 from engram.tui.gateway import SEARCH_CAP, SEARCH_PAGE, Gateway, Stale, SyncTarget
 from tests.tui.helpers import Seeded, database_locked, release, seed_many

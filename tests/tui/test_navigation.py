@@ -132,7 +132,7 @@ async def test_list_keys_move_open_and_show_the_position(seeded: Seeded) -> None
 
 
 async def test_long_lists_load_lazily_page_by_page(data_dir) -> None:
-    from engram.config import Config
+    from engram.settings import Config
     from engram.store import Store
     from tests.tui.helpers import seed_many
 
@@ -165,7 +165,7 @@ async def test_long_lists_load_lazily_page_by_page(data_dir) -> None:
 
 
 async def test_search_results_load_more_as_the_list_nears_its_end(data_dir) -> None:
-    from engram.config import Config
+    from engram.settings import Config
     from engram.store import Store
     from tests.tui.helpers import seed_many
 

@@ -14,7 +14,7 @@ never waits for the loop's lock, and never for the network):
 
 Only the holder of the lease in ``sync_state`` syncs, so two local processes on one data
 directory never sync at once; a holder that dies lets the lease expire (``lease`` seconds) and
-another process takes over. Failures back off exponentially with jitter (reference §6.5), each
+another process takes over. Failures back off exponentially with jitter (docs/cloud-sync.md, "Autosync"), each
 direction on its own, and are reported as a phase and a reason code (``auth_required``,
 ``policy_forbidden``, ``paused``, ``transport_failed`` …) in ``sync_state`` — which
 ``GET /sync/status`` and ``engram cloud status`` read.
@@ -30,6 +30,9 @@ Timings have environment overrides so tests run in seconds: ``ENGRAM_AUTOSYNC_DE
 ``ENGRAM_AUTOSYNC_BACKOFF_BASE_MS``, ``ENGRAM_AUTOSYNC_BACKOFF_MAX_MS``,
 ``ENGRAM_AUTOSYNC_HEARTBEAT_S``, ``ENGRAM_AUTOSYNC_RESCAN_S``,
 ``ENGRAM_AUTOSYNC_REFUSED_BASE_S``, ``ENGRAM_AUTOSYNC_REFUSED_MAX_S``.
+
+Size: over 500 lines on purpose: one loop's state machine (push, pull, lease, backoff,
+heartbeat); refusals and status already live in refusals.py and status.py.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engram import __version__
+from engram import __version__, settings
 from engram.errors import EngramError
 from engram.sync.cloud import refusals, state
 from engram.sync.cloud.client import (
@@ -59,9 +62,10 @@ from engram.sync.cloud.client import (
 from engram.sync.cloud.config import CloudConfig, CloudConfigError, load_cloud_config
 from engram.sync.cloud.sync import CloudSync
 from engram.terminal import for_terminal
+from engram.times import iso
 
 if TYPE_CHECKING:
-    from engram.config import Config
+    from engram.settings import Config
     from engram.store import Store
 
 ENABLE_ENV = "ENGRAM_CLOUD_AUTOSYNC"
@@ -69,14 +73,14 @@ ENABLE_ENV = "ENGRAM_CLOUD_AUTOSYNC"
 PERSIST_HEALTHY_EVERY = 5.0
 INTERNAL_ERROR = "internal_error"
 
-# Phases (reference §6.6): idle, pushing, pulling, healthy, push_failed, pull_failed, backoff,
+# Phases (docs/cloud-sync.md, "Autosync"): idle, pushing, pulling, healthy, push_failed, pull_failed, backoff,
 # disabled.
 IDLE, PUSHING, PULLING, HEALTHY = "idle", "pushing", "pulling", "healthy"
 PUSH_FAILED, PULL_FAILED, BACKOFF, DISABLED = "push_failed", "pull_failed", "backoff", "disabled"
 
 
 def _env_number(env: Mapping[str, str], name: str, default: float, scale: float = 1.0) -> float:
-    raw = env.get(name, "").strip()
+    raw = settings.raw(name, env)
     if not raw:
         return default
     try:
@@ -90,7 +94,7 @@ def _env_number(env: Mapping[str, str], name: str, default: float, scale: float 
 
 @dataclass(frozen=True, slots=True)
 class Timings:
-    """The loop's timings, in seconds (defaults from the reference, §6.2)."""
+    """The loop's timings, in seconds (defaults from docs/cloud-sync.md, "Autosync")."""
 
     debounce: float = 0.5
     poll: float = 25.0  # long-poll wait per pull (the server caps it at 30 s)
@@ -129,7 +133,7 @@ class Timings:
 def backoff_delay(
     failures: int, base: float, ceiling: float, rand: Callable[[], float] = random.random
 ) -> float:
-    """Reference §6.5: ``base`` doubled per failure after the first (saturating at
+    """docs/cloud-sync.md, "Autosync": ``base`` doubled per failure after the first (saturating at
     ``ceiling``), plus jitter uniform in ±25 %, capped at ``ceiling``, at least ``base / 2``."""
     if failures <= 0:
         return base
@@ -357,7 +361,7 @@ class Autosync:
                     if report.unconfirmed:
                         complete = False
                     if report.sent:
-                        self.last_push_at = state.iso(state.utc_now())
+                        self.last_push_at = iso(state.utc_now(), milliseconds=True)
         except CloudError as exc:
             self._failed(self._push, PUSH_FAILED, exc)
             return False
@@ -387,9 +391,12 @@ class Autosync:
             info = path.stat() if path is not None else None
         except OSError:
             info = None
-        env = os.environ if self.env is None else self.env
         stat = (info.st_mtime_ns, info.st_size, info.st_ino) if info is not None else None
-        return (stat, env.get("ENGRAM_CLOUD_SERVER"), env.get("ENGRAM_CLOUD_TOKEN"))
+        return (
+            stat,
+            settings.raw("ENGRAM_CLOUD_SERVER", self.env),
+            settings.raw("ENGRAM_CLOUD_TOKEN", self.env),
+        )
 
     def _check_config(self) -> None:
         """A changed ``cloud.json`` (``engram cloud config``): use the new token, and ask the
@@ -504,7 +511,7 @@ class Autosync:
             return
         if self._stopping.is_set():
             return
-        self.last_pull_at = state.iso(state.utc_now())
+        self.last_pull_at = iso(state.utc_now(), milliseconds=True)
         if any(r.dead for r in reports.values()):
             _say(f"{sum(r.dead for r in reports.values())} pulled record(s) could not be applied")
         self._succeeded(self._pull)
@@ -529,7 +536,9 @@ class Autosync:
                 str(exc),
                 self.timings.refusal_backoff,
             )
-        _say(f"pull refused for {', '.join(named)}: {exc} (next try at {state.iso(refusal.until)})")
+        _say(
+            f"pull refused for {', '.join(named)}: {exc} (next try at {iso(refusal.until, milliseconds=True)})"
+        )
 
     # --- status bookkeeping -------------------------------------------------------------------
 
@@ -548,7 +557,7 @@ class Autosync:
             direction.failures, self.timings.backoff_base, self.timings.backoff_max
         )
         direction.retry_at = time.monotonic() + delay
-        direction.backoff_until = state.iso(state.utc_now() + timedelta(seconds=delay))
+        direction.backoff_until = iso(state.utc_now() + timedelta(seconds=delay), milliseconds=True)
         failures = max(self._push.failures, self._pull.failures)
         self.phase = BACKOFF if failures >= self.timings.max_failures else phase
         if first:
@@ -590,7 +599,7 @@ class Autosync:
         direction.retry_at = 0.0
         direction.backoff_until = None
         other = self._pull if direction is self._push else self._push
-        self.last_sync_at = state.iso(state.utc_now())
+        self.last_sync_at = iso(state.utc_now(), milliseconds=True)
         if other.failures:
             self.phase = PULL_FAILED if other is self._pull else PUSH_FAILED
             state.write_state(
@@ -646,7 +655,7 @@ def autosync_from_env(store: Store, env: Mapping[str, str] | None = None) -> Aut
     its write listener attached; else None (an ``[autosync] ERROR`` line says why when it was
     asked for but cannot run — the process goes on without it)."""
     env = os.environ if env is None else env
-    if env.get(ENABLE_ENV, "").strip() != "1":
+    if settings.raw(ENABLE_ENV, env) != "1":
         return None
     try:
         cloud = load_cloud_config(store.config.data_dir, env)

@@ -1,8 +1,8 @@
 """The HTTP client of the team server: push and pull mutations, heartbeats, and the probes that
 status and ``engram cloud upgrade doctor`` use.
 
-Every failure becomes a :class:`CloudError` carrying one of the client reason codes (reference
-§4.4): ``auth_required`` (401), ``policy_forbidden`` (403), ``paused`` (409 ``sync-paused``),
+Every failure becomes a :class:`CloudError` carrying one of the client reason codes
+(docs/cloud-sync.md): ``auth_required`` (401), ``policy_forbidden`` (403), ``paused`` (409 ``sync-paused``),
 ``payload_too_large`` (413: the caller splits the batch), and ``transport_failed`` for the rest
 (network errors, timeouts, 5xx, a server without the mutation routes — ``server_unsupported``
 in the message). Request bodies over 1 KiB are sent zstd-compressed; httpx decodes zstd or gzip
@@ -12,7 +12,6 @@ answers. Redirects are never followed, so a token cannot leak to another host.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ import httpx
 import orjson
 import zstandard
 
-from engram import __version__
+from engram import __version__, settings
 from engram.errors import EngramError
 from engram.sync.cloud.config import CloudConfig
 
@@ -36,7 +35,7 @@ PAYLOAD_TOO_LARGE = "payload_too_large"
 DEFAULT_TIMEOUT_S = 30.0
 TIMEOUT_ENV = "ENGRAM_CLOUD_TIMEOUT_S"
 COMPRESS_ABOVE = 1024
-MAX_PUSH_BATCH = 500  # the server's limit per request (DESIGN §5)
+MAX_PUSH_BATCH = 500  # the server's limit per request (docs/cloud.md, "The sync API")
 _ZSTD = zstandard.ZstdCompressor(level=3)
 
 
@@ -94,7 +93,7 @@ class PullPage:
 
 
 def default_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    raw = settings.raw(TIMEOUT_ENV)
     try:
         return float(raw) if raw else DEFAULT_TIMEOUT_S
     except ValueError:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from engram import settings
 from engram.errors import EngramError, ValidationError
 from engram.files import write_atomic
 
@@ -188,10 +189,10 @@ def load_cloud_config(data_dir: Path, env: Mapping[str, str] | None = None) -> C
     env = os.environ if env is None else env
     path = config_path(data_dir)
     stored = read_file(path)
-    server_raw, server_source = env.get(SERVER_ENV, "").strip(), SERVER_ENV
+    server_raw, server_source = settings.raw(SERVER_ENV, env), SERVER_ENV
     if not server_raw:
         server_raw, server_source = stored.get("server_url", "").strip(), "cloud.json"
-    token, token_source = env.get(TOKEN_ENV, "").strip(), TOKEN_ENV
+    token, token_source = settings.raw(TOKEN_ENV, env), TOKEN_ENV
     if not token:
         token, token_source = stored.get("token", "").strip(), "cloud.json"
     server = None

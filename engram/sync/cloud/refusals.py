@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from engram.sync.cloud import state
+from engram.times import iso
 
 if TYPE_CHECKING:
     from engram.store import Store
@@ -84,7 +85,7 @@ def note(
         project,
         reason_code=reason_code,
         reason_message=message,
-        refused_until=state.iso(until),
+        refused_until=iso(until, milliseconds=True),
         refused_count=count,
     )
     return Refusal(reason_code, until, count)
@@ -135,6 +136,6 @@ def describe(refusal: Refusal, project: str) -> str:
     minutes = max(0.0, (refusal.until - state.utc_now()).total_seconds() / 60)
     return (
         f"the server refused {what} of {project!r} ({refusal.reason_code}, {refusal.count} "
-        f"time(s) in a row): autosync asks again at {state.iso(refusal.until)} (in "
+        f"time(s) in a row): autosync asks again at {iso(refusal.until, milliseconds=True)} (in "
         f"{minutes:.0f} min); 'engram sync --cloud --project {project}' retries now"
     )

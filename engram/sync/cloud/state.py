@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.errors import ValidationError
 from engram.project import project_name
-from engram.times import now_text
+from engram.times import iso, now_text
 
 if TYPE_CHECKING:
     from engram.store import Store
@@ -50,15 +50,6 @@ STATE_FIELDS = (
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def iso(moment: datetime | None) -> str | None:
-    """RFC 3339 with milliseconds (leases and backoffs need sub-second precision)."""
-    if moment is None:
-        return None
-    return (
-        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-    )
 
 
 def parse_iso(text: str | None) -> datetime | None:
@@ -166,7 +157,7 @@ def _ensure_project(conn: sqlite3.Connection, target: str, project: str) -> None
 
 def advance_cursor(store: Store, target: str, projects: Iterable[str], seq: int) -> None:
     """Move the projects' cursors forward to ``seq`` (never back: two pullers may race)."""
-    stamp = iso(utc_now())
+    stamp = iso(utc_now(), milliseconds=True)
     with store.db.write() as conn:
         for project in projects:
             _ensure_project(conn, target, project)
@@ -228,7 +219,7 @@ def acquire_lease(store: Store, target: str, owner: str, ttl_s: float) -> bool:
             return False
         conn.execute(
             "UPDATE sync_state SET lease_owner = ?, lease_until = ? WHERE target_key = ?",
-            (owner, iso(now + timedelta(seconds=ttl_s)), target),
+            (owner, iso(now + timedelta(seconds=ttl_s), milliseconds=True), target),
         )
         return True
 

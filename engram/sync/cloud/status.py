@@ -1,5 +1,5 @@
 """The cloud-sync status of one project, as ``GET /sync/status`` and ``engram cloud status``
-report it (reference §5.3), plus the pending and quarantined counts.
+report it (docs/cloud-sync.md, "What can go wrong, and what status says"), plus the pending and quarantined counts.
 
 :func:`sync_status` lays a :class:`StatusSource`'s per-project snapshot over fixed defaults, so
 every caller gets the same fields. :class:`CloudStatus` is the real source: it reads the cloud
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
+
+from engram.times import iso
 
 if TYPE_CHECKING:
     from engram.store import Store
@@ -71,7 +73,7 @@ def not_configured_message() -> str:
 def sync_status(
     store: Store, project: str, *, source: StatusSource | None = None
 ) -> dict[str, Any]:
-    """The status fields of reference §5.3 for ``project`` ('' when none could be resolved).
+    """The status fields of docs/cloud-sync.md, "What can go wrong, and what status says" for ``project`` ('' when none could be resolved).
 
     Without a (configured) ``source`` the cloud is not configured — that takes precedence; with
     one but no project the caller must name one (each project has its own cursor and
@@ -174,7 +176,7 @@ def project_status(
         else {
             "reason_code": refusal.reason_code,
             "stops": list(refusal.directions),
-            "until": state.iso(refusal.until),
+            "until": iso(refusal.until, milliseconds=True),
             "count": refusal.count,
             "message": refusals.describe(refusal, project),
         },

@@ -15,9 +15,6 @@ call these, so the rules live once:
 
 from __future__ import annotations
 
-import os
-import sys
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -36,6 +33,7 @@ from engram.sync.cloud.client import (
 )
 from engram.sync.cloud.config import CloudConfig
 from engram.sync.progress import ProgressFactory, default_author, no_progress
+from engram.times import iso
 
 if TYPE_CHECKING:
     from engram.store import Store
@@ -48,19 +46,6 @@ PULL_LIMIT = 500
 MAX_PUSH_BYTES = 4 * 1024 * 1024
 #: Per-project reasons a push can leave behind (cleared by the next successful push).
 PROJECT_REASONS = (PAUSED, POLICY_FORBIDDEN, BLOCKED_UNENROLLED)
-
-#: Test-only seam: ``after-response`` pauses an explicit push right after the server answered
-#: and before the accepted rows are acknowledged locally; the crash tests SIGKILL it there.
-TEST_PAUSE_ENV = "ENGRAM_TEST_PAUSE_CLOUD_PUSH"
-
-
-def _test_pause(point: str) -> None:
-    if os.environ.get(TEST_PAUSE_ENV) != point:
-        return
-    sys.stderr.write(f"engram: test pause at {point}\n")
-    sys.stderr.flush()
-    time.sleep(60)
-
 
 def unenrolled_error(project: str) -> CloudError:
     return CloudError(
@@ -196,7 +181,7 @@ class CloudSync:
                 refusal = refusals.note(
                     self.store, self.target, project, exc.reason_code, str(exc), self.backoff
                 )
-                report.error["retry_at"] = state.iso(refusal.until)
+                report.error["retry_at"] = iso(refusal.until, milliseconds=True)
                 return report
             raise
         self._settle_project(project, pushed=report.sent > 0)
@@ -239,7 +224,6 @@ class CloudSync:
             self._push_rows(project, rows[half:], report)
             return
         report.sent += len(rows)
-        _test_pause("after-response")
         seq_of = {r.mid: r.seq for r in rows}
         accepted = [seq_of[m] for m in dict.fromkeys(answer.accepted) if m in seq_of]
         report.acknowledged += self.store.journal.mark_delivered(self.target, accepted)
@@ -260,7 +244,7 @@ class CloudSync:
         write at all when nothing changed: autosync pushes after every local write)."""
         values: dict[str, Any] = {}
         if pushed:
-            values["last_push_at"] = state.iso(state.utc_now())
+            values["last_push_at"] = iso(state.utc_now(), milliseconds=True)
         row = state.project_row(self.store, self.target, project)
         if row is not None and row.get("reason_code") in PROJECT_REASONS:
             values.update(reason_code=None, reason_message=None)

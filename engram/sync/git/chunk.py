@@ -1,4 +1,4 @@
-"""The git-sync chunk format (DESIGN §4) and its encoder, pure: no files, no store.
+"""The git-sync chunk format (docs/git-sync.md, "Chunks") and its encoder, pure: no files, no store.
 
 A chunk is gzipped JSON Lines. Line 1 is a header, every further line one mutation record (the
 exact journal text). Its id is the first 16 hex digits of the SHA-256 of the *uncompressed*
@@ -24,6 +24,7 @@ CHUNK_FORMAT = 2
 #: Uncompressed size of one chunk; a larger export writes several chunks in one run.
 MAX_CHUNK_BYTES = 4 * 1024 * 1024
 ID_LENGTH = 16
+#: The Go tool names its chunks by the first 8 hex digits of their hash (go_writer.py).
 GO_ID_LENGTH = 8
 CHUNK_FILE = re.compile(r"^([0-9a-f]{16}|[0-9a-f]{8})\.jsonl\.gz$")
 CHUNK_ID = re.compile(r"^(?:[0-9a-f]{16}|[0-9a-f]{8})$")

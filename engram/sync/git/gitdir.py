@@ -4,7 +4,7 @@ chunk files, atomic writes, and the lock that keeps two ``engram sync`` runs fro
 ``.engram/`` lives at the top of the repository's main worktree (found from any subdirectory or
 linked worktree), so one repository has one sync directory; outside git it is ``./.engram``.
 
-Two tools share it (DESIGN §4). Our chunks and our union-safe index live in ``log/``; the Go
+Two tools share it (docs/git-sync.md, "The directory"). Our chunks and our union-safe index live in ``log/``; the Go
 tool's ``manifest.json`` and ``chunks/`` stay the Go tool's, so a teammate still running it
 never meets a file it cannot parse. Earlier versions of Engram wrote our chunks into
 ``chunks/``: they are still read there (and moved to ``log/`` by the next export).

@@ -1,16 +1,16 @@
 """Chunks in the older single-object format (the Go tool's ``{"sessions", "observations",
 "prompts", "mutations"}`` document) turned into mutation records.
 
-Every row becomes the deterministic legacy record of DESIGN §3 (origin zero, hlc from the row's
+Every row becomes the deterministic legacy record of docs/architecture.md, "Identity, the journal and replication" (origin zero, hlc from the row's
 ``updated_at``, mid from key/time/op), built with the same rules as ``engram import`` of a
 ``0.1.0`` export, so every machine importing the same chunk — or the same rows by another
 route — produces the same mutations. Explicit ``mutations`` entries (later Go versions) win
-over the typed row of the same entity, as in the reference.
+over the typed row of the same entity, as in the Go tool.
 
 **Whose project.** The Go tool names a project after the clone's directory, so a git import
-gives every row the *repository's* project instead (DESIGN §3, "Where a transport may write"):
-pass ``project``. A row whose own (normalized) project differs is *moved* there as DESIGN §3
-moves a memory: a memory or prompt takes the derived key
+gives every row the *repository's* project instead (docs/architecture.md, "Trust boundaries"):
+pass ``project``. A row whose own (normalized) project differs is *moved* there as
+``engram projects merge`` moves a memory: a memory or prompt takes the derived key
 :func:`engram.record.moved_key` of its own key and the repository's project — the very key
 ``engram projects merge`` gives the same row when it comes from an upgraded Go database or an
 ``engram import`` of a Go export, so those routes meet in one memory (sessions keep their id,

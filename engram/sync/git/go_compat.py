@@ -10,7 +10,7 @@ keys the directory's Go-format chunks hold is recorded as they are read
 (:meth:`engram.sync.git.ledger.ChunkLedger.note_go_keys`).
 
 **The manifest entry's time.** The Go tool exports only rows newer than the newest
-``created_at`` of its manifest (its watermark; reference §3.5), whoever wrote that entry. An
+``created_at`` of its manifest (its watermark; docs/git-sync.md, "Teams moving from the Go tool"), whoever wrote that entry. An
 entry dated "now" would hide from a Go teammate's next export every memory they saved before it
 and have not synced yet. So our entries carry the newest time of the rows they hold
 (:func:`entry_time`): late enough that the Go tool never exports those rows again (it would

@@ -1,10 +1,10 @@
-"""The Go tool's ``.engram/manifest.json`` (reference §3.2): read leniently, written only in
+"""The Go tool's ``.engram/manifest.json`` (docs/git-sync.md, "The directory"): read leniently, written only in
 the Go tool's exact format (pure: bytes in, bytes out).
 
 The Go tool imports the chunks its manifest lists, in the manifest's order (a chunk may name
 sessions that only an earlier chunk holds), and takes the newest ``created_at`` as the
 watermark of its next export. So the manifest is the Go tool's and we write it only to
-(DESIGN §4): append Go-format chunks (``engram sync --go-compat``), take out the entries an
+(docs/git-sync.md, "Teams moving from the Go tool"): append Go-format chunks (``engram sync --go-compat``), take out the entries an
 earlier version of Engram put there, and repair it when git left it unreadable — conflict
 markers from two Go users syncing at once, or invalid JSON from the union merge an earlier
 version of Engram set on it. Every write keeps each entry it can find, from both sides of a

@@ -1,4 +1,4 @@
-"""Where a sync directory may write on this machine (DESIGN §3, "Where a transport may write"),
+"""Where a sync directory may write on this machine (docs/architecture.md, "Trust boundaries"),
 and the gate that sorts a chunk's records into "apply" and "hold back".
 
 A directory may write the projects **bound** to it here: the repository's own name (from its
@@ -14,7 +14,7 @@ every scope it touches — its own, its payload's, and that of the row or tombst
 address in the store — so a personal memory here can be neither replaced nor deleted by a
 record that claims project scope. Rows of *other* projects that happen to share a key are not
 consulted: a record of project P addresses ``(P, key)`` only, which the store enforces
-(DESIGN §3, "Identity is per project"), and judging by them would make replicas that hold such
+(docs/architecture.md, "Identity, the journal and replication"), and judging by them would make replicas that hold such
 a row decide differently from those that do not.
 """
 

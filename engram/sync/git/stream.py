@@ -1,4 +1,4 @@
-"""Reading chunk files as streams, with bounded memory whatever the file holds (DESIGN §4: a
+"""Reading chunk files as streams, with bounded memory whatever the file holds (docs/git-sync.md, "Chunks": a
 hostile chunk never costs more than ~200 MB).
 
 A chunk is never read whole. :class:`ChunkStream` inflates it piece by piece, hashing as it goes

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -96,19 +94,6 @@ __all__ = [
 
 #: A Go manifest lists one short entry per chunk: a file larger than this is not one.
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
-
-#: Test-only seam: ``mid-chunk`` pauses an export half-way through writing a chunk file,
-#: ``after-chunk`` right after a chunk is renamed into place but before it is marked delivered.
-#: The crash tests kill the paused process with SIGKILL. Never set it in real use.
-TEST_PAUSE_ENV = "ENGRAM_TEST_PAUSE_EXPORT"
-
-
-def _test_pause(point: str) -> None:
-    if os.environ.get(TEST_PAUSE_ENV) != point:
-        return
-    sys.stderr.write(f"engram: test pause at {point}\n")
-    sys.stderr.flush()
-    time.sleep(60)
 
 
 class GitSync:
@@ -422,8 +407,7 @@ class GitSync:
     def _write_chunk(self, chunk: EncodedChunk, items: list[JournalEntry]) -> WrittenChunk:
         path = self.dir.log_dir / f"{chunk.id}.jsonl.gz"
         if not path.exists():  # the same content was written before: it is already there
-            write_atomic(path, chunk.compressed(), midway=lambda: _test_pause("mid-chunk"))
-        _test_pause("after-chunk")
+            write_atomic(path, chunk.compressed())
         # Marked only now that the file is durably in place (invariant 4).
         with self.store.db.write():
             self.store.journal.mark_delivered(self.target, [item.seq for item in items])

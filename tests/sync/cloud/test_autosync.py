@@ -22,7 +22,7 @@ from engram.sync.cloud.config import CloudConfig, save_cloud_config
 from engram.sync.cloud.status import project_status
 from tests.mcp.client import call, engram_mcp
 from tests.support import run_engram
-from tests.sync.cloud.conftest import (
+from tests.support.sync_cloud import (
     TOKEN,
     CloudServer,
     LocalServe,
@@ -289,6 +289,7 @@ def test_paused_forbidden_and_unauthorized_loops_report_their_reason(
     a, b = open_store("a"), open_store("b")
     enroll(a, b)
     enroll(a, project="widgets")
+    from engram.sync.cloud import refusals
     from engram.sync.cloud.config import save_cloud_config
 
     config = save_cloud_config(a.config.data_dir, server.url, TOKEN)
@@ -301,7 +302,12 @@ def test_paused_forbidden_and_unauthorized_loops_report_their_reason(
             lambda: project_status(a, "widgets", manager=loop)["reason_code"] == "policy_forbidden"
         )
         b.add_observation(title="From B", content="zebracorn", project="acme")
-        time.sleep(0.5)
+        # B tried to push it and was refused: the server never had it to hand to A.
+        wait_until(
+            lambda: (
+                getattr(refusals.active(b, config.target, "acme"), "reason_code", None) == "paused"
+            )
+        )
         # A refused project is not a failing loop: pulls go on (acme is still pulled).
         assert loop.snapshot()["consecutive_failures"] == 0
         assert a.search("zebracorn", project="acme") == []  # B's push is paused too

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.support import free_port, run_engram
-from tests.sync.cloud.conftest import TOKEN, CloudServer
+from tests.support.sync_cloud import TOKEN, CloudServer
 
 
 class Machine:

@@ -16,7 +16,7 @@ import zstandard
 from engram.sync.cloud.client import CloudClient, CloudError
 from engram.sync.cloud.config import CloudConfig
 from tests.support import run_engram
-from tests.sync.cloud.conftest import cloud_config
+from tests.support.sync_cloud import cloud_config
 
 
 class Canned:

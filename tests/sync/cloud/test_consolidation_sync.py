@@ -17,7 +17,7 @@ from engram.store import Store
 from engram.sync.cloud.sync import CloudSync
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
-from tests.sync.cloud.conftest import CloudServer, canonical, cloud_config, enroll
+from tests.support.sync_cloud import CloudServer, canonical, cloud_config, enroll
 
 REPO = Path(__file__).resolve().parents[3]
 

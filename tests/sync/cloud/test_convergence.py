@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,11 +15,12 @@ import pytest
 from engram.errors import NotFoundError
 from engram.store import Store
 from engram.sync.cloud import state as cloud_state
-from engram.sync.cloud.sync import TEST_PAUSE_ENV, CloudSync
+from engram.sync.cloud.sync import CloudSync
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
 from tests.support import REPO, engram_env, run_engram
-from tests.sync.cloud.conftest import (
+from tests.support.paused_engram import command
+from tests.support.sync_cloud import (
     TOKEN,
     CloudServer,
     LocalServe,
@@ -102,9 +102,9 @@ def test_client_killed_between_the_answer_and_the_acknowledgement(
         saved = run_engram("save", f"Note {i}", f"memory {i}", "--project", "acme", data_dir=home)
         assert saved.returncode == 0
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram", "sync", "--cloud", "--project", "acme"],
+        command("after-response", "sync", "--cloud", "--project", "acme"),
         cwd=REPO,
-        env=engram_env(home, {**env, TEST_PAUSE_ENV: "after-response"}),
+        env=engram_env(home, env),
         stderr=subprocess.PIPE,
         text=True,
     )

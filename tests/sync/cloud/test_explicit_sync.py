@@ -16,7 +16,7 @@ from engram.sync.cloud import state as cloud_state
 from engram.sync.cloud.client import CloudError
 from engram.sync.cloud.status import project_status
 from engram.sync.cloud.sync import CloudSync
-from tests.sync.cloud.conftest import CloudServer, canonical, cloud_config, configure, enroll
+from tests.support.sync_cloud import CloudServer, canonical, cloud_config, configure, enroll
 
 
 def exchange(server: CloudServer, *stores: Store, project: str) -> None:

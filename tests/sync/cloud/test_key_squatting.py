@@ -1,5 +1,5 @@
 """Issue 12, hole 1, end to end: a member granted only project gamma cannot reach project alpha's
-memories by naming their sync ids inside gamma (identity is per project, DESIGN §3).
+memories by naming their sync ids inside gamma (identity is per project, docs/architecture.md, "Identity, the journal and replication").
 
 Real processes and real HTTP: ``engram cloud serve`` on a throwaway PostgreSQL database, two
 managed members made with ``engram cloud admin`` (one granted alpha and gamma, one only gamma),
@@ -19,7 +19,7 @@ from engram.store import Store
 from engram.sync.cloud import state as cloud_state
 from engram.sync.cloud.sync import CloudSync
 from engram.text import topic_sync_id
-from tests.sync.cloud.conftest import CloudServer, cloud_config
+from tests.support.sync_cloud import CloudServer, cloud_config
 
 
 def member(server: CloudServer, name: str, *projects: str) -> str:

@@ -20,7 +20,7 @@ from engram.sync.cloud import state as cloud_state
 from engram.sync.cloud.autosync import Timings
 from engram.sync.cloud.config import save_cloud_config
 from tests.support import free_port, run_engram
-from tests.sync.cloud.conftest import CloudServer, enroll, wait_until
+from tests.support.sync_cloud import CloudServer, enroll, wait_until
 from tests.sync.cloud.test_autosync import FAST, autosync
 
 #: A refused project waits a minute here (two, four… in production): long enough that any retry

@@ -1,4 +1,4 @@
-"""Chunks in the Go tool's older format (reference §3.3/§3.4), built the way that tool writes
+"""Chunks in the Go tool's older format (docs/git-sync.md, "Chunks of the Go tool"), built the way that tool writes
 them: one compact JSON object (sessions, observations, prompts, then mutations), empty lists as
 ``null``, ``<``, ``>`` and ``&`` escaped, gzipped; the id is 8 hex of SHA-256 of those bytes."""
 

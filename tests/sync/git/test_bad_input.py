@@ -14,7 +14,7 @@ from engram.sync.git.chunk import encode_chunk
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.index import read_index
 from engram.sync.git.manifest import read_manifest
-from tests.sync.git.conftest import canonical, export, import_
+from tests.support.sync_git import canonical, export, import_
 from tests.sync.git.gofixtures import SESSIONS, write_go_chunk
 
 
@@ -49,7 +49,7 @@ def valid_line(title: str) -> bytes:
     """A real mutation from another replica, as a chunk line."""
     import tempfile
 
-    from engram.config import Config
+    from engram.settings import Config
 
     with tempfile.TemporaryDirectory() as tmp, Store.open(config=Config(data_dir=Path(tmp))) as s:
         s.add_observation(title=title, content="should not be half-applied", project="acme")

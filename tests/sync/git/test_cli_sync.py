@@ -9,11 +9,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir, locate
 from tests.support import run_engram, run_on_terminal
-from tests.sync.git.conftest import synthetic_records
+from tests.support.sync_git import synthetic_records
 
 
 def git(*args: str, cwd: Path) -> None:

@@ -21,9 +21,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram.config import Config
 from engram.errors import NotFoundError
 from engram.record import build_record, format_hlc, new_mid
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.chunk import encode_chunk
 from engram.sync.git.gitdir import SyncDir

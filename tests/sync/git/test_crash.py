@@ -1,32 +1,31 @@
 """An export killed with SIGKILL half way: the next run finds no partial chunk listed and still
-exports everything. Real processes, a real kill; the pause point is the clearly named test-only
-hook ``ENGRAM_TEST_PAUSE_EXPORT``."""
+exports everything. Real processes, a real kill; the process pauses at the crash point through
+:mod:`tests.support.paused_engram` (the product carries no test hook)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.index import read_index
-from engram.sync.git.sync import TEST_PAUSE_ENV
-from tests.support import engram_env, run_engram
-from tests.sync.git.conftest import canonical, import_, synthetic_records
+from tests.support import REPO, engram_env, run_engram
+from tests.support.paused_engram import command
+from tests.support.sync_git import canonical, import_, synthetic_records
 
 
 def kill_paused_export(data_dir: Path, sync_dir: SyncDir, point: str) -> None:
-    env = engram_env(data_dir, {TEST_PAUSE_ENV: point})
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram", "sync", "--project", "acme", "--dir", str(sync_dir.path)],
-        env=env,
+        command(point, "sync", "--project", "acme", "--dir", str(sync_dir.path)),
+        cwd=REPO,
+        env=engram_env(data_dir),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -9,7 +9,7 @@ from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.index import read_index
 from engram.sync.git.sync import GitSync
-from tests.sync.git.conftest import canonical, export, import_, pull
+from tests.support.sync_git import canonical, export, import_, pull
 
 
 def write_history(store: Store) -> None:

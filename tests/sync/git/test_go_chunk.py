@@ -14,7 +14,7 @@ from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.go_chunk import go_chunk_records
 from engram.sync.git.stream import decode_chunk
 from engram.sync.git.sync import GitSync
-from tests.sync.git.conftest import export, import_
+from tests.support.sync_git import export, import_
 from tests.sync.git.gofixtures import (
     OBSERVATIONS,
     PROMPTS,

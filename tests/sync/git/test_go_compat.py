@@ -18,7 +18,7 @@ from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.go_compat import entry_time
 from engram.sync.git.manifest import ManifestEntry, read_manifest, render_manifest
 from engram.sync.git.sync import GitSync
-from tests.sync.git.conftest import canonical, export, import_
+from tests.support.sync_git import canonical, export, import_
 from tests.sync.git.gofixtures import write_go_chunk
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

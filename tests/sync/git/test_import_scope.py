@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from engram.text import topic_sync_id
 from tests.support import run_engram

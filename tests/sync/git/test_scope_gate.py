@@ -12,8 +12,8 @@ from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.scope import personal_sql
 from engram.sync.git.sync import GitSync
+from tests.support.sync_git import import_
 from tests.sync.git import hostile
-from tests.sync.git.conftest import import_
 from tests.sync.git.gofixtures import OBSERVATIONS, PROMPTS, SESSIONS, write_go_chunk
 
 

@@ -8,7 +8,7 @@ import time
 
 import orjson
 
-from engram.config import Config
+from engram.settings import Config
 from engram.store import Store
 from tests.sync.git.clones import Clone, world  # noqa: F401
 

@@ -14,9 +14,9 @@ from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
 from tests.support import run_engram
+from tests.support.sync_git import export, import_
 from tests.sync.git import hostile
 from tests.sync.git.clones import Clone
-from tests.sync.git.conftest import export, import_
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
