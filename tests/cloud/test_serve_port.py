@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cloud.conftest import JWT_SECRET, LEGACY_TOKEN
 from tests.support import REPO, engram_env, run_engram
+from tests.support.cloud import JWT_SECRET, LEGACY_TOKEN
 
 LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+) ")
 

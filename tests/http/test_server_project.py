@@ -13,7 +13,7 @@ from litestar.testing import TestClient
 
 from engram.http.app import create_app
 from engram.store import Store
-from tests.http.conftest import BASE_URL
+from tests.support.http import BASE_URL
 
 
 def git_repo(path: Path, remote: str | None = None) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from tests.support import free_port, run_engram
-from tests.sync.cloud.conftest import TOKEN, CloudServer, LocalServe, autosync_env, wait_until
+from tests.support.sync_cloud import TOKEN, CloudServer, LocalServe, autosync_env, wait_until
 
 
 def test_status_finds_the_daemon_detects_the_project_and_shows_a_pause(
