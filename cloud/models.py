@@ -5,8 +5,8 @@ Groups:
 
 * **log** — ``cloud_mutations`` (the commit-ordered mutation log, exactly-once by ``mid``) and
   ``cloud_chunks`` (chunks pushed through the older chunk routes).
-* **read model** — ``cloud_sessions``, ``cloud_observations``, ``cloud_prompts`` keyed by
-  ``(project, id)``, holding the winning state per entity; ``cloud_tombstones`` remembers hard
+* **read model** — ``cloud_sessions``, ``cloud_observations``, ``cloud_prompts`` and
+  ``cloud_relations`` keyed by ``(project, id)``, holding the winning state per entity; ``cloud_tombstones`` remembers hard
   deletes so an older upsert cannot resurrect them. Observations and prompts carry a generated
   ``search`` tsvector with a GIN index. Timestamps inside entities are the store's text
   (``YYYY-MM-DD HH:MM:SS``), copied verbatim from payloads.
@@ -28,6 +28,7 @@ from sqlalchemy import (
     Column,
     Computed,
     Double,
+    Float,
     ForeignKey,
     Identity,
     Index,
@@ -206,6 +207,38 @@ prompts = Table(
     Index("ix_cloud_prompts_search", "search", postgresql_using="gin"),
 )
 
+relations = Table(
+    # Relations between two memories of one project (issue 20). Endpoints are memory sync ids
+    # of the row's own project; nothing requires them to be here yet (a relation whose memory
+    # has not arrived is kept and shown once it does), so no relation reaches another project.
+    "cloud_relations",
+    metadata,
+    Column("project", Text, nullable=False),
+    Column("sync_id", Text, nullable=False),
+    Column("scope", Text, nullable=False, server_default="project"),
+    Column("source_id", Text, nullable=False),
+    Column("target_id", Text, nullable=False),
+    Column("relation", Text, nullable=False),
+    Column("reason", Text),
+    Column("evidence", Text),
+    Column("confidence", Float),
+    Column("judgment_status", Text, nullable=False, server_default="pending"),
+    Column("marked_by_actor", Text),
+    Column("marked_by_kind", Text),
+    Column("marked_by_model", Text),
+    Column("session_id", Text),
+    Column("superseded_at", Text),
+    Column("superseded_by_relation_id", Text),
+    Column("created_at", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+    Column("hlc", Text, nullable=False),
+    Column("contributor", Text, nullable=False, server_default=""),
+    Column("applied_at", TSTZ, nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("project", "sync_id"),
+    Index(None, "project", "source_id"),
+    Index(None, "project", "target_id"),
+)
+
 tombstones = Table(
     "cloud_tombstones",
     metadata,
@@ -376,6 +409,11 @@ workers = Table(
     Index(None, "hostname"),
 )
 
-READ_MODEL_TABLES = (sessions, observations, prompts, tombstones)
-ENTITY_TABLES = {"session": sessions, "observation": observations, "prompt": prompts}
-ENTITY_KEY = {"session": "id", "observation": "sync_id", "prompt": "sync_id"}
+READ_MODEL_TABLES = (sessions, observations, prompts, relations, tombstones)
+ENTITY_TABLES = {
+    "session": sessions,
+    "observation": observations,
+    "prompt": prompts,
+    "relation": relations,
+}
+ENTITY_KEY = {"session": "id", "observation": "sync_id", "prompt": "sync_id", "relation": "sync_id"}

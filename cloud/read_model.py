@@ -1,4 +1,5 @@
-"""The read model: the winning state of every session, observation and prompt per project,
+"""The read model: the winning state of every session, observation, prompt and relation per
+project,
 applied from accepted mutations in the same transaction as the log insert, and rebuildable from
 the log (records the log holds back — ``held``, see :mod:`engram_cloud.clocks` — are skipped).
 
@@ -96,6 +97,8 @@ def _next_state(record: dict[str, Any], current: _State | None, contributor: str
     state = full_state(record)
     if state is not None:
         values = {name: state[name] for name in _FIELDS[record["entity"]]}
+        if record["entity"] == "relation":
+            values["scope"] = record["scope"]  # a relation's scope is its record's
         return _State(ROW, hlc, contributor, values=values)
     # A soft delete that carries only keys marks the row it deletes, or leaves a tombstone.
     deleted_at = payload.get("deleted_at") or hlc_text(hlc)
@@ -126,7 +129,7 @@ def apply(conn: Connection, items: Sequence[tuple[dict[str, Any], str]]) -> Appl
             continue
         state = _next_state(record, current, contributor)
         states[key] = state
-        if record["entity"] != "session" and state.kind == ROW and state.values is not None:
+        if record["entity"] in ("observation", "prompt") and state.kind == ROW and state.values:
             stubs.add((record["project"], state.values["session_id"]))
         stats.applied += 1
         stats.by_entity[record["entity"]] = stats.by_entity.get(record["entity"], 0) + 1
@@ -140,7 +143,7 @@ def _write(conn: Connection, changed: dict[Key, _State], before: dict[Key, str])
     tomb_keys = ("project", "entity", "key")
     revived = [k for k, s in changed.items() if s.kind != TOMB and before.get(k) == TOMB]
     bulk.delete_matching(conn, models.tombstones, tomb_keys, revived)
-    for entity in ("session", "observation", "prompt"):
+    for entity in ("session", "observation", "prompt", "relation"):
         table = models.ENTITY_TABLES[entity]
         key_name = models.ENTITY_KEY[entity]
         rows = [

@@ -4,12 +4,14 @@ say the same thing the same way."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engram.store.models import (
     ApplyResult,
     History,
+    MemoryRelations,
     Observation,
+    Relation,
     SaveResult,
     SearchMatch,
     Stats,
@@ -78,6 +80,7 @@ def search_results(
         ]
         if obs.match is not None:
             lines.append(f"    {match_line(obs.match)}")
+        lines.extend(f"    ↳ {note['note']}" for note in obs.relations or [])
         lines.append("")
     if cut_any:
         lines.append(cut_hint)
@@ -176,9 +179,11 @@ def content_blocks(content: str) -> str:
     )
 
 
-def observation(obs: Observation, *, blocks: bool = False) -> str:
+def observation(
+    obs: Observation, *, blocks: bool = False, relations: MemoryRelations | None = None
+) -> str:
     """One memory in full; ``blocks`` lays its content out by What/Why/Where/Learned (for people;
-    agents get the content as saved)."""
+    agents get the content as saved); ``relations`` adds what links it to other memories."""
     content = content_blocks(obs.content) if blocks else obs.content
     lines = [f"#{obs.id} [{obs.type}] {obs.title}", content, f"Session: {obs.session_id}"]
     if obs.project:
@@ -196,6 +201,66 @@ def observation(obs: Observation, *, blocks: bool = False) -> str:
         f"Sync id: {obs.sync_id}",
         *intent_lines(obs),
     ]
+    if relations is not None:
+        lines += relation_lines(relations)
+    return "\n".join(lines)
+
+
+def relation_lines(found: MemoryRelations) -> list[str]:
+    """A memory's review state and relations, one line each (``supersedes #12 (…)``)."""
+    lines = []
+    if found.needs_review:
+        lines.append("Review: needs review (a pending conflict; judge it with its relation id)")
+    if found.relations:
+        lines.append("Relations:")
+        for rel in found.relations:
+            lines.append(f"  {rel.note(found.memory.sync_id)}  [{rel.sync_id}]")
+    return lines
+
+
+def relation(rel: Relation) -> str:
+    """One relation: its id, what it says and its state."""
+    who = [f"#{end.id}" if end.id is not None else end.sync_id for end in (rel.source, rel.target)]
+    line = f"Relation {rel.sync_id}: {who[0]} {rel.relation} {who[1]} ({rel.state})"
+    if rel.reason:
+        line += f"\nReason: {rel.reason}"
+    return line
+
+
+def graph_answer(answer: dict[str, Any]) -> str:
+    """A graph query's triples, grouped by the chain they belong to, with their sources."""
+    if not answer["triples"]:
+        names = ", ".join(e["name"] for e in answer["entities"]) or "nothing the graph knows"
+        text = f"No relationships found for {quoted(answer['question'])} (named: {names})."
+    else:
+        names = " and ".join(e["name"] for e in answer["entities"])
+        head = f"What connects {names}:" if answer["connected"] else "Relationships found:"
+        lines = [head]
+        for t in answer["triples"]:
+            sources = ", ".join(f"#{s['id']} {quoted(cut_bytes(s['title'], 60))}"
+                                for s in t["sources"])  # fmt: skip
+            lines.append(
+                f"  {t['subject']} —{t['predicate']}→ {t['object']}  ({t['weight']:.2f}) "
+                f"from {sources}"
+            )
+        text = "\n".join(lines)
+    if answer.get("not_ingested"):
+        text += (
+            f"\n({answer['not_ingested']} memories are not in the graph yet: "
+            "engram graph ingest adds them)"
+        )
+    return text
+
+
+def graph_relationships(found: dict[str, Any]) -> str:
+    if not found["relationships"]:
+        return f"No entity {quoted(found['entity'])} in the graph."
+    lines = [f"{found['entity']} ({found['kind']}):"]
+    for r in found["relationships"]:
+        arrow = f"—{r['predicate']}→ {r['target']}" if r["direction"] == "out" else (
+            f"←{r['predicate']}— {r['target']}"
+        )
+        lines.append(f"  {arrow}  ({r['weight']:.2f}) from #{r['source']['id']}")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from engram.errors import InvalidMutationError
 from engram.text import unstorable_reason
 
-ENTITIES = ("session", "observation", "prompt")
+ENTITIES = ("session", "observation", "prompt", "relation")
 OPS = ("upsert", "delete")
 LEGACY_ORIGIN = "0" * 16
 EPOCH_TEXT = "1970-01-01 00:00:00"
@@ -49,7 +49,34 @@ OBSERVATION_FIELDS = (
     "deleted_at",
 )
 PROMPT_FIELDS = ("sync_id", "session_id", "content", "project", "created_at")
-FIELDS = {"session": SESSION_FIELDS, "observation": OBSERVATION_FIELDS, "prompt": PROMPT_FIELDS}
+#: A link between two memories of one project (the Go tool's later relation upsert,
+#: docs/graph.md): ``source_id`` and ``target_id`` are observation sync ids *of the record's project*.
+RELATION_FIELDS = (
+    "sync_id",
+    "source_id",
+    "target_id",
+    "relation",
+    "reason",
+    "evidence",
+    "confidence",
+    "judgment_status",
+    "marked_by_actor",
+    "marked_by_kind",
+    "marked_by_model",
+    "session_id",
+    "project",
+    "superseded_at",
+    "superseded_by_relation_id",
+    "created_at",
+    "updated_at",
+)
+FIELDS = {
+    "session": SESSION_FIELDS,
+    "observation": OBSERVATION_FIELDS,
+    "prompt": PROMPT_FIELDS,
+    "relation": RELATION_FIELDS,
+}
+KEY_FIELD = {"session": "id", "observation": "sync_id", "prompt": "sync_id", "relation": "sync_id"}
 #: The user's intent about a memory (docs/importance.md), carried in its payload so it travels
 #: with the memory: a pin, an importance override, when the memory was true, why it was
 #: deleted (``archived``), which memory superseded it and when someone last confirmed it. A
@@ -68,13 +95,29 @@ INTENT_FIELDS = tuple(INTENT_DEFAULTS)
 #: Every replicated field of an entity's state: its payload fields plus, for observations,
 #: the intent fields.
 STATE_FIELDS = {**FIELDS, "observation": OBSERVATION_FIELDS + INTENT_FIELDS}
-KEY_FIELD = {"session": "id", "observation": "sync_id", "prompt": "sync_id"}
 _INT_FIELDS = frozenset({"revision_count", "duplicate_count"})
+_NUMBER_FIELDS = frozenset({"confidence"})
 _REQUIRED_UPSERT = {
     "session": ("id",),
     "observation": ("sync_id", "session_id", "type", "title", "content"),
     "prompt": ("sync_id", "session_id", "content"),
+    "relation": ("sync_id", "source_id", "target_id", "relation"),
 }
+#: The relation vocabulary of the reference (``mem_judge``/``mem_compare``). Records may carry
+#: other names (a newer version's): any lowercase identifier is kept and shown as it is.
+RELATION_TYPES = ("related", "compatible", "scoped", "conflicts_with", "supersedes", "not_conflict")
+#: ``orphaned`` is what the Go tool writes when an endpoint was deleted; Engram derives it instead
+#: (a relation whose endpoint is deleted reads as orphaned on every replica) but keeps it.
+JUDGMENT_STATUSES = ("pending", "judged", "ignored", "orphaned")
+_RELATION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def orphans(relation: str, end: str, delete_reason: str | None) -> bool:
+    """Whether a deleted memory at ``end`` (``source`` or ``target``) orphans a relation: it
+    does, except the target of a ``supersedes`` relation that was archived (consolidation
+    merges memories that way, and archiving what a newer memory replaced is the supersession
+    running its course). One rule for the store, the importance links and the dashboard."""
+    return not (relation == "supersedes" and end == "target" and delete_reason == "archived")
 
 
 def new_mid() -> str:
@@ -173,10 +216,21 @@ def _duration(ms: int) -> str:
 
 
 def moved_key(entity: str, old_key: str, new_project: str) -> str:
-    """The key a memory or prompt gets when it moves to ``new_project`` (docs/architecture.md, "Identity, the journal and replication"): derived, so
-    every replica that makes the same move creates the same key."""
+    """The key a memory, prompt or relation gets when it moves to ``new_project``
+    (docs/architecture.md, "Identity, the journal and replication"): derived, so every replica
+    that makes the same move creates the same key."""
     digest = hashlib.sha256(f"{old_key}\0{new_project}".encode()).hexdigest()[:16]
-    return ("obs-" if entity == "observation" else "prompt-") + digest
+    prefix = {"observation": "obs-", "relation": "rel-"}.get(entity, "prompt-")
+    return prefix + digest
+
+
+def relation_key(project: str, a: str, b: str) -> str:
+    """The key of the relation between memories ``a`` and ``b`` of ``project`` when this
+    Engram creates it: one relation per pair (whichever way it points), derived, so two
+    machines that relate the same pair update one relation instead of making two."""
+    low, high = sorted((a, b))
+    digest = hashlib.sha256(f"{project}\0{low}\0{high}".encode()).hexdigest()[:16]
+    return "rel-" + digest
 
 
 def build_record(
@@ -340,6 +394,13 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
         elif name in _INT_FIELDS:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise _fail(index, f"payload.{name} must be an integer")
+        elif name in _NUMBER_FIELDS:
+            if value is not None and (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not 0.0 <= value <= 1.0
+            ):
+                raise _fail(index, f"payload.{name} must be a number from 0 to 1 or null")
         elif name == "hard":
             if not isinstance(value, bool):
                 raise _fail(index, "payload.hard must be true or false")
@@ -352,7 +413,38 @@ def validate_record(record: Any, index: int | None = None) -> dict[str, Any]:
         for name in _REQUIRED_UPSERT[entity]:
             if not isinstance(payload.get(name), str) or not payload[name].strip():
                 raise _fail(index, f"payload.{name} is required for {entity} upsert")
+    if entity == "relation":
+        _check_relation(record, index)
     return record
+
+
+def _check_relation(record: dict[str, Any], index: int | None) -> None:
+    """What only a relation must satisfy: it is an upsert (as the Go tool's; a relation is
+    retired by judging it ``ignored``, never deleted), links two different memories by key,
+    names its kind as an identifier and its judgment from the known statuses."""
+    if record["op"] != "upsert":
+        raise _fail(
+            index, "relation records are upserts only (judge a relation 'ignored' to retire it)"
+        )
+    payload = record["payload"]
+    for name in ("source_id", "target_id"):
+        if len(payload[name]) > 256:
+            raise _fail(index, f"payload.{name} must be at most 256 characters")
+    if payload["source_id"] == payload["target_id"]:
+        raise _fail(index, "a relation must link two different memories")
+    if not _RELATION_NAME.match(payload["relation"]):
+        raise _fail(
+            index,
+            f"payload.relation {payload['relation'][:80]!r} must be a lowercase identifier "
+            f"(one of {', '.join(RELATION_TYPES)})",
+        )
+    status = payload.get("judgment_status")
+    if status is not None and status not in JUDGMENT_STATUSES:
+        raise _fail(
+            index,
+            f"payload.judgment_status {str(status)[:40]!r} must be one of "
+            f"{', '.join(JUDGMENT_STATUSES)}",
+        )
 
 
 def intent_problem(name: str, value: Any) -> str | None:
@@ -412,7 +504,8 @@ def find_unstorable(value: Any, where: str) -> str | None:
 
 
 def is_hard_delete(record: dict[str, Any]) -> bool:
-    """Sessions and prompts have no soft state: their deletes are always hard."""
+    """Sessions and prompts have no soft state: their deletes are always hard (relations have no
+    deletes at all)."""
     if record["op"] != "delete":
         return False
     if record["entity"] != "observation":
@@ -444,6 +537,8 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
             "project": payload.get("project") or record["project"],
             "created_at": payload.get("created_at") or EPOCH_TEXT,
         }
+    if entity == "relation":
+        return relation_state(record)
     created = payload.get("created_at") or when
     deleted_at = payload.get("deleted_at")
     if op == "delete" and not deleted_at:
@@ -468,6 +563,43 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
         "deleted_at": deleted_at,
         **intent_state(payload),
     }
+
+
+def relation_state(record: dict[str, Any]) -> dict[str, Any]:
+    """The full state a relation upsert sets (defaults filled the same way everywhere)."""
+    payload = record["payload"]
+    created = payload.get("created_at") or payload.get("updated_at") or EPOCH_TEXT
+    confidence = payload.get("confidence")
+    return {
+        "sync_id": payload["sync_id"],
+        "source_id": payload["source_id"],
+        "target_id": payload["target_id"],
+        "relation": payload["relation"],
+        "reason": payload.get("reason"),
+        "evidence": payload.get("evidence"),
+        # A number becomes a float (1 and 1.0 are one state); anything else stays as it is
+        # for the validation to refuse.
+        "confidence": float(confidence)
+        if isinstance(confidence, int | float) and not isinstance(confidence, bool)
+        else confidence,
+        "judgment_status": payload.get("judgment_status") or "pending",
+        "marked_by_actor": payload.get("marked_by_actor"),
+        "marked_by_kind": payload.get("marked_by_kind"),
+        "marked_by_model": payload.get("marked_by_model"),
+        "session_id": payload.get("session_id"),
+        "project": record["project"],
+        "superseded_at": payload.get("superseded_at"),
+        "superseded_by_relation_id": payload.get("superseded_by_relation_id"),
+        "created_at": created,
+        "updated_at": payload.get("updated_at") or created,
+    }
+
+
+def unknown_fields(entity: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload fields this version does not know (docs/graph.md, "Replication"): kept
+    beside the entity and written back with its next local edit."""
+    known = set(STATE_FIELDS[entity]) | {"hard"}
+    return {name: value for name, value in payload.items() if name not in known}
 
 
 def intent_state(payload: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from litestar.di import NamedDependency
 from litestar.response import Template
 from sqlalchemy import Connection
 
+from engram_cloud.dashboard import graph as dgraph
 from engram_cloud.dashboard.auth import Viewer
 from engram_cloud.dashboard.common import (
     filters,
@@ -151,6 +152,7 @@ def observation_page(
         raise not_found(
             f"There is no observation {sync_id!r} in session {session_id!r} of project {project!r}."
         )
+    relations, needs_review = dgraph.memory_relations(db, found)
     return render(
         request,
         "observation.html",
@@ -161,7 +163,9 @@ def observation_page(
             "obs": found,
             "related": memories_q.related_observations(db, found),
             "history": memories_q.observation_history(db, found),
-            "standing": memories_q.standing(db, found),
+            "relations": relations,
+            "needs_review": needs_review,
+            "standing": memories_q.standing(db, found, dgraph.link_count(relations)),
         },
     )
 

@@ -1,13 +1,16 @@
 """The projects pages: the viewer's projects with their counts and pause state, and one page per
-project with its newest observations, sessions and prompts."""
+project with its newest observations, sessions and prompts, and its graph of entities."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from litestar import Request, get
 from litestar.di import NamedDependency
 from litestar.response import Template
 from sqlalchemy import Connection
 
+from engram_cloud.dashboard import graph as dgraph
 from engram_cloud.dashboard.auth import Viewer
 from engram_cloud.dashboard.common import (
     filters,
@@ -55,7 +58,7 @@ def projects_list(
     return _projects(request, viewer, db)
 
 
-PROJECT_TABS = ("observations", "sessions", "prompts")
+PROJECT_TABS = ("observations", "sessions", "prompts", "graph")
 
 
 @get("/projects/{rest:path}", sync_to_thread=True)
@@ -70,7 +73,10 @@ def project_page(
     if summary is None:
         raise not_found(f"There is no project {name!r} on this server.")
     tab = parts[1] if len(parts) == 2 else "observations"
-    rows = projects_q.project_rows(db, name, tab)
+    if tab == "graph":
+        rows: Any = dgraph.project_graph(db, name)
+    else:
+        rows = projects_q.project_rows(db, name, tab)
     return render(
         request,
         "project.html",
@@ -81,6 +87,7 @@ def project_page(
             "project": summary,
             "tab": tab,
             "rows": rows,
+            "kind_colors": dgraph.KIND_COLORS,
         },
         fragment=f"partials/project_{tab}.html",
     )

@@ -162,7 +162,11 @@ def with_query(path: str, params: dict[str, Any] | None = None, **changes: Any) 
 
 
 def observation_url(row: Any) -> str:
-    return f"/dashboard/observations/{seg(row.project)}/{seg(row.session_id)}/{seg(row.sync_id)}"
+    if isinstance(row, dict):  # built in a template from a relation's other end
+        project, session_id, sync_id = row["project"], row["session_id"], row["sync_id"]
+    else:
+        project, session_id, sync_id = row.project, row.session_id, row.sync_id
+    return f"/dashboard/observations/{seg(project)}/{seg(session_id)}/{seg(sync_id)}"
 
 
 def prompt_url(row: Any) -> str:

@@ -253,7 +253,13 @@ def cmd_get(args: argparse.Namespace) -> int:
 
     with open_store() as store:
         obs = store.get_observation(args.id, include_deleted=args.deleted, record_access=True)
-    emit(args, formatting.observation(obs, blocks=True), obs.to_dict())
+        found = store.relations_for(obs.id)
+    data = {
+        **obs.to_dict(),
+        "needs_review": found.needs_review,
+        "relations": [r.to_dict() for r in found.relations],
+    }
+    emit(args, formatting.observation(obs, blocks=True, relations=found), data)
     return 0
 
 

@@ -162,10 +162,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from engram.http.app import BackgroundService, create_app
         from engram.semantic import background
+        from engram.store.conflicts import ConflictService, ConflictWorker
         from engram.sync.cloud.autosync import AutosyncService, autosync_from_env
         from engram.sync.cloud.status import CloudStatus
 
-        services: list[BackgroundService] = []
+        # Conflict checks of saved memories run here, off the save path (docs/graph.md).
+        services: list[BackgroundService] = [ConflictService(ConflictWorker(store))]
         if background.wanted(store):  # the semantic extra: new memories get their vectors
             services.append(background.VectorizerService(background.BackgroundVectorizer(store)))
         autosync = autosync_from_env(store)  # None unless ENGRAM_CLOUD_AUTOSYNC=1

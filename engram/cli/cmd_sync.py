@@ -223,6 +223,7 @@ def git_export(args: argparse.Namespace) -> int:
             f"  Sessions:     {data['sessions']}",
             f"  Observations: {data['observations']}",
             f"  Prompts:      {data['prompts']}",
+            *([f"  Relations:    {data['relations']}"] if data["relations"] else []),
             f"  Mutations:    {data['mutations']}",
         ]
     if report.go_chunks:
@@ -319,12 +320,14 @@ def git_import(args: argparse.Namespace) -> int:
             f"  Sessions:     {applied.sessions} change(s)",
             f"  Observations: {applied.observations} change(s)",
             f"  Prompts:      {applied.prompts} change(s)",
+            f"  Relations:    {applied.relations} change(s)",
             f"  Unchanged:    {applied.duplicates} already here, {applied.stale} older than local",
             f"Skipped: {report.chunks_already} (already imported)",
         ]
         if report.skipped_relations:
             lines.append(
-                f"Skipped {report.skipped_relations} relation mutation(s): not supported yet"
+                f"Skipped {report.skipped_relations} mutation(s) of entities this version does "
+                "not know"
             )
     lines += formatting.superseded(report.applied)
     if report.held:

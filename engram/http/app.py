@@ -40,6 +40,7 @@ from engram import __version__
 from engram.errors import EngramError, ProjectResolutionError, ValidationError
 from engram.http.body import EngramRequest
 from engram.http.curation import CURATION_GUARDED_ROUTES, CURATION_OPEN_ROUTES
+from engram.http.graph_routes import ROUTES as GRAPH_ROUTES
 from engram.http.local_only import LocalOnly
 from engram.http.models import ErrorBody
 from engram.http.routes import GUARDED_ROUTES, OPEN_ROUTES, WIRE_NAMES, ServerContext
@@ -235,7 +236,7 @@ def create_app(
         else None
     )
     app = Litestar(
-        route_handlers=[*OPEN_ROUTES, *CURATION_OPEN_ROUTES, *guarded],
+        route_handlers=[*OPEN_ROUTES, *CURATION_OPEN_ROUTES, *GRAPH_ROUTES, *guarded],
         guards=LocalOnly(config.http_allowed_hosts).guards(),
         request_class=EngramRequest,
         dependencies={

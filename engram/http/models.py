@@ -88,6 +88,9 @@ class ObservationOut(Struct, omit_defaults=True):
     match: SearchMatchOut | None = None  # search results only: why it matched
     found_by: list[str] | None = None  # semantic/hybrid results: "lexical", "semantic"
     similarity: float | None = None  # semantic/hybrid results: cosine similarity to the query
+    #: search results and single memories: active supersessions and conflicts, each with a
+    #: one-line ``note`` (``supersedes #12 (…)``, ``contested by #40 (…) — pending review``)
+    relations: list[dict[str, Any]] | None = None
 
 
 class PromptOut(Struct, omit_defaults=True):
@@ -423,15 +426,39 @@ class ExportPrompt(Struct, kw_only=True):
     created_at: str | None = None
 
 
-class ExportDocument(Struct):
-    """The JSON backup (version ``0.1.0``). Empty lists may be ``null`` (the Go tool writes
-    them so)."""
+class ExportRelation(Struct, kw_only=True):
+    id: Count | None = None  # local id of the exporting machine: ignored on import
+    sync_id: str | None = None
+    source_id: str
+    target_id: str
+    relation: str
+    reason: str | None = None
+    evidence: str | None = None
+    confidence: Annotated[float, Meta(ge=0, le=1)] | None = None
+    judgment_status: str | None = None
+    marked_by_actor: str | None = None
+    marked_by_kind: str | None = None
+    marked_by_model: str | None = None
+    session_id: str | None = None
+    project: str | None = None
+    superseded_at: str | None = None
+    superseded_by_relation_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    scope: str | None = None
+
+
+class ExportDocument(Struct, omit_defaults=True):
+    """The JSON backup (version ``0.1.0``, or ``0.2.0`` with relations). Empty lists may be
+    ``null`` (the Go tool writes them so)."""
 
     version: str
     exported_at: str | None = None
     sessions: list[ExportSession] | None = None
     observations: list[ExportObservation] | None = None
     prompts: list[ExportPrompt] | None = None
+    relations: list[ExportRelation] | None = None
+    memory_relations: list[ExportRelation] | None = None  # the Go tool's name
 
 
 class ImportResultOut(Struct):
@@ -439,6 +466,7 @@ class ImportResultOut(Struct):
     observations_imported: int
     prompts_imported: int
     skipped: int
+    relations_imported: int = 0
     #: rows that came back through the Go tool next to their original, retired
     copies_retired: int = 0
 
@@ -470,3 +498,161 @@ class SyncStatus(Struct):
     #: records pulled or imported for the project that wait in the local quarantine
     #: (clock_skew, invalid …; engram sync --quarantine lists them)
     inbound_quarantined_count: int = 0
+
+
+# --- relations and the graph (issue 20) ---------------------------------------------------------
+
+RelationName = Annotated[
+    str,
+    Meta(
+        pattern=r"^(supersedes|conflicts_with|related|compatible|scoped|not_conflict)$",
+        description="supersedes, conflicts_with, related, compatible, scoped, not_conflict",
+    ),
+]
+MemoryRef = Annotated[
+    int | str, Meta(description="a memory's #id (number) or its sync id (obs-…)")
+]
+SettableStatus = Annotated[str, Meta(pattern=r"^(judged|pending|ignored)$")]
+ShortText = Annotated[str, Meta(max_length=4000)]
+
+
+class RelationCreate(Struct, kw_only=True):
+    source_id: MemoryRef
+    target_id: MemoryRef
+    relation: RelationName
+    reason: ShortText | None = None
+    evidence: ShortText | None = None
+    confidence: Annotated[float, Meta(ge=0, le=1)] | None = None
+    status: SettableStatus = "judged"
+    project: str | None = None  # where sync ids are looked up
+
+
+class RelationJudge(Struct, kw_only=True):
+    status: SettableStatus = "judged"
+    relation: RelationName | None = None
+    reason: ShortText | None = None
+    evidence: ShortText | None = None
+    confidence: Annotated[float, Meta(ge=0, le=1)] | None = None
+
+
+class RelationEndOut(Struct):
+    sync_id: str
+    id: int | None
+    title: str | None
+    type: str | None
+    deleted: bool
+
+
+class RelationOut(Struct):
+    """A relation; ``state`` is what it means here (``orphaned`` once a memory is deleted)."""
+
+    id: int
+    sync_id: str
+    project: str
+    scope: str
+    source_id: str
+    target_id: str
+    relation: str
+    reason: str | None
+    evidence: str | None
+    confidence: float | None
+    judgment_status: str
+    marked_by_actor: str | None
+    marked_by_kind: str | None
+    marked_by_model: str | None
+    session_id: str | None
+    superseded_at: str | None
+    superseded_by_relation_id: str | None
+    created_at: str
+    updated_at: str
+    state: str
+    source: RelationEndOut
+    target: RelationEndOut
+
+
+class MemoryRelationsOut(Struct):
+    id: int
+    sync_id: str
+    project: str
+    title: str
+    needs_review: bool
+    relations: list[RelationOut]
+
+
+class GraphSourceOut(Struct):
+    id: int
+    sync_id: str
+    title: str
+
+
+class GraphTripleOut(Struct, omit_defaults=True):
+    subject: str
+    subject_kind: str
+    predicate: str
+    object: str
+    object_kind: str
+    weight: float
+    project: str
+    source: GraphSourceOut
+    sources: list[GraphSourceOut]
+    path: int | None = None  # which connecting chain the triple belongs to
+
+
+class GraphEntityName(Struct):
+    name: str
+    kind: str
+    project: str
+
+
+class GraphAnswerOut(Struct):
+    question: str
+    project: str
+    entities: list[GraphEntityName]
+    connected: bool
+    triples: list[GraphTripleOut]
+    count: int
+    not_ingested: int
+    elapsed_ms: float
+
+
+class GraphIngest(Struct, kw_only=True):
+    id: Annotated[int, Meta(ge=1, le=MAX_INT)] | None = None
+    project: str | None = None
+    all_projects: bool = False
+    force: bool = False
+
+
+class IngestReportOut(Struct):
+    extractor: str
+    memories: int
+    entities: int
+    relationships: int
+    remaining: int
+    elapsed_ms: float
+    errors: list[str]
+
+
+class GraphEntityOut(Struct):
+    id: int
+    name: str
+    kind: str
+    project: str
+    degree: int
+    memories: int
+
+
+class RelationshipOut(Struct):
+    predicate: str
+    direction: str
+    target: str
+    target_kind: str
+    weight: float
+    source: GraphSourceOut
+    sources: list[GraphSourceOut]
+
+
+class EntityRelationshipsOut(Struct):
+    entity: str
+    kind: str | None
+    relationships: list[RelationshipOut]
+    count: int

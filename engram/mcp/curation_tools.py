@@ -17,6 +17,7 @@ from engram.mcp.tools import (
     ProjectArg,
     ToolResult,
     envelope,
+    said,
 )
 from engram.store.models import Observation
 
@@ -57,21 +58,28 @@ class CurationTools(MemoryTools):
         self,
         action: Annotated[
             Literal["list", "mark_reviewed"],
-            Field(description="'list' the memories due for review, or 'mark_reviewed' one"),
+            Field(
+                **said(
+                    "'list' the memories due for review, or 'mark_reviewed' one",
+                    "list, or mark_reviewed one",
+                )
+            ),
         ] = "list",
         project: ProjectArg = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="how many (default 10)")] = 10,
+        limit: Annotated[int, Field(ge=1, le=100, **said("how many (default 10)", "how many"))] = 10,
         observation_id: Annotated[
             int | None,
             Field(
                 ge=1,
-                description="the memory to mark as still right (mark_reviewed)",
+                **said("the memory to mark as still right (mark_reviewed)", "for mark_reviewed"),
                 validation_alias=AliasChoices("observation_id", "id"),
             ),
         ] = None,
         days: Annotated[
             int | None,
-            Field(ge=1, le=36500, description="idle for at least this many days (default 90)"),
+            Field(
+                ge=1, le=36500, **said("idle for at least this many days (default 90)", "idle days")
+            ),
         ] = None,
     ) -> ToolResult:
         """Memories nobody changed, confirmed or read for a long time may be stale: 'list'

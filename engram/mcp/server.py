@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
@@ -44,7 +44,7 @@ from engram.errors import (
 from engram.mcp.curation_tools import CurationTools
 from engram.mcp.instructions import INSTRUCTIONS
 from engram.mcp.tools import (
-    IGNORED_PROJECT,
+    COMPACT,
     MERGE_DESCRIPTION,
     Envelope,
     MemoryTools,
@@ -68,6 +68,10 @@ AGENT_TOOLS = (
     "mem_update",
     "mem_current_project",
     "mem_list_projects",
+    "mem_relate",
+    "mem_relations",
+    "mem_judge",
+    "mem_graph_query",
     "mem_review",
     "mem_pin",
     "mem_unpin",
@@ -80,12 +84,13 @@ ADMIN_TOOLS = (
     "mem_merge_projects",
     "mem_ingest_git",
     "mem_summarize",
+    "mem_graph_ingest",
     "mem_consolidate",
 )
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
-#: The second seed's names, served only when asked for (``--tools seed`` or by name), so the
-#: default tool list has one name per tool.
-SEED_ALIASES = ("ingestGit", "summarize")
+#: The seeds' names (the second seed's ingest tools, the first seed's graph tools), served only
+#: when asked for (``--tools seed`` or by name), so the default tool list has one name per tool.
+SEED_ALIASES = ("ingestGit", "summarize", "graph_query", "graph_relationships", "graph_ingest")
 PROFILES: dict[str, tuple[str, ...]] = {
     "agent": AGENT_TOOLS,
     "admin": ADMIN_TOOLS,
@@ -123,6 +128,11 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "mem_timeline": _hints("Timeline around a memory", read_only=True, idempotent=True),
     "mem_merge_projects": _hints("Merge projects", read_only=False, destructive=True),
     "mem_ingest_git": _hints("Memories from git history", read_only=False, idempotent=True),
+    "mem_relate": _hints("Relate two memories", read_only=False, idempotent=True),
+    "mem_relations": _hints("A memory's relations", read_only=True, idempotent=True),
+    "mem_judge": _hints("Judge a relation", read_only=False, idempotent=True),
+    "mem_graph_query": _hints("Ask the memory graph", read_only=True, idempotent=True),
+    "mem_graph_ingest": _hints("Build the memory graph", read_only=False, idempotent=True),
     "mem_review": _hints("Memories to review", read_only=False, idempotent=True),
     "mem_pin": _hints("Pin a memory", read_only=False, idempotent=True),
     "mem_unpin": _hints("Unpin a memory", read_only=False, idempotent=True),
@@ -139,6 +149,11 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
 }
 ANNOTATIONS["ingestGit"] = ANNOTATIONS["mem_ingest_git"]
 ANNOTATIONS["summarize"] = ANNOTATIONS["mem_summarize"]
+ANNOTATIONS["graph_query"] = ANNOTATIONS["mem_graph_query"]
+ANNOTATIONS["graph_relationships"] = _hints(
+    "An entity's relationships", read_only=True, idempotent=True
+)
+ANNOTATIONS["graph_ingest"] = ANNOTATIONS["mem_graph_ingest"]
 
 
 #: What the compact listing says of each tool: when to call it, in a sentence or two (the full
@@ -151,8 +166,8 @@ SHORT_DESCRIPTIONS: dict[str, str] = {
     "previews with #ids: mem_get_observation gives the full text.",
     "mem_context": "Recent sessions, prompts and memories of this project: call it first in "
     "every session and after a context reset.",
-    "mem_session_summary": "Save the end-of-session summary (Goal, Instructions, Discoveries, "
-    "Accomplished, Next Steps, Relevant Files): mandatory before ending or a context reset.",
+    "mem_session_summary": "Save the end-of-session summary: mandatory before ending or a "
+    "context reset.",
     "mem_session_start": "Start a session: saves without a session_id join it.",
     "mem_session_end": "End a session (save its summary with mem_session_summary first).",
     "mem_get_observation": "One memory in full by #id; include_history adds its earlier versions.",
@@ -177,21 +192,25 @@ SHORT_DESCRIPTIONS: dict[str, str] = {
     "mem_merge_projects": "Move every memory of some projects into another.",
     "mem_ingest_git": "One memory per recent change set of the git repository (safe to repeat).",
     "mem_summarize": "Extract learnings from recent memories and commits, saved as memories.",
+    "mem_relate": "Link two memories of one project: supersedes (newer replaces older), "
+    "conflicts_with (they disagree), related, compatible, scoped, not_conflict.",
+    "mem_relations": "A memory's relations to other memories and whether it needs review.",
+    "mem_judge": "Settle a relation (typically a detected conflict): give the verdict, or "
+    "status ignored to dismiss it.",
+    "mem_graph_query": "Ask the graph of what memories name (files, modules, services…): "
+    "triples connecting the entities the question names, with their memories.",
+    "mem_graph_ingest": "Extract entities and relationships from memories into the graph.",
     "ingestGit": "Alias of mem_ingest_git.",
     "summarize": "Alias of mem_summarize.",
 }
 
 
-#: The compact listing's words for a write tool's ignored ``project`` argument.
-IGNORED_PROJECT_SHORT = "ignored (saves go to this directory's project)"
-
-
 def compact_schema(schema: Any) -> Any:
     """An input schema as agents need it: without pydantic's generated ``title`` of every
     property, with ``X | None = None`` written as an optional ``X`` (the server still accepts
-    null: the arguments are validated against the full model), the ignored ``project`` of
-    write tools said in a few words, and no ``maximum`` beyond what JSON numbers hold exactly
-    (SQLite's largest id: a limit no agent meets)."""
+    null: the arguments are validated against the full model), each argument described in the
+    short words given beside its full ones (:func:`engram.mcp.tools.said`), and no ``maximum``
+    beyond what JSON numbers hold exactly (SQLite's largest id: a limit no agent meets)."""
     if isinstance(schema, list):
         return [compact_schema(item) for item in schema]
     if not isinstance(schema, dict):
@@ -200,22 +219,50 @@ def compact_schema(schema: Any) -> Any:
     for key, value in schema.items():
         if key == "properties" and isinstance(value, dict):
             out[key] = {name: compact_schema(prop) for name, prop in value.items()}
-        elif key == "title" and isinstance(value, str):
-            continue
-        elif key == "description" and value == IGNORED_PROJECT:
-            out[key] = IGNORED_PROJECT_SHORT
-        elif key == "maximum" and isinstance(value, int) and value > 2**53:
+        elif (key == "title" and isinstance(value, str)) or key == COMPACT or (key == "maximum" and isinstance(value, int) and value > 2**53):
             continue
         else:
             out[key] = compact_schema(value)
+    if isinstance(schema.get(COMPACT), str):
+        out["description"] = schema[COMPACT]
     options = out.get("anyOf")
-    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-        other = next(o for o in options if o != {"type": "null"})
-        del out["anyOf"]
-        out = {**other, **out}
-        if out.get("default", 0) is None:
-            del out["default"]
+    if isinstance(options, list) and {"type": "null"} in options and len(options) > 1:
+        others = [o for o in options if o != {"type": "null"}]
+        if len(others) == 1:
+            del out["anyOf"]
+            out = {**others[0], **out}
+        else:
+            out["anyOf"] = others
+    # An absent argument's default that says nothing (null, false, ""): omitted.
+    if "default" in out and (out["default"] is None or out["default"] is False or out["default"] == ""):
+        del out["default"]
     return out
+
+
+def full_schema(schema: Any) -> Any:
+    """An input schema as the full listing sends it: as generated, without the short words
+    kept for the compact one."""
+    if isinstance(schema, list):
+        return [full_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {key: full_schema(value) for key, value in schema.items() if key != COMPACT}
+
+
+def compact_annotations(hints: ToolAnnotations | None) -> ToolAnnotations | None:
+    """A tool's hints as the compact listing sends them: only those that differ from what the
+    MCP specification assumes when a hint is absent (not read-only, destructive, not
+    idempotent, open world), and none of a read-only tool's write hints (they mean nothing
+    there); the title is the tool's own already."""
+    if hints is None:
+        return None
+    read_only = bool(hints.read_only_hint)
+    return ToolAnnotations(
+        read_only_hint=True if read_only else None,
+        destructive_hint=False if not read_only and hints.destructive_hint is False else None,
+        idempotent_hint=True if not read_only and hints.idempotent_hint else None,
+        open_world_hint=False if hints.open_world_hint is False else None,
+    )
 
 
 def full_listing(spec: str | Iterable[str] | None) -> bool:
@@ -328,16 +375,17 @@ class EngramMCPServer(MCPServer):
         """The listing: compact unless the server runs with ``--tools all`` (module doc)."""
         tools = await super().list_tools()
         if self.full:
-            return tools
+            return [
+                tool.model_copy(update={"input_schema": full_schema(tool.input_schema)})
+                for tool in tools
+            ]
         return [
             tool.model_copy(
                 update={
                     "description": SHORT_DESCRIPTIONS.get(tool.name, tool.description),
                     "input_schema": compact_schema(tool.input_schema),
                     "output_schema": None,
-                    # the tool's own title says it already
-                    "annotations": tool.annotations
-                    and tool.annotations.model_copy(update={"title": None}),
+                    "annotations": compact_annotations(tool.annotations),
                 }
             )
             for tool in tools
@@ -463,11 +511,12 @@ def build_server(
 
 def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     """Long-lived helpers that share this process's store for as long as the client stays
-    connected: the background vectorizer when the semantic extra is installed, the background
-    purge of hard-deleted text (unless ``ENGRAM_AUTO_PURGE=0``) and the cloud autosync loop when
-    ``ENGRAM_CLOUD_AUTOSYNC=1``. Each is entered before the first request and exited after the
-    last; tool writes reach them through ``store.add_write_listener``."""
-    services: list[AbstractAsyncContextManager[Any]] = []
+    connected: conflict checks of saved memories, the background vectorizer when the semantic
+    extra is installed, the background purge of hard-deleted text (unless
+    ``ENGRAM_AUTO_PURGE=0``) and the cloud autosync loop when ``ENGRAM_CLOUD_AUTOSYNC=1``. Each
+    is entered before the first request and exited after the last; tool writes reach them
+    through ``store.add_write_listener``."""
+    services: list[AbstractAsyncContextManager[Any]] = [conflict_checks(store)]
     from engram.semantic import background  # no numpy or model import until it runs
 
     if background.wanted(store):
@@ -485,6 +534,16 @@ def background_services(store: Store) -> list[AbstractAsyncContextManager[Any]]:
     if manager is not None:
         services.append(autosync_running(manager))
     return services
+
+
+@asynccontextmanager
+async def conflict_checks(store: Store) -> AsyncIterator[None]:
+    """Conflict checks of saved memories, run by a background thread shortly after writes
+    (never on the save path; engram/store/conflicts.py)."""
+    from engram.store.conflicts import ConflictWorker
+
+    with ConflictWorker(store):
+        yield
 
 
 async def serve(server: MCPServer, store: Store) -> None:

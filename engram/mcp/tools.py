@@ -230,40 +230,66 @@ class Workspace:
 
 # --- argument types (descriptions are what agents read in the schema) ----------------------
 
+#: The key of an argument's schema that holds what the compact listing says of it instead of
+#: its description (engram.mcp.server.compact_schema; neither listing sends the key itself).
+COMPACT = "x-engram-compact"
+
+
+def said(full: str, short: str) -> dict[str, Any]:
+    """``Field`` keywords for an argument described in ``full`` words in the full listing
+    (``--tools all``) and in ``short`` ones in the compact default listing."""
+    return {"description": full, "json_schema_extra": {COMPACT: short}}
+
+
 MemoryId = Annotated[
     int,
     Field(
         strict=True,
         ge=1,
         le=MAX_INTEGER,
-        description="the memory's #id (from mem_search or mem_save)",
+        **said("the memory's #id (from mem_search or mem_save)", "the memory's #id"),
     ),
     Truncated,
 ]
 ProjectArg = Annotated[
     str | None,
-    Field(description="an existing project to use instead of this directory's; omit it normally"),
+    Field(
+        **said(
+            "an existing project to use instead of this directory's; omit it normally",
+            "another project's name",
+        )
+    ),
 ]
 #: Write tools accept ``project`` (agents set up for the Go tool send it) and discard it.
-#: What the full listing says of a write tool's ``project`` (the compact one says less).
-IGNORED_PROJECT = (
-    "ignored: writes always go to this directory's project (see mem_current_project); "
-    "accepted so agents that send it keep working"
-)
-IgnoredProjectArg = Annotated[str | None, Field(description=IGNORED_PROJECT)]
+IgnoredProjectArg = Annotated[
+    str | None,
+    Field(
+        **said(
+            "ignored: writes always go to this directory's project (see mem_current_project); "
+            "accepted so agents that send it keep working",
+            "ignored: this directory's project",
+        )
+    ),
+]
 SessionArg = Annotated[
     str | None,
     Field(
-        description="a session id (one not seen yet is created, in this directory's project); "
-        "omit for the session started with mem_session_start"
+        **said(
+            "a session id (one not seen yet is created, in this directory's project); omit "
+            "for the session started with mem_session_start",
+            "omit normally",
+        )
     ),
 ]
 ScopeArg = Literal["project", "personal"]
 ImportanceArg = Annotated[
     float | None,
     Field(
-        description="how much it matters, 0-1, when you know better than the computed score "
-        "(length, topics, links, recency, reads); omit it normally"
+        **said(
+            "how much it matters, 0-1, when you know better than the computed score (length, "
+            "topics, links, recency, reads); omit it normally",
+            "0-1, only to overrule the computed score",
+        )
     ),
 ]
 TYPE_HELP = "bugfix, decision, architecture, discovery, pattern, config, preference, learning"
@@ -290,8 +316,11 @@ class MemoryTools:
         content: Annotated[
             str,
             Field(
-                description="**What**: what was done or found. **Why**: the reason or problem. "
-                "**Where**: files, functions, commands. **Learned**: the gotcha worth keeping.",
+                **said(
+                    "**What**: what was done or found. **Why**: the reason or problem. "
+                    "**Where**: files, functions, commands. **Learned**: the gotcha worth keeping.",
+                    "**What**: done or found. **Why**. **Where**: files, commands. **Learned**",
+                ),
                 validation_alias=AliasChoices("content", "observation"),
             ),
         ],
@@ -304,15 +333,21 @@ class MemoryTools:
         topic_key: Annotated[
             str | None,
             Field(
-                description="stable key for a subject that evolves (e.g. architecture/auth): "
-                "saving with the same key updates that memory instead of adding one"
+                **said(
+                    "stable key for a subject that evolves (e.g. architecture/auth): saving with "
+                    "the same key updates that memory instead of adding one",
+                    "e.g. architecture/auth: the same key updates that memory",
+                )
             ),
         ] = None,
         allow_secrets: Annotated[
             bool,
             Field(
-                description="keep text that looks like a secret; by default API keys, tokens, "
-                "private keys and passwords are saved as [REDACTED:kind]"
+                **said(
+                    "keep text that looks like a secret; by default API keys, tokens, private "
+                    "keys and passwords are saved as [REDACTED:kind]",
+                    "keep secrets (default: [REDACTED:kind])",
+                )
             ),
         ] = False,
         importance: ImportanceArg = None,
@@ -394,7 +429,7 @@ class MemoryTools:
         ],
         session_id: SessionArg = None,
         source: Annotated[
-            str | None, Field(description="what produced the text (default mcp-passive)")
+            str | None, Field(**said("what produced the text (default mcp-passive)", "what produced the text"))
         ] = None,
         project: IgnoredProjectArg = None,
     ) -> ToolResult:
@@ -420,7 +455,7 @@ class MemoryTools:
         self,
         id: Annotated[str, Field(min_length=1, description="a unique session id of your choice")],
         directory: Annotated[
-            str | None, Field(description="the working directory (default: the server's)")
+            str | None, Field(**said("the working directory (default: the server's)", "default: the server's"))
         ] = None,
         project: IgnoredProjectArg = None,
     ) -> ToolResult:
@@ -480,33 +515,41 @@ class MemoryTools:
         query: Annotated[
             str, Field(description="words or a question: 'how did we fix the login timeout?'")
         ],
-        type: Annotated[str | None, Field(description=f"only this kind: {TYPE_HELP}")] = None,
+        type: Annotated[
+            str | None, Field(**said(f"only this kind: {TYPE_HELP}", "only this kind"))
+        ] = None,
         project: ProjectArg = None,
         scope: ScopeArg | None = None,
         limit: Annotated[
             int | None,
-            Field(description="results (default 10, at most 20)"),
+            Field(**said("results (default 10, at most 20)", "results (at most 20)")),
             count_or_default(None),
         ] = None,
         all_projects: Annotated[
-            bool, Field(description="search every project, not only this one")
+            bool, Field(**said("search every project, not only this one", "every project"))
         ] = False,
         match_mode: Annotated[
             Literal["any", "all"],
-            Field(description="'any' word (ranked, default) or 'all' words"),
+            Field(**said("'any' word (ranked, default) or 'all' words", "any or all words")),
         ] = "any",
         mode: Annotated[
             Literal["lexical", "semantic", "hybrid"] | None,
             Field(
-                description="'hybrid': words and meaning (the default when semantic search is "
-                "installed), 'semantic': meaning only, 'lexical': words only"
+                **said(
+                    "'hybrid': words and meaning (the default when semantic search is "
+                    "installed), 'semantic': meaning only, 'lexical': words only",
+                    "words, meaning or both (default)",
+                )
             ),
         ] = None,
         as_of: Annotated[
             str | None,
             Field(
-                description="answer with what was true then: a date (YYYY-MM-DD) or an ISO 8601 "
-                "date and time; earlier texts of edited memories included"
+                **said(
+                    "answer with what was true then: a date (YYYY-MM-DD) or an ISO 8601 date and "
+                    "time; earlier texts of edited memories included",
+                    "what was true then: YYYY-MM-DD or ISO 8601",
+                )
             ),
         ] = None,
     ) -> ToolResult:
@@ -541,29 +584,38 @@ class MemoryTools:
         id: MemoryId,
         include_history: Annotated[
             bool,
-            Field(description="also its earlier versions (kept on this machine)"),
+            Field(**said("also its earlier versions (kept on this machine)", "with earlier versions")),
             flag_or_default(False),
         ] = False,
     ) -> ToolResult:
-        """Get one memory in full (search results only show previews); include_history adds
-        its earlier versions, newest first."""
+        """Get one memory in full (search results only show previews), with its relations to
+        other memories (supersedes, contested by …) and whether it needs review;
+        include_history adds its earlier versions, newest first."""
         obs = self.store.get_observation(id, record_access=True)
         if include_history:
             found = self.store.history(id)
             return envelope(
                 self.workspace.default(), formatting.history(found), data=found.to_dict()
             )
-        return envelope(self.workspace.default(), formatting.observation(obs), data=obs.to_dict())
+        related = self.store.relations_for(obs.id)
+        data = {  # as engram get --json prints it
+            **obs.to_dict(),
+            "needs_review": related.needs_review,
+            "relations": [r.to_dict() for r in related.relations],
+        }
+        return envelope(
+            self.workspace.default(), formatting.observation(obs, relations=related), data=data
+        )
 
     def mem_context(
         self,
         project: ProjectArg = None,
         scope: ScopeArg | None = None,
         compact: Annotated[
-            bool, Field(description="titles only, without content previews")
+            bool, Field(**said("titles only, without content previews", "titles only"))
         ] = False,
         max_bytes: Annotated[
-            int | None, Field(description="size cap of the text (default 16384, max 65536)")
+            int | None, Field(**said("size cap of the text (default 16384, max 65536)", "text size cap"))
         ] = None,
     ) -> ToolResult:
         """Recent sessions, prompts and memories of the project. Call it at the start of every
@@ -603,7 +655,9 @@ class MemoryTools:
 
     def mem_suggest_topic_key(
         self,
-        type: Annotated[str, Field(description=f"kind of memory: {TYPE_HELP}")] = "",
+        type: Annotated[
+            str, Field(**said(f"kind of memory: {TYPE_HELP}", "the memory's type"))
+        ] = "",
         title: Annotated[str, Field(description="the memory's title")] = "",
         content: Annotated[str, Field(description="the memory's content")] = "",
     ) -> ToolResult:
@@ -631,18 +685,24 @@ class MemoryTools:
         topic_key: Annotated[str | None, Field(description="new topic key ('' removes it)")] = None,
         project: IgnoredProjectArg = None,
         allow_secrets: Annotated[
-            bool, Field(description="keep text that looks like a secret (see mem_save)")
+            bool,
+            Field(**said("keep text that looks like a secret (see mem_save)", "keep secrets")),
         ] = False,
         importance: Annotated[
             float | Literal["auto"] | None,
             Field(
-                description="how much it matters, 0-1, set by hand; 'auto' goes back to the "
-                "computed score"
+                **said(
+                    "how much it matters, 0-1, set by hand; 'auto' goes back to the computed "
+                    "score",
+                    "0-1, or 'auto'",
+                )
             ),
         ] = None,
         pinned: Annotated[
             bool | None,
-            Field(description="pin (always in mem_context, never archived) or unpin it"),
+            Field(
+                **said("pin (always in mem_context, never archived) or unpin it", "pin or unpin")
+            ),
         ] = None,
     ) -> ToolResult:
         """Correct or extend a memory in place (give only the fields that change). Prefer this to
@@ -690,6 +750,126 @@ class MemoryTools:
         how = "permanently deleted" if hard_delete else "soft-deleted"
         data = {"id": obs.id, "status": "deleted", "hard_delete": hard_delete}  # as the CLI
         return envelope(resolved, f"Memory #{obs.id} {how}", data=data)
+
+    # --- relations and the graph -------------------------------------------------------------
+
+    def mem_relate(
+        self,
+        source_id: Annotated[
+            int | str, Field(**said("the memory that relates: its #id or sync id", "#id or sync id"))
+        ],
+        target_id: Annotated[int | str, Field(**said("the memory it relates to", "#id or sync id"))],
+        relation: Annotated[
+            Literal[
+                "supersedes", "conflicts_with", "related", "compatible", "scoped", "not_conflict"
+            ],
+            Field(
+                **said(
+                    "supersedes: source replaces target; conflicts_with: they disagree",
+                    "how they relate",
+                )
+            ),
+        ],
+        reason: Annotated[str | None, Field(description="why, in one sentence")] = None,
+    ) -> ToolResult:
+        """Link two memories of one project: 'supersedes' when a newer memory replaces an older
+        one (the older then ranks right below it in search), 'conflicts_with' when they disagree
+        and someone must decide, or related/compatible/scoped/not_conflict. A pair has one
+        relation: relating it again (e.g. a detected conflict as supersedes) replaces it."""
+        check_size(reason, "reason", 4000)
+        rel = self.store.relate(
+            _ref(source_id), _ref(target_id), relation, reason=reason, kind="agent"
+        )
+        resolved = Resolved(rel.project, "memory", "")
+        return envelope(resolved, {"text": formatting.relation(rel), "relation": rel.to_dict()})
+
+    def mem_relations(self, id: Annotated[int | str, Field(description="#id or sync id")]) -> ToolResult:
+        """A memory's relations to other memories (what it supersedes, what contests it …) and
+        whether it needs review (a pending conflict). Judge pending ones with mem_judge."""
+        found = self.store.relations_for(_ref(id))
+        text = "\n".join(
+            [f"#{found.memory.id} {found.memory.title}"]
+            + (formatting.relation_lines(found) or ["No relations to other memories."])
+        )
+        resolved = Resolved(found.memory.project, "memory", "")
+        return envelope(resolved, {"text": text, **found.to_dict()})
+
+    def mem_judge(
+        self,
+        judgment_id: Annotated[str, Field(description="the relation's id (rel-…)")],
+        relation: Annotated[
+            Literal[
+                "supersedes", "conflicts_with", "related", "compatible", "scoped", "not_conflict"
+            ]
+            | None,
+            Field(
+                **said(
+                    "the verdict: e.g. supersedes (source replaces target), not_conflict",
+                    "the verdict",
+                )
+            ),
+        ] = None,
+        status: Annotated[
+            Literal["judged", "ignored", "pending"],
+            Field(
+                **said("judged (confirm), ignored (dismiss) or pending (reopen)", "ignored dismisses")
+            ),
+        ] = "judged",
+        reason: Annotated[str | None, Field(description="why")] = None,
+        evidence: Annotated[str | None, Field(description="what shows it (a PR, a test …)")] = None,
+        confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+    ) -> ToolResult:
+        """Settle a relation, typically a conflict Engram detected between two memories: give
+        the verdict (supersedes, not_conflict, compatible …) or dismiss it (status ignored).
+        Both memories stop needing review once it is judged."""
+        check_size(reason, "reason", 4000)
+        check_size(evidence, "evidence", 4000)
+        rel = self.store.judge_relation(
+            judgment_id, status, relation=relation, reason=reason, evidence=evidence,
+            confidence=confidence, kind="agent",
+        )  # fmt: skip
+        resolved = Resolved(rel.project, "memory", "")
+        return envelope(resolved, {"text": formatting.relation(rel), "relation": rel.to_dict()})
+
+    def mem_graph_query(
+        self,
+        question: Annotated[
+            str,
+            Field(
+                **said(
+                    "e.g. 'what connects the auth middleware to the session store?'",
+                    "e.g. 'what uses the session store?'",
+                )
+            ),
+        ],
+        limit: Annotated[int, Field(ge=1, le=100, **said("triples (default 10)", "triples"))] = 10,
+        project: ProjectArg = None,
+        all_projects: Annotated[bool, Field(**said("every project, not only this one", "every project"))] = False,
+    ) -> ToolResult:
+        """Ask the graph of what memories name (files, modules, libraries, services, errors,
+        people, decisions): returns subject–predicate–object triples connecting the entities
+        the question names, each with the memories that state it. Good for 'how does X reach
+        Y', 'what uses Z', 'what depends on W'."""
+        if all_projects:
+            resolved = Resolved("", "all_projects", "")
+        else:
+            resolved = self.workspace.resolve(project, write=False)
+        answer = self.store.graph_query(question, project=resolved.project or None, limit=limit)
+        return envelope(resolved, {"text": formatting.graph_answer(answer), **answer})
+
+    def mem_graph_ingest(
+        self,
+        id: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_INTEGER, description="one memory's #id; omit for every memory "
+                  "of the project not in the graph yet"),
+        ] = None,
+    ) -> ToolResult:
+        """Extract entities and relationships from memories into the graph (deterministic
+        rules, no model). Queries also catch up by themselves; use this after many saves."""
+        resolved = self.workspace.resolve(None, write=False)
+        report = self.store.graph_ingest(id, project=None if id else resolved.project or None)
+        return envelope(resolved, report.to_dict())
 
     # --- projects and statistics ------------------------------------------------------------
 
@@ -824,6 +1004,38 @@ class MemoryTools:
         """Alias of mem_summarize with the second seed's argument names."""
         return self.mem_summarize(days=days, min_confidence=minConfidence)
 
+    def graph_query(  # the first seed's tool name
+        self,
+        question: Annotated[str, Field(description="e.g. 'What connects edge to Tailscale?'")],
+        limit: Annotated[int, Field(ge=1, le=100, **said("triples (default 10)", "triples"))] = 10,
+    ) -> ToolResult:
+        """Alias of mem_graph_query with the first seed's argument names."""
+        return self.mem_graph_query(question=question, limit=limit)
+
+    def graph_relationships(  # the first seed's tool name
+        self,
+        entity_name: Annotated[str, Field(description="an entity (case-insensitive)")],
+    ) -> ToolResult:
+        """Every relationship of a named entity in the graph of this project's memories (the
+        first seed's graph_relationships); an empty list when the graph has no such entity."""
+        resolved = self.workspace.resolve(None, write=False)
+        found = self.store.graph_relationships(entity_name, project=resolved.project or None)
+        return envelope(resolved, found)
+
+    def graph_ingest(  # the first seed's tool name
+        self,
+        path: Annotated[
+            str | None,
+            Field(description="a memory's #id; omit for every memory not in the graph yet"),
+        ] = None,
+    ) -> ToolResult:
+        """Alias of mem_graph_ingest (the first seed took a vault file path; here a memory is
+        named by its #id)."""
+        ref = _ref(path) if path else None
+        if ref is not None and not isinstance(ref, int):
+            raise ValidationError("path must be a memory's #id (e.g. 12 or #12)", field="path")
+        return self.mem_graph_ingest(id=ref)
+
     def mem_merge_projects(self, sources: list[str], to: str) -> ToolResult:
         """Body of ``mem_merge_projects`` (its ``from`` argument is a Python keyword, so
         ``engram.mcp.server`` registers it with an explicit argument model)."""
@@ -840,3 +1052,10 @@ MERGE_DESCRIPTION = (
     "Move every memory, session and prompt of one or more projects into another (for name "
     "variants such as 'my-app' and 'myapp'). Each moved memory syncs as a move."
 )
+
+
+def _ref(value: int | str) -> int | str:
+    """A memory as agents name it: ``12``, ``"#12"`` or a sync id."""
+    if isinstance(value, str) and value.strip().removeprefix("#").isdigit():
+        return int(value.strip().removeprefix("#"))
+    return value

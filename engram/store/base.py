@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any, Protocol
 
+import orjson
+
 from engram.record import KEY_FIELD, STATE_FIELDS, compact_payload, moved_key
 from engram.settings import Config
 from engram.store import fts
@@ -15,7 +17,12 @@ from engram.store.journal import Journal
 if TYPE_CHECKING:
     from engram.store.models import Observation, Prompt, Session
 
-TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
+TABLES = {
+    "session": "sessions",
+    "observation": "observations",
+    "prompt": "user_prompts",
+    "relation": "memory_relations",
+}
 _STATE_SQL = {
     entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {TABLES[entity]} "
     f"WHERE project = ? AND {KEY_FIELD[entity]} = ?"
@@ -132,6 +139,17 @@ class StoreBase(StoreParts):
         state = dict(zip(STATE_FIELDS[entity], tuple(row), strict=True))
         if entity == "observation":
             state["pinned"] = bool(state["pinned"])  # stored as 0/1, replicated as a boolean
+        if entity == "relation":
+            # Fields a newer version wrote travel on with this replica's edits (docs/graph.md,
+            # "Replication"); known fields always win over a stale copy.
+            extra = conn.execute(
+                "SELECT extra, scope FROM memory_relations WHERE project = ? AND sync_id = ?",
+                (project, key),
+            ).fetchone()
+            if extra[0]:
+                unknown = orjson.loads(extra[0])
+                state.update((k, v) for k, v in unknown.items() if k not in state)
+            state["scope"] = extra[1]
         return state
 
     # --- journaling local writes ------------------------------------------------------------
@@ -153,6 +171,11 @@ class StoreBase(StoreParts):
         if entity == "observation" and state["deleted_at"] is not None:
             op = "delete"
             state = {**state, "hard": False}
+        scope = state.get("scope", "project")
+        if entity == "relation":
+            # A relation's scope is the record's, not a payload field (the Go tool's
+            # relation payload has none).
+            state = {k: v for k, v in state.items() if k != "scope"}
         state = compact_payload(entity, state)
         return self.journal.append(
             conn,
@@ -162,7 +185,7 @@ class StoreBase(StoreParts):
             key=key,
             op=op,
             project=state["project"],
-            scope=state.get("scope", "project"),
+            scope=scope,
             payload=state,
         )
 

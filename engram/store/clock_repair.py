@@ -48,6 +48,7 @@ _TABLES = (
     ("session", "sessions", "id"),
     ("observation", "observations", "sync_id"),
     ("prompt", "user_prompts", "sync_id"),
+    ("relation", "memory_relations", "sync_id"),
 )
 Address = tuple[str, str, str]  # (entity, project, key)
 

@@ -341,6 +341,12 @@ class ConsolidationMixin(StoreBase):
                     (now, now, hlc, merged.key, now, now, source["id"]),
                 )
                 self._journal_state(conn, "observation", project, source["sync_id"], hlc, origin)
+                # The link itself is a relation of the memory graph (one relation model,
+                # docs/graph.md): it replicates as its own record, and counts as a link.
+                self._supersede(  # type: ignore[attr-defined]
+                    conn, project, "personal" if scope == "personal" else "project",
+                    merged.key, source["sync_id"], "merged by consolidation", "consolidation",
+                )  # fmt: skip
             refresh.settle()  # the merged memory and its sources' neighbours: contexts anew
             scoring.rescore_ids(conn, [rowid, *(s["id"] for s in sources)], now)
         return rowid
@@ -379,6 +385,7 @@ class ConsolidationMixin(StoreBase):
                                     origin)  # fmt: skip
                 done.add(row["id"])
             refresh.settle()  # no archived text stays in a neighbour's session context
+            scoring.rescore_linked(conn, done, now)  # the memories related to them lose a link
         return done
 
 

@@ -152,6 +152,19 @@ class Database:
                 log.exception("write listener failed")
 
     @contextmanager
+    def without_waiting(self) -> Iterator[None]:
+        """Writes inside give up at once (``StoreUnavailableError``) instead of waiting for
+        another process's transaction: for work a read does on the side (deferred conflict
+        checks, graph catch-up), which must never make the read wait."""
+        with self._lock:
+            timeout = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+            self.conn.execute("PRAGMA busy_timeout=0")
+            try:
+                yield
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout={int(timeout)}")
+
+    @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A consistent snapshot for multi-statement reads."""
         with self._lock:

@@ -1,5 +1,10 @@
-"""JSON export and import (the Go tool's ``0.1.0`` document) and the canonical export that
-proves two replicas converged."""
+"""JSON export and import (the Go tool's ``0.1.0`` document, and its later ``0.2.0`` that also
+carries relations between memories) and the canonical export that proves two replicas
+converged.
+
+An export holds relations only when its memories have some; it is then version ``0.2.0`` (a
+``relations`` list), else still ``0.1.0``, so tools that only read ``0.1.0`` (the Go tool before
+relations) keep reading what has none."""
 
 from __future__ import annotations
 
@@ -9,20 +14,25 @@ from typing import Any
 
 import orjson
 
-from engram.errors import UnsupportedFormatError, ValidationError
+from engram.errors import InvalidMutationError, UnsupportedFormatError, ValidationError
 from engram.project import project_name
 from engram.record import (
     EPOCH_TEXT,
     FIELDS,
     INTENT_FIELDS,
+    JUDGMENT_STATUSES,
+    RELATION_FIELDS,
     STATE_FIELDS,
     compact_payload,
     derived_sync_id,
     intent_problem,
     intent_state,
     legacy_record,
+    relation_key,
+    relation_state,
+    validate_record,
 )
-from engram.store import fts, scoring
+from engram.store import fts, links, scoring
 from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
 from engram.store.journal import now_ms
@@ -32,7 +42,10 @@ from engram.text import normalize_scope, normalize_topic_key, normalized_hash, u
 from engram.times import now_text
 
 EXPORT_VERSION = "0.1.0"
-SUPPORTED_VERSIONS = ("0.1.0",)
+RELATIONS_VERSION = "0.2.0"
+SUPPORTED_VERSIONS = ("0.1.0", "0.2.0")
+#: Where a ``0.2.0`` document keeps its relations (the second name is accepted on import).
+RELATION_SECTIONS = ("relations", "memory_relations")
 
 _REQUIRED = {
     "sessions": ("id",),
@@ -74,7 +87,56 @@ def validate_export(data: Any) -> dict[str, list[dict[str, Any]]]:
             validate_export_item(section, i, item)
             _refuse_unstorable(section, i, item)
         out[section] = items
+    out["relations"] = _relations_section(data)
     return out
+
+
+def _relations_section(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The relations of a ``0.2.0`` document, each checked (nothing is written if one is bad)."""
+    items: Any = None
+    for name in RELATION_SECTIONS:
+        if data.get(name) is not None:
+            items = data[name]
+            break
+    if items is None:
+        return []
+    if data.get("version") == EXPORT_VERSION:
+        raise UnsupportedFormatError(
+            f"a {EXPORT_VERSION} export carries no relations: a document with relations is "
+            f"version {RELATIONS_VERSION}"
+        )
+    if not isinstance(items, list):
+        raise ValidationError("relations must be a list", field="relations")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValidationError(f"relations[{i}] must be an object", field="relations")
+        for name in ("source_id", "target_id", "relation"):
+            value = item.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValidationError(f"relations[{i}].{name} is required", field="relations")
+        for name in RELATION_FIELDS:
+            value = item.get(name)
+            if name == "confidence":
+                if value is not None and (
+                    isinstance(value, bool)
+                    or not isinstance(value, int | float)
+                    or not 0 <= value <= 1
+                ):
+                    raise ValidationError(
+                        f"relations[{i}].confidence must be a number from 0 to 1",
+                        field="relations",
+                    )
+            elif value is not None and not isinstance(value, str):
+                raise ValidationError(f"relations[{i}].{name} must be a string", field="relations")
+            elif isinstance(value, str) and (reason := unstorable_reason(value)):
+                raise ValidationError(f"relations[{i}].{name} {reason}", field="relations")
+        status = item.get("judgment_status")
+        if status is not None and status not in JUDGMENT_STATUSES:
+            raise ValidationError(
+                f"relations[{i}].judgment_status must be one of {', '.join(JUDGMENT_STATUSES)}",
+                field="relations",
+            )
+    return items
 
 
 def validate_export_item(section: str, i: int, item: Any) -> None:
@@ -141,15 +203,25 @@ class ExchangeMixin(StoreBase):
                 sessions = _rows(conn, "SELECT * FROM sessions ORDER BY started_at, id", [])
                 observations = _rows(conn, "SELECT * FROM observations ORDER BY id", [])
                 prompts = _rows(conn, "SELECT * FROM user_prompts ORDER BY id", [])
+            where, params = ("WHERE project = ?", [project_name(project)]) if project else ("", [])
+            relations = _rows(
+                conn, f"SELECT * FROM memory_relations {where} ORDER BY id", params
+            )
         keep_session = ("id", "project", "directory", "started_at", "ended_at", "summary")
         keep_prompt = ("id", "sync_id", "session_id", "content", "project", "created_at")
-        return {
-            "version": EXPORT_VERSION,
+        document: dict[str, Any] = {
+            "version": RELATIONS_VERSION if relations else EXPORT_VERSION,
             "exported_at": now_text(),
             "sessions": [{k: s[k] for k in keep_session} for s in sessions],
             "observations": [_exported(o) for o in observations],
             "prompts": [{k: p[k] for k in keep_prompt} for p in prompts],
         }
+        if relations:
+            document["relations"] = [
+                {"id": r["id"], **{k: r[k] for k in RELATION_FIELDS}, "scope": r["scope"]}
+                for r in relations
+            ]
+        return document
 
     # --- import -----------------------------------------------------------------------------
 
@@ -167,10 +239,11 @@ class ExchangeMixin(StoreBase):
         result = ImportResult()
         total = sum(len(v) for v in sections.values())
         with self.db.write() as conn:
-            run = _ImportRun(conn, now_ms())
+            run = ImportRun(conn, now_ms())
             # Prompts before observations: a memory's session context includes its prompt.
             for section, importer in (("sessions", run.session), ("prompts", run.prompt),
-                                      ("observations", run.observation)):  # fmt: skip
+                                      ("observations", run.observation),
+                                      ("relations", run.relation)):  # fmt: skip
                 for item in sections[section]:
                     importer(item, result)
                     run.done += 1
@@ -178,7 +251,7 @@ class ExchangeMixin(StoreBase):
                         progress(run.done, total)
             run.flush_journal()
             scoring.rescore_ids(conn, run.scored)
-            scoring.rescore_successors(conn, run.scored)
+            scoring.rescore_linked(conn, run.scored)  # memories here before, now related
             if run.newest:
                 self.journal.observe(conn, run.newest)
             # A row of a Go export may be a memory of ours that went through the Go tool.
@@ -207,8 +280,10 @@ class ExchangeMixin(StoreBase):
                 ("session", "sessions", "id"),
                 ("observation", "observations", "sync_id"),
                 ("prompt", "user_prompts", "sync_id"),
+                ("relation", "memory_relations", "sync_id"),
             ):
-                cols = ", ".join((*STATE_FIELDS[entity], "hlc"))
+                local = ("scope", "extra") if entity == "relation" else ()
+                cols = ", ".join((*STATE_FIELDS[entity], *local, "hlc"))
                 rows = _rows(conn, f"SELECT {cols} FROM {table} ORDER BY {key}, project", [])
                 if entity == "observation":
                     for row in rows:
@@ -224,7 +299,7 @@ class ExchangeMixin(StoreBase):
         return orjson.dumps(document, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
 
 
-class _ImportRun:
+class ImportRun:
     """One import transaction: keys already present are loaded once, journal rows are written
     in one batch at the end, and each row costs one insert plus its session-context lookups."""
 
@@ -247,6 +322,9 @@ class _ImportRun:
         self.tombstones = {
             (r[0], r[1], r[2])
             for r in conn.execute("SELECT entity, project, key FROM sync_tombstones")
+        }
+        self.relations = {
+            (r[0], r[1]) for r in conn.execute("SELECT project, sync_id FROM memory_relations")
         }
         self.now = now_text()
         self.scored: list[int] = []  # imported memories, scored at the end
@@ -392,3 +470,66 @@ class _ImportRun:
         self.context.prompt(int(cursor.lastrowid or 0))  # memories here may be saved after it
         self.context.settle()
         result.prompts_imported += 1
+
+    def relation(self, item: dict[str, Any], result: ImportResult) -> None:
+        """A relation of a ``0.2.0`` document, in the project of its memories (named by the
+        item, else found from its source memory). One whose memories are not both in that
+        project — missing, or in two projects — is skipped: a relation never links two
+        projects."""
+        source, target = item["source_id"].strip(), item["target_id"].strip()
+        project = project_name(item["project"]) if item.get("project") else None
+        if project is None:
+            homes = [p for p, k in self.observations if k == source]
+            project = homes[0] if len(homes) == 1 else None
+        if (
+            project is None
+            or source == target
+            or (project, source) not in self.observations
+            or (project, target) not in self.observations
+        ):
+            result.skipped += 1
+            return
+        sync_id = (item.get("sync_id") or "").strip() or relation_key(project, source, target)
+        if (project, sync_id) in self.relations:
+            result.skipped += 1
+            return
+        self.relations.add((project, sync_id))
+        scope = "personal" if item.get("scope") == "personal" else "project"
+        payload = {
+            **{k: item.get(k) for k in RELATION_FIELDS},
+            "sync_id": sync_id,
+            "source_id": source,
+            "target_id": target,
+            "relation": item["relation"].strip(),
+            "project": project,
+        }
+        payload["relation"] = payload["relation"].lower()
+        state = relation_state({"project": project, "payload": payload})
+        record = legacy_record(
+            entity="relation", op="upsert", payload=state, updated_at=state["updated_at"],
+            project=project, scope=scope, not_after_ms=self.now_ms,
+        )  # fmt: skip
+        try:
+            validate_record(record)  # what every replica will check when it arrives
+        except InvalidMutationError:
+            self.relations.discard((project, sync_id))
+            result.skipped += 1
+            return
+        self.records.append(
+            (record["mid"], record["hlc"], record["origin"], "relation", sync_id, "upsert",
+             project, scope, orjson.dumps(record).decode(), self.now)
+        )  # fmt: skip
+        self.newest = max(self.newest, record["hlc"])
+        self.conn.execute(
+            """INSERT INTO memory_relations(sync_id, project, scope, source_id, target_id,
+                   relation, reason, evidence, confidence, judgment_status, marked_by_actor,
+                   marked_by_kind, marked_by_model, session_id, superseded_at,
+                   superseded_by_relation_id, created_at, updated_at, hlc)
+               VALUES (:sync_id, :project, :scope, :source_id, :target_id, :relation, :reason,
+                   :evidence, :confidence, :judgment_status, :marked_by_actor, :marked_by_kind,
+                   :marked_by_model, :session_id, :superseded_at, :superseded_by_relation_id,
+                   :created_at, :updated_at, :hlc)""",
+            {**state, "scope": scope, "hlc": record["hlc"]},
+        )
+        self.scored.extend(links.ids_of(self.conn, project, (source, target)))  # a link each
+        result.relations_imported += 1

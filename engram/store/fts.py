@@ -1,6 +1,7 @@
-"""Keeping the derived indexes in step with their tables: the FTS5 indexes, and the vector
+"""Keeping the derived indexes in step with their tables: the FTS5 indexes, the vector
 index's bookkeeping (a memory whose text changes loses its vector and is queued for a new one,
-see :mod:`engram.store.vectors`; no model ever runs here).
+see :mod:`engram.store.vectors`; no model ever runs here), and the entity graph (a memory whose
+text changes leaves it until the next ingest, see :mod:`engram.store.graph`).
 
 Done with explicit statements, not triggers: a trigger runs inside a statement savepoint, at
 which FTS5 flushes its pending terms, so every written row became its own index segment and bulk
@@ -15,7 +16,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from engram.store import vector_queue
+from engram.store import graph_rows, vector_queue
 
 OBSERVATION_COLUMNS = ("title", "content", "tool_name", "type", "project", "topic_key",
                        "search_context")  # fmt: skip
@@ -61,13 +62,14 @@ def remove(
     conn: sqlite3.Connection, table: str, column: str, value: object, *, own_text: bool = True
 ) -> None:
     """Take the row(s) where ``column = value`` out of the index, before they change.
-    ``own_text=False``: only the session context changes, so a memory keeps its vector (made
-    from its title and content)."""
+    ``own_text=False``: only the session context changes, so a memory keeps its vector and its
+    entity graph (made from its title and content)."""
     rows = conn.execute(_select(table, column), (value,)).fetchall()
     for row in rows:
         conn.execute(_REMOVE[table], tuple(row))
     if table == "observations" and own_text:
         vector_queue.forget(conn, [row[0] for row in rows])
+        graph_rows.forget(conn, [row[0] for row in rows])
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
@@ -102,6 +104,7 @@ class DeferredIndex:
             old.setdefault(row[0], tuple(row))
         if table == "observations" and own_text:
             vector_queue.forget(self.conn, [row[0] for row in rows])
+            graph_rows.forget(self.conn, [row[0] for row in rows])
 
     def flush(self) -> None:
         for table, old in self._old.items():

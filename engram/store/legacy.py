@@ -35,6 +35,7 @@ RENAMED = (
     "sync_state",
     "sync_enrolled_projects",
     "sync_mutations",
+    "memory_relations",  # later Go versions: relations between memories (issue 20)
 )
 DROPPED_FTS = ("observations_fts", "prompts_fts")
 
@@ -322,8 +323,35 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
                     store, conn, "prompt", state, state["created_at"], "user_prompts", "sync_id"
                 ),
             )
+    if "memory_relations" in present:
+        newest = max(newest, _copy_relations(conn))
     if "sync_enrolled_projects" in present:
         conn.execute("""INSERT OR IGNORE INTO sync_enrolled_projects(project, enrolled_at)
                         SELECT project, COALESCE(enrolled_at, strftime('%Y-%m-%d %H:%M:%S','now'))
                         FROM go_sync_enrolled_projects""")
     return newest
+
+
+def _copy_relations(conn: sqlite3.Connection) -> str:
+    """A later Go database's relations, by the rules of importing a ``0.2.0`` export (the
+    relation lives in its memories' project; one whose memories are missing or in two
+    projects is left out), each with its deterministic legacy journal entry."""
+    from engram.store.exchange import ImportRun
+    from engram.store.models import ImportResult
+
+    run = ImportRun(conn, now_ms())
+    wanted = {
+        name: "NULL"
+        for name in (
+            "sync_id", "reason", "evidence", "confidence", "judgment_status", "marked_by_actor",
+            "marked_by_kind", "marked_by_model", "session_id", "superseded_at",
+            "superseded_by_relation_id", "created_at", "updated_at",
+        )
+    }  # fmt: skip
+    wanted.update(source_id="''", target_id="''", relation="''")
+    result = ImportResult()
+    for row in _select(conn, "go_memory_relations", wanted, "rowid"):
+        item = {k: (str(v) if k != "confidence" and v is not None else v) for k, v in row.items()}
+        run.relation(item, result)
+    run.flush_journal()
+    return run.newest

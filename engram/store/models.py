@@ -118,6 +118,9 @@ class Observation:
     #: its words, "semantic": its meaning) and its cosine similarity to the question.
     found_by: list[str] | None = None
     similarity: float | None = None
+    #: Search results and single memories shown with their relations (issue 20): a short form
+    #: of each active supersession or conflict, ``note`` being its one-line text.
+    relations: list[dict[str, Any]] | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Observation:
@@ -150,7 +153,7 @@ class Observation:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for optional in ("rank", "found_by", "similarity"):
+        for optional in ("rank", "found_by", "similarity", "relations"):
             if data[optional] is None:
                 del data[optional]
         if self.match is None:
@@ -413,6 +416,7 @@ class ImportResult:
     observations_imported: int = 0
     prompts_imported: int = 0
     skipped: int = 0
+    relations_imported: int = 0
     #: rows that came back through the Go tool next to their original, retired
     #: (:mod:`engram.store.go_copies`)
     copies_retired: int = 0
@@ -431,6 +435,7 @@ class ApplyResult:
     sessions: int = 0
     observations: int = 0
     prompts: int = 0
+    relations: int = 0
     #: Records kept aside instead of applied, by reason (``clock_skew``, ``invalid`` …).
     quarantined: dict[str, int] = field(default_factory=dict)
     #: Records that waited in the quarantine and were applied (or found stale) by this call.
@@ -451,6 +456,7 @@ class ApplyResult:
             "sessions",
             "observations",
             "prompts",
+            "relations",
             "released",
             "copies_retired",
         ):
@@ -472,3 +478,134 @@ class ApplyResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(slots=True)
+class RelationEnd:
+    """One end of a relation as this machine knows it: the memory's local id and title, or
+    ``None`` when the memory is not here (yet)."""
+
+    sync_id: str
+    id: int | None = None
+    title: str | None = None
+    type: str | None = None
+    deleted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Relation:
+    """A link between two memories of one project (``supersedes``, ``conflicts_with`` …).
+
+    ``judgment_status`` is what the relation says (pending, judged, ignored, …); ``state`` is
+    what it means here: ``orphaned`` once an endpoint is deleted, ``superseded`` when another
+    relation replaced it, else its judgment. Only ``pending`` and ``judged`` ones are active
+    (they annotate search results and order superseded memories)."""
+
+    id: int
+    sync_id: str
+    project: str
+    scope: str
+    source_id: str
+    target_id: str
+    relation: str
+    reason: str | None
+    evidence: str | None
+    confidence: float | None
+    judgment_status: str
+    marked_by_actor: str | None
+    marked_by_kind: str | None
+    marked_by_model: str | None
+    session_id: str | None
+    superseded_at: str | None
+    superseded_by_relation_id: str | None
+    created_at: str
+    updated_at: str
+    state: str
+    source: RelationEnd
+    target: RelationEnd
+
+    @property
+    def active(self) -> bool:
+        return self.state in ("pending", "judged")
+
+    def other(self, sync_id: str) -> RelationEnd:
+        """The end that is not ``sync_id``."""
+        return self.target if self.source.sync_id == sync_id else self.source
+
+    def note(self, sync_id: str) -> str:
+        """One line saying what this relation means for the memory ``sync_id``:
+        ``supersedes #12 (title)``, ``contested by #40 (pending review)``…"""
+        outgoing = self.source.sync_id == sync_id
+        other = self.other(sync_id)
+        verbs = _NOTE_VERBS.get(self.relation, (f"{self.relation} →", f"← {self.relation}"))
+        verb = verbs[0] if outgoing else verbs[1]
+        who = f"#{other.id}" if other.id is not None else other.sync_id
+        if other.title:
+            who += f" ({_short(other.title)})"
+        tail = ""
+        if self.state == "pending":
+            tail = " — pending review"
+        elif self.state != "judged":
+            tail = f" — {self.state}"
+        elif other.deleted:
+            tail = " — archived"  # a supersession whose replaced memory was archived
+        return f"{verb} {who}{tail}"
+
+    def summary(self, sync_id: str) -> dict[str, Any]:
+        """The short form search results carry (``Observation.relations``)."""
+        other = self.other(sync_id)
+        return {
+            "sync_id": self.sync_id,
+            "relation": self.relation,
+            "direction": "out" if self.source.sync_id == sync_id else "in",
+            "other_id": other.id,
+            "other_sync_id": other.sync_id,
+            "judgment_status": self.judgment_status,
+            "state": self.state,
+            "note": self.note(sync_id),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["source"] = self.source.to_dict()
+        data["target"] = self.target.to_dict()
+        return data
+
+
+#: How a relation reads from its source and from its target.
+_NOTE_VERBS = {
+    "supersedes": ("supersedes", "superseded by"),
+    "conflicts_with": ("conflicts with", "contested by"),
+    "related": ("related to", "related to"),
+    "compatible": ("compatible with", "compatible with"),
+    "scoped": ("scoped against", "scoped against"),
+    "not_conflict": ("no conflict with", "no conflict with"),
+}
+
+
+def _short(title: str, limit: int = 60) -> str:
+    flat = " ".join(title.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(slots=True)
+class MemoryRelations:
+    """A memory with every relation that names it, and whether it needs review (an active,
+    pending ``conflicts_with`` touches it)."""
+
+    memory: Observation
+    needs_review: bool
+    relations: list[Relation]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.memory.id,
+            "sync_id": self.memory.sync_id,
+            "project": self.memory.project,
+            "title": self.memory.title,
+            "needs_review": self.needs_review,
+            "relations": [r.to_dict() for r in self.relations],
+        }

@@ -16,9 +16,11 @@ from engram.importance import check_importance
 from engram.project import normalize_project, project_name
 from engram.record import new_key
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts, revisions, scoring, vector_queue
+from engram.store import fts, links, revisions, scoring, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
 from engram.store.checks import check_id
+from engram.store.conflicts import queue_check
+from engram.store.graph_rows import forget as forget_graph
 from engram.store.intent import check_intent, check_window
 from engram.store.models import (
     Observation,
@@ -254,6 +256,9 @@ class ObservationsMixin(StoreBase):
             refresh.settle()  # the rows whose session context this save changes
             scoring.rescore_ids(conn, [rowid], now)
             self._journal_state(conn, "observation", project, sync_id, hlc, origin)
+            if action != "deduplicated":
+                # The conflict check runs later, off the save path (engram/store/conflicts.py).
+                queue_check(conn, rowid)
             row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
 
         suggestion = None if topic else suggest_topic_key(kind, title, content)
@@ -606,6 +611,8 @@ class ObservationsMixin(StoreBase):
             refresh.settle()
             scoring.rescore_ids(conn, [oid], now)
             self._journal_state(conn, "observation", new["project"], key, hlc, origin)
+            if (new["title"], new["content"]) != (old["title"], old["content"]):
+                queue_check(conn, oid)
         return self.get_observation(oid)
 
     @staticmethod
@@ -662,6 +669,7 @@ class ObservationsMixin(StoreBase):
         hlc, origin = self.journal.tick(conn)
         refresh = ContextRefresh(conn)  # the rows whose session context held this memory
         refresh.observation(oid)
+        linked = links.linked_ids(conn, [oid])  # their link counts change too
         if hard:
             old = self._state(conn, "observation", row["project"], row["sync_id"])
             fts.remove(conn, "observations", "id", oid)
@@ -676,7 +684,9 @@ class ObservationsMixin(StoreBase):
                        delete_reason = ? WHERE id = ?""",
                 (now, now, hlc, reason, oid),
             )
+            forget_graph(conn, [oid])  # the entity graph holds live memories only
             self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
+        scoring.rescore_ids(conn, linked, now)
         refresh.settle()
         return before
 
@@ -684,7 +694,8 @@ class ObservationsMixin(StoreBase):
         """Bring back a soft-deleted or archived memory: live again, here and — journaled as a
         newer upsert that beats the delete — on every replica. A memory a consolidation merged
         away stops being superseded: its successor link and the end of its validity that the
-        merge set are cleared. A hard delete cannot be undone."""
+        merge set are cleared, and the merge's ``supersedes`` relation is judged ``ignored``. A
+        hard delete cannot be undone."""
         return self.restore_observations([observation_id])[0]
 
     def restore_observations(self, observation_ids: Any) -> list[Observation]:
@@ -719,12 +730,12 @@ class ObservationsMixin(StoreBase):
             (now, hlc, oid),
         )
         refresh.settle()  # its own session context and its neighbours' include it again
-        scoring.rescore_ids(conn, [oid], now)
-        if merged:  # its successor lost a link
-            scoring.rescore_where(
-                conn, "o.project = ? AND o.sync_id = ?", [row["project"], row["superseded_by"]]
-            )
+        scoring.rescore_ids(conn, [oid, *links.linked_ids(conn, [oid])], now)
         self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
+        if merged:  # the merge's supersession ends (the relation is kept, judged ignored)
+            self._end_supersession(  # type: ignore[attr-defined]
+                conn, row["project"], row["superseded_by"], row["sync_id"]
+            )
 
     # --- passive capture --------------------------------------------------------------------
 

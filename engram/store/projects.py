@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
 
 from engram.errors import ValidationError
 from engram.project import normalize_project, project_name
+from engram.record import RELATION_FIELDS, moved_key
 from engram.store import fts
 from engram.store.base import StoreBase, drop_tombstone
 from engram.store.checks import unknown_project
@@ -183,8 +185,40 @@ class ProjectsMixin(StoreBase):
                     else:
                         result.prompts_updated += 1
             refresh.settle()
+            self._move_relations(conn, names, canonical)
         result.sources_merged = names
         return result
+
+    def _move_relations(self, conn: sqlite3.Connection, names: list[str], canonical: str) -> None:
+        """Relations between memories that moved together follow them (under derived keys, as
+        the memories: every replica making the same merge makes the same relations); the old
+        ones stay behind, orphaned with their memories."""
+        marks = ", ".join("?" for _ in names)
+        for project, key in conn.execute(
+            f"SELECT project, sync_id FROM memory_relations WHERE project IN ({marks})"
+            " ORDER BY project, sync_id",
+            names,
+        ).fetchall():
+            old = self._state(conn, "relation", project, key)
+            assert old is not None
+            ends = [moved_key("observation", old[n], canonical) for n in ("source_id", "target_id")]
+            present = [
+                conn.execute(
+                    "SELECT 1 FROM observations WHERE project = ? AND sync_id = ?", (canonical, e)
+                ).fetchone()
+                for e in ends
+            ]
+            if not all(present):
+                continue
+            values = {k: old[k] for k in RELATION_FIELDS if k not in ("sync_id", "project")}
+            values.update(source_id=ends[0], target_id=ends[1])
+            self._write_relation(  # type: ignore[attr-defined]
+                conn,
+                key=moved_key("relation", key, canonical),
+                project=canonical,
+                scope=old.get("scope", "project"),
+                values=values,
+            )
 
     def journal_unjournaled(self, project: str, *, dry_run: bool = False) -> dict[str, int]:
         """Journal the current state of every session, observation and prompt of ``project``
@@ -200,6 +234,7 @@ class ProjectsMixin(StoreBase):
                 ("session", "sessions", "id"),
                 ("observation", "observations", "sync_id"),
                 ("prompt", "user_prompts", "sync_id"),
+                ("relation", "memory_relations", "sync_id"),
             ):
                 keys = [
                     r[0]

@@ -3,7 +3,8 @@
 *Inbound*: records received from elsewhere (a git chunk, a cloud pull) that may not be applied
 yet or at all — ``clock_skew`` (more than the allowed drift ahead of this clock; applied by
 itself once real time catches up), ``invalid`` (malformed, NUL text, a payload naming another
-project …) and, later, ``waiting_endpoint``. They are kept verbatim with their reason and the
+project …) and ``waiting_endpoint`` (a relation whose memory has not arrived: applied as soon
+as it does). They are kept verbatim with their reason and the
 target they came through, re-checked on every apply (:mod:`engram.store.replication`), and never
 block the records around them.
 
@@ -129,6 +130,28 @@ def due(conn: sqlite3.Connection, bound_hlc: str) -> list[sqlite3.Row]:
            WHERE reason = ? AND hlc <= ? ORDER BY hlc, id""",
         (CLOCK_SKEW, bound_hlc),
     ).fetchall()
+
+
+_WAITING_READY = """
+WITH w AS (
+    SELECT id, source, record, project, hlc,
+           json_extract(record, '$.payload.source_id') AS a,
+           json_extract(record, '$.payload.target_id') AS b
+    FROM sync_inbound_quarantine WHERE reason = ? AND json_valid(record))
+SELECT id, source, record FROM w
+WHERE (EXISTS (SELECT 1 FROM observations o WHERE o.project = w.project AND o.sync_id = w.a)
+       OR EXISTS (SELECT 1 FROM sync_tombstones t WHERE t.entity = 'observation'
+                  AND t.project = w.project AND t.key = w.a))
+  AND (EXISTS (SELECT 1 FROM observations o WHERE o.project = w.project AND o.sync_id = w.b)
+       OR EXISTS (SELECT 1 FROM sync_tombstones t WHERE t.entity = 'observation'
+                  AND t.project = w.project AND t.key = w.b))
+ORDER BY hlc, id"""
+
+
+def endpoints_arrived(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """The relations waiting (``waiting_endpoint``) whose two memories are both here now, in
+    their project, oldest clock first (a few index probes per waiting relation)."""
+    return conn.execute(_WAITING_READY, (WAITING_ENDPOINT,)).fetchall()
 
 
 def release(conn: sqlite3.Connection, record_id: int) -> None:

@@ -23,8 +23,16 @@ from typing import Any
 import orjson
 
 from engram.errors import InvalidMutationError
-from engram.record import EPOCH_TEXT, check_clock, full_state, hlc_bound, hlc_text, validate_record
-from engram.store import fts, quarantine, revisions, scoring, vector_queue
+from engram.record import (
+    EPOCH_TEXT,
+    check_clock,
+    full_state,
+    hlc_bound,
+    hlc_text,
+    unknown_fields,
+    validate_record,
+)
+from engram.store import fts, graph_rows, links, quarantine, revisions, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import now_ms
@@ -38,7 +46,12 @@ _ROWID = {
     "session": "SELECT rowid, hlc FROM sessions WHERE project = ? AND id = ?",
     "observation": "SELECT id, hlc FROM observations WHERE project = ? AND sync_id = ?",
     "prompt": "SELECT id, hlc FROM user_prompts WHERE project = ? AND sync_id = ?",
+    "relation": "SELECT id, hlc FROM memory_relations WHERE project = ? AND sync_id = ?",
 }
+#: Whether a memory has arrived at an address: its row (whatever its state) or its tombstone.
+_ARRIVED = """SELECT 1 FROM observations WHERE project = ?1 AND sync_id = ?2
+              UNION ALL SELECT 1 FROM sync_tombstones
+              WHERE entity = 'observation' AND project = ?1 AND key = ?2 LIMIT 1"""
 
 
 def parse_record(item: dict[str, Any] | str | bytes, index: int | None = None):
@@ -76,8 +89,12 @@ class ReplicationMixin(StoreBase):
         with self.db.write() as conn:
             batch = _ApplyBatch(self, conn, now)
             batch.release_due(result)
+            batch.release_waiting(result)
             for item in items:
                 batch.take(item, source, result)
+            if batch.memories_arrived:
+                # A relation may have waited for a memory this batch brought.
+                batch.release_waiting(result)
             batch.finish()
         return result
 
@@ -117,8 +134,11 @@ class _ApplyBatch:
         self.context = ContextRefresh(conn, self.index, deferred=True)
         self.now = now_text()
         self.newest = ""
-        #: Memories written by this batch: scored once at the end (their successors too: a
-        #: memory that became superseded changes its successor's link count).
+        #: Whether this batch created or deleted a memory a waiting relation may name.
+        self.memories_arrived = False
+        #: Memories written by this batch, and the ends of relations it wrote: scored once at
+        #: the end (with the memories related to them: a memory deleted or archived changes
+        #: the link count of the memories it is related to, engram/store/links.py).
         self.rescore: set[int] = set()
 
     # --- the batch -----------------------------------------------------------------------------
@@ -127,6 +147,10 @@ class _ApplyBatch:
         """Apply the waiting records whose clock is no longer ahead of this one."""
         bound = hlc_bound(self.now_ms, self.max_drift_ms)
         self.release(quarantine.due(self.conn, bound), result)
+
+    def release_waiting(self, result: ApplyResult) -> None:
+        """Apply the relations that waited for a memory which is here now."""
+        self.release(quarantine.endpoints_arrived(self.conn), result)
 
     def release(self, rows: list[sqlite3.Row], result: ApplyResult) -> None:
         """Check records taken out of the quarantine again: each is applied (or found stale
@@ -183,7 +207,7 @@ class _ApplyBatch:
         self.index.flush()
         if self.rescore:
             scoring.rescore_ids(self.conn, self.rescore, self.now)
-            scoring.rescore_successors(self.conn, self.rescore, self.now)
+            scoring.rescore_linked(self.conn, self.rescore, self.now)
         self.conn.executemany(
             "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
             [(source, seq, self.now) for source, seq in self.delivered],
@@ -229,6 +253,18 @@ class _ApplyBatch:
             record["hlc"],
         )
         current, where, rowid = self.version(entity, project, key)
+        if entity == "relation" and hlc > current and (missing := self._missing_end(record)):
+            # Its memory has not arrived yet (docs/graph.md, "Replication"): the relation waits, unjournaled, and
+            # applies when the memory does; it never blocks what comes after it.
+            self._hold(
+                quarantine.WAITING_ENDPOINT,
+                f"memory {missing[:100]!r} of project {project!r} has not arrived yet",
+                source,
+                text or record,
+                result,
+                record,
+            )
+            return
         self._journal(record, text, source)
         if hlc <= current:
             result.stale += 1
@@ -240,9 +276,12 @@ class _ApplyBatch:
             if replaced is not None:
                 self._kept_revision(record, rowid, *replaced, result)
             result.applied += 1
-            kind = {"session": "sessions", "observation": "observations", "prompt": "prompts"}
+            kind = {"session": "sessions", "observation": "observations", "prompt": "prompts",
+                    "relation": "relations"}  # fmt: skip
             setattr(result, kind[entity], getattr(result, kind[entity]) + 1)
-        if entity != "session" and record["op"] == "upsert":
+            if entity == "observation":
+                self.memories_arrived = True  # a waiting relation may name it
+        if entity in ("observation", "prompt") and record["op"] == "upsert":
             # Even a stale upsert: an original's first version is the one its Go copy matches.
             result.copies_retired += self.settle_go_copy(entity, project, key, full_state(record))
 
@@ -294,6 +333,16 @@ class _ApplyBatch:
                  "new_title": new.get("title"), "by": record["origin"]}
             )  # fmt: skip
 
+    def _missing_end(self, record: dict[str, Any]) -> str | None:
+        """The endpoint of a relation that is not at its address in the relation's project
+        (a memory of another project never counts: a relation links one project's
+        memories)."""
+        payload = record["payload"]
+        for key in (payload["source_id"], payload["target_id"]):
+            if self.conn.execute(_ARRIVED, (record["project"], key)).fetchone() is None:
+                return str(key)
+        return None
+
     def rewrite(self, record: dict[str, Any], where: str | None, rowid: int | None) -> None:
         """Make the record's address hold what the record says (it has won there)."""
         entity, project, key = record["entity"], record["project"], record["key"]
@@ -306,7 +355,14 @@ class _ApplyBatch:
             assert state is not None
             # The address is the record's: its project, whatever the payload claimed (a
             # payload naming another project never validates).
-            self._write(entity, {**state, "project": project}, record["hlc"], rowid)
+            if entity == "relation":
+                self._write_relation(
+                    {**state, "project": project, "scope": record["scope"]},
+                    record["hlc"],
+                    record["payload"],
+                )
+            else:
+                self._write(entity, {**state, "project": project}, record["hlc"], rowid)
         self.context.settle()  # what this record changed may be in other memories' context
 
     def clear(self, entity: str, project: str, key: str) -> None:
@@ -322,6 +378,15 @@ class _ApplyBatch:
         if entity == "session":
             self.conn.execute("DELETE FROM sessions WHERE project = ? AND id = ?", (project, key))
             return
+        if entity == "relation":
+            ends = self.conn.execute(
+                "SELECT source_id, target_id FROM memory_relations WHERE id = ?", (rowid,)
+            ).fetchone()
+            self.conn.execute("DELETE FROM memory_relations WHERE id = ?", (rowid,))
+            self.rescore |= links.ids_of(self.conn, project, tuple(ends))
+            return
+        if entity == "observation":
+            self.rescore |= links.linked_ids(self.conn, [rowid])  # they lose a link
         self._noted(entity, rowid)
         self.index.before_change(TABLES[entity], "id", rowid)
         self.conn.execute(f"DELETE FROM {TABLES[entity]} WHERE id = ?", (rowid,))
@@ -420,6 +485,40 @@ class _ApplyBatch:
         self.context.inserted(rowid, state)  # it may arrive out of order
         self.rescore.add(rowid)
 
+    def _write_relation(
+        self, state: dict[str, Any], hlc: str, payload: dict[str, Any] | None
+    ) -> None:
+        """A relation's full state, verbatim; payload fields this version does not know are
+        kept beside it (docs/graph.md, "Replication")."""
+        unknown = unknown_fields("relation", payload or {})
+        extra = orjson.dumps(unknown, option=orjson.OPT_SORT_KEYS).decode() if unknown else None
+        self.conn.execute(
+            """INSERT INTO memory_relations(sync_id, project, scope, source_id, target_id,
+                   relation, reason, evidence, confidence, judgment_status, marked_by_actor,
+                   marked_by_kind, marked_by_model, session_id, superseded_at,
+                   superseded_by_relation_id, created_at, updated_at, extra, hlc)
+               VALUES (:sync_id, :project, :scope, :source_id, :target_id, :relation, :reason,
+                   :evidence, :confidence, :judgment_status, :marked_by_actor, :marked_by_kind,
+                   :marked_by_model, :session_id, :superseded_at, :superseded_by_relation_id,
+                   :created_at, :updated_at, :extra, :hlc)
+               ON CONFLICT(project, sync_id) DO UPDATE SET scope = excluded.scope,
+                   source_id = excluded.source_id,
+                   target_id = excluded.target_id, relation = excluded.relation,
+                   reason = excluded.reason, evidence = excluded.evidence,
+                   confidence = excluded.confidence, judgment_status = excluded.judgment_status,
+                   marked_by_actor = excluded.marked_by_actor,
+                   marked_by_kind = excluded.marked_by_kind,
+                   marked_by_model = excluded.marked_by_model, session_id = excluded.session_id,
+                   superseded_at = excluded.superseded_at,
+                   superseded_by_relation_id = excluded.superseded_by_relation_id,
+                   created_at = excluded.created_at, updated_at = excluded.updated_at,
+                   extra = excluded.extra, hlc = excluded.hlc""",
+            {**state, "extra": extra, "hlc": hlc},
+        )
+        self.rescore |= links.ids_of(
+            self.conn, state["project"], (state["source_id"], state["target_id"])
+        )
+
     def _delete(self, record: dict[str, Any], rowid: int | None) -> None:
         """A hard delete, or a soft delete that carries only key fields."""
         entity, project, key, hlc = (
@@ -438,6 +537,8 @@ class _ApplyBatch:
                 "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? WHERE id = ?",
                 (deleted_at, deleted_at, hlc, rowid),
             )
+            graph_rows.forget(self.conn, [rowid])  # the entity graph holds live memories only
+            self.rescore.add(rowid)  # and the memories related to it
             return
         if rowid is not None:
             self._remove_row(entity, project, key, rowid)

@@ -547,6 +547,99 @@ def migration_importance(conn: sqlite3.Connection) -> None:
         if name not in columns:
             conn.execute(f"ALTER TABLE observations ADD COLUMN {name} {definition}")
     run_script(conn, IMPORTANCE_INDEXES)
+    if not table_exists(conn, "memory_relations"):
+        return  # a score counts relations as links: the graph migration that follows scores
+    from engram.store import scoring
+
+    scoring.register(conn)
+    scoring.rescore_where(conn, "o.importance IS NULL")
+
+
+# --- memory graph (issue 20) --------------------------------------------------------------------
+
+GRAPH_TABLES = """
+-- Relations between two memories of one project (replicated: entity `relation`, key `rel-…`).
+-- Endpoints are observation sync ids of the same project; nothing enforces that they exist
+-- (a relation whose endpoint has not arrived waits in the inbound quarantine instead), and a
+-- relation whose endpoint was deleted reads as orphaned. `extra` keeps payload fields this
+-- version does not know, written back with the next local edit.
+CREATE TABLE IF NOT EXISTS memory_relations (
+    id                         INTEGER PRIMARY KEY AUTOINCREMENT,
+    sync_id                    TEXT NOT NULL,
+    project                    TEXT NOT NULL DEFAULT '',
+    scope                      TEXT NOT NULL DEFAULT 'project',
+    source_id                  TEXT NOT NULL,
+    target_id                  TEXT NOT NULL,
+    relation                   TEXT NOT NULL,
+    reason                     TEXT,
+    evidence                   TEXT,
+    confidence                 REAL,
+    judgment_status            TEXT NOT NULL DEFAULT 'pending',
+    marked_by_actor            TEXT,
+    marked_by_kind             TEXT,
+    marked_by_model            TEXT,
+    session_id                 TEXT,
+    superseded_at              TEXT,
+    superseded_by_relation_id  TEXT,
+    created_at                 TEXT NOT NULL,
+    updated_at                 TEXT NOT NULL,
+    extra                      TEXT,
+    hlc                        TEXT NOT NULL DEFAULT '',
+    UNIQUE (project, sync_id)
+);
+CREATE INDEX IF NOT EXISTS memory_relations_source ON memory_relations(project, source_id);
+CREATE INDEX IF NOT EXISTS memory_relations_target ON memory_relations(project, target_id);
+
+-- Memories saved here whose conflict check has not run yet (done off the save path: by the
+-- next read or a server's background step). Local only.
+CREATE TABLE IF NOT EXISTS graph_conflict_queue (
+    observation_id  INTEGER PRIMARY KEY,
+    queued_at       TEXT NOT NULL
+);
+
+-- The entity graph: derived from the memories on each machine (never synced), rebuilt by
+-- `engram graph ingest`. A memory's rows go when the memory changes (engram/store/fts.py).
+CREATE TABLE IF NOT EXISTS graph_entities (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    project  TEXT NOT NULL,
+    norm     TEXT NOT NULL,
+    name     TEXT NOT NULL,
+    kind     TEXT NOT NULL,
+    UNIQUE (project, norm)
+);
+CREATE TABLE IF NOT EXISTS graph_mentions (
+    observation_id  INTEGER NOT NULL,
+    entity          INTEGER NOT NULL,
+    PRIMARY KEY (observation_id, entity)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS graph_mentions_entity ON graph_mentions(entity);
+CREATE TABLE IF NOT EXISTS graph_triples (
+    observation_id  INTEGER NOT NULL,
+    subject         INTEGER NOT NULL,
+    predicate       TEXT NOT NULL,
+    object          INTEGER NOT NULL,
+    weight          REAL NOT NULL,
+    PRIMARY KEY (observation_id, subject, predicate, object)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS graph_triples_subject ON graph_triples(subject, object);
+CREATE INDEX IF NOT EXISTS graph_triples_object ON graph_triples(object, subject);
+-- Which memories the graph holds (a memory's row goes whenever its text may have changed),
+-- the clock it was read at, and which extractor read it.
+CREATE TABLE IF NOT EXISTS graph_ingested (
+    observation_id  INTEGER PRIMARY KEY,
+    hlc             TEXT NOT NULL,
+    extractor       TEXT NOT NULL,
+    ingested_at     TEXT NOT NULL
+);
+"""
+
+
+def migration_graph(conn: sqlite3.Connection) -> None:
+    """The memory graph (issue 20): replicated relations between memories, the queue of saves
+    whose conflict check is pending, and the derived entity graph. It creates tables, then
+    scores the memories the importance migration before it could not (a score counts
+    relations as links, engram/store/links.py)."""
+    run_script(conn, GRAPH_TABLES)
     from engram.store import scoring
 
     scoring.register(conn)
@@ -591,6 +684,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_9,
     migration_10,
     migration_importance,
+    migration_graph,
     migration_revisions,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

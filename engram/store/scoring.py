@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from engram import importance
+from engram.store import links
 from engram.store.links import LINKS_SQL
 from engram.times import now_text
 
@@ -59,20 +60,14 @@ def rescore_where(
     ).rowcount
 
 
-def rescore_successors(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:
-    """Score the memories that the memories with these ids name as ``superseded_by`` (their
-    link count changed)."""
-    moment = now or now_text()
-    wanted = sorted(set(ids))
-    done = 0
-    for start in range(0, len(wanted), _CHUNK):
-        part = wanted[start : start + _CHUNK]
-        marks = ", ".join("?" for _ in part)
-        done += conn.execute(
-            f"""UPDATE observations AS o SET importance = {SCORE_SQL}
-                WHERE o.id IN (SELECT t.id FROM observations s JOIN observations t
-                    ON t.project = s.project AND t.sync_id = s.superseded_by
-                    WHERE s.id IN ({marks}) AND s.superseded_by IS NOT NULL)""",
-            [moment, *part],
-        ).rowcount
-    return done
+def rescore_linked(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:
+    """Score the memories that share a relation with the memories with these ids (a change of
+    these memories — deleted, archived, restored, removed — may change their link count)."""
+    return rescore_ids(conn, links.linked_ids(conn, ids), now)
+
+
+def rescore_keys(
+    conn: sqlite3.Connection, project: str, keys: Iterable[str], now: str | None = None
+) -> int:
+    """Score the memories ``keys`` of ``project`` (the ends of a relation that changed)."""
+    return rescore_ids(conn, links.ids_of(conn, project, keys), now)

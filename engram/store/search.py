@@ -166,7 +166,7 @@ class SearchMixin(StoreBase):
         if search_mode != "lexical" and not include_deleted:
             from engram.store.hybrid import search_by_meaning
 
-            return search_by_meaning(
+            results = search_by_meaning(
                 self,  # type: ignore[arg-type]
                 query,
                 mode=search_mode,
@@ -178,17 +178,20 @@ class SearchMixin(StoreBase):
                 since=since,
                 until=until,
             )
-        return self._search_lexical(
-            query,
-            type=type,
-            project=project,
-            scope=scope,
-            limit=self._search_limit(limit),
-            match_mode=match_mode,
-            since=since,
-            until=until,
-            include_deleted=include_deleted,
-        )
+        else:
+            results = self._search_lexical(
+                query,
+                type=type,
+                project=project,
+                scope=scope,
+                limit=self._search_limit(limit),
+                match_mode=match_mode,
+                since=since,
+                until=until,
+                include_deleted=include_deleted,
+            )
+        # After ranking (issue 20): relation notes, and superseded memories below their successor.
+        return self.annotate_results(results)  # type: ignore[attr-defined]
 
     def _search_lexical(
         self,

@@ -15,11 +15,13 @@ from engram.settings import Config
 from engram.store import scoring
 from engram.store.access import AccessLog
 from engram.store.clock_repair import ClockRepair
+from engram.store.conflicts import ConflictsMixin
 from engram.store.consolidation import ConsolidationMixin
 from engram.store.context import ContextMixin
 from engram.store.curation import CurationMixin
 from engram.store.db import Database, describe_sqlite_error
 from engram.store.exchange import ExchangeMixin
+from engram.store.graph import GraphMixin
 from engram.store.journal import Journal
 from engram.store.observations import ObservationsMixin
 from engram.store.pattern import PatternSearchMixin
@@ -27,6 +29,7 @@ from engram.store.projects import ProjectsMixin
 from engram.store.prompts import PromptsMixin
 from engram.store.purge import PurgeMixin
 from engram.store.ranking import TermCounts
+from engram.store.relations import RelationsMixin
 from engram.store.replication import ReplicationMixin
 from engram.store.revisions import RevisionsMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
@@ -48,6 +51,9 @@ class Store(
     PurgeMixin,
     VectorsMixin,
     RevisionsMixin,
+    RelationsMixin,
+    ConflictsMixin,
+    GraphMixin,
     ConsolidationMixin,
     CurationMixin,
 ):

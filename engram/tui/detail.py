@@ -38,6 +38,23 @@ def gone_text(observation_id: int) -> str:
     )
 
 
+def relations_text(row: ObservationRow) -> Text:
+    """The memory's review state and its relations, one line each (``supersedes #12 (…)``);
+    empty when it has none."""
+    found = row.relations
+    text = Text()
+    if found is None or (not found.relations and not found.needs_review):
+        return text
+    if found.needs_review:
+        text.append("needs review: a pending conflict\n", style="bold")
+    for rel in found.relations:
+        line = for_terminal(rel.note(found.memory.sync_id))
+        text.append(f"↳ {line}  ", style="" if rel.active else "dim")
+        text.append(f"{rel.sync_id}\n", style="dim")
+    text.rstrip()
+    return text
+
+
 class ObservationScreen(EngramScreen):
     """One memory in full, scrollable; edit, delete, copy, timeline."""
 
@@ -67,6 +84,7 @@ class ObservationScreen(EngramScreen):
     def compose_body(self) -> ComposeResult:
         yield Static(f"#{self.observation_id}", id="obs-head")
         yield Static("Loading…", id="obs-meta")
+        yield Static("", id="obs-relations")
         yield Static(gone_text(self.observation_id), id="obs-gone")
         yield VerticalScroll(id="obs-body")
 
@@ -95,6 +113,7 @@ class ObservationScreen(EngramScreen):
         self.gone = True
         self.add_class("-gone")
         self.query_one("#obs-meta", Static).update("")
+        self.query_one("#obs-relations", Static).update("")
         self.notify(gone_text(self.observation_id), severity="warning", timeout=8)
 
     def _show(self, row: ObservationRow) -> None:
@@ -131,6 +150,7 @@ class ObservationScreen(EngramScreen):
         if obs.valid_to:
             meta.append(f"valid until {obs.valid_to}")
         self.query_one("#obs-meta", Static).update(Text(for_terminal(" · ".join(meta))))
+        self.query_one("#obs-relations", Static).update(relations_text(row))
         if self.observation is None or self.observation.content != obs.content:
             body = self.query_one("#obs-body", VerticalScroll)
             body.remove_children()

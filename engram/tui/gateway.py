@@ -33,6 +33,7 @@ from engram.store import (
     Store,
     Timeline,
 )
+from engram.store.models import MemoryRelations
 
 T = TypeVar("T")
 
@@ -49,6 +50,8 @@ class ObservationRow:
 
     observation: Observation
     active: bool
+    #: Relations to other memories (the detail screen shows them; lists leave them out).
+    relations: MemoryRelations | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,13 +254,16 @@ class Gateway:
         return self.call(lambda s: s.session_prompts(session_id, limit, offset=offset))
 
     def observation(self, observation_id: int, *, record_access: bool = False) -> ObservationRow:
-        """The live observation (``NotFoundError`` once it is deleted, by anyone);
-        ``record_access`` when a person opens it (a read that counts for its importance)."""
-        return self.call(
-            lambda s: self._rows(
-                s, [s.get_observation(observation_id, record_access=record_access)]
-            )[0]
-        )
+        """The live observation (``NotFoundError`` once it is deleted, by anyone), with its
+        relations to other memories; ``record_access`` when a person opens it (a read that
+        counts for its importance)."""
+
+        def read(store: Store) -> ObservationRow:
+            obs = store.get_observation(observation_id, record_access=record_access)
+            row = self._rows(store, [obs])[0]
+            return dataclasses.replace(row, relations=store.relations_for(observation_id))
+
+        return self.call(read)
 
     def history(self, observation_id: int) -> History:
         """The memory and its kept earlier versions (``engram history``)."""

@@ -135,6 +135,7 @@ LazyList { margin: 0 1; }
 /* observation detail */
 #obs-head { padding: 0 2; height: auto; text-style: bold; }
 #obs-meta { padding: 0 2; height: auto; color: $text-muted; }
+#obs-relations { padding: 0 2; height: auto; color: $text-accent; }
 #obs-body {
     margin: 0 1;
     height: 1fr;

@@ -27,6 +27,10 @@ def test_upgrade_from_empty_then_downgrade_one_step_and_back(postgres_url: str) 
         assert {t.name for t in models.metadata.sorted_tables} <= tables
 
         status = downgrade(engine)  # one step: the latest revision only
+        assert status.current == "0007" and not status.up_to_date
+        assert "cloud_relations" not in inspect(engine).get_table_names()
+
+        status = downgrade(engine)
         assert status.current == "0006" and not status.up_to_date
         columns = {c["name"] for c in inspect(engine).get_columns("cloud_observations")}
         assert not {"pinned", "importance_override", "valid_to", "superseded_by"} & columns

@@ -95,7 +95,8 @@ def bad_records() -> list[tuple[str, dict, str, str]]:
     good = rec.observation()
     other = rec.observation(project="widgets")
     return [
-        ("unknown entity", {**good, "entity": "relation"}, "payload_invalid", "unknown entity"),
+        ("unknown entity", {**good, "entity": "pin"}, "payload_invalid", "unknown entity"),
+        ("relation without ends", {**good, "entity": "relation"}, "payload_invalid", "source_id"),
         ("unknown op", {**good, "op": "merge"}, "payload_invalid", "unknown op"),
         ("mismatched key", {**good, "key": "obs-other"}, "payload_invalid", "does not match key"),
         (
@@ -350,7 +351,10 @@ def test_legacy_entries_shape(client: TestClient, engine: Engine) -> None:
     answer = client.post("/sync/mutations/push", json={"entries": entries}, headers=AUTH).json()
     assert len(answer["accepted"]) == 2 and answer["accepted_seqs"] == [1, 2]
     codes = [r["error_code"] for r in answer["rejected"]]
-    assert codes == ["empty_project", "unsupported_entity", "payload_invalid"]
+    # Relations are supported since issue 20: one without its endpoints is invalid, as any
+    # malformed record (before, every relation entry was "unsupported_entity").
+    assert codes == ["empty_project", "payload_invalid", "payload_invalid"]
+    assert "source_id is required" in answer["rejected"][1]["error"]
     # Legacy mids are deterministic: pushing the same entries again stores nothing new.
     again = client.post("/sync/mutations/push", json={"entries": entries[:2]}, headers=AUTH).json()
     assert again["accepted"] == answer["accepted"] and again["accepted_seqs"] == [1, 2]

@@ -47,6 +47,17 @@ EXPECTED_ROUTES = {
     ("post", "/topic-keys/suggest"),
     ("get", "/project/current"),
     ("get", "/sync/status"),
+    # issue 20: relations and the entity graph
+    ("post", "/relations"),
+    ("get", "/relations"),
+    ("get", "/relations/conflicts"),
+    ("get", "/relations/{relation_id}"),
+    ("patch", "/relations/{relation_id}"),
+    ("get", "/observations/{observation_id}/relations"),
+    ("get", "/graph/query"),
+    ("post", "/graph/ingest"),
+    ("get", "/graph/entities"),
+    ("get", "/graph/entities/{name}"),
     # importance, pins, review, consolidation (docs/importance.md)
     ("put", "/observations/{observation_id}/pin"),
     ("delete", "/observations/{observation_id}/pin"),

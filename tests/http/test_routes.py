@@ -276,6 +276,7 @@ def test_export_then_import_into_another_store(client: TestClient, make_store) -
             "observations_imported": 1,
             "prompts_imported": 1,
             "skipped": 0,
+            "relations_imported": 0,  # issue 20: 0.2.0 documents carry relations
             "copies_retired": 0,  # memories that came back through the Go tool (issue 16)
         }
         again = second.post("/import", json=document).json()

@@ -44,6 +44,12 @@ async def test_the_default_listing_is_the_agent_profile_under_12_kb(
         assert "**What**" in save.description and "topic_key" in save.description
         assert set(save.input_schema["required"]) == {"title", "content"}
         assert save.input_schema["properties"]["topic_key"]["type"] == "string"
+        assert save.input_schema["properties"]["session_id"]["description"] == "omit normally"
+        assert "default" not in save.input_schema["properties"]["allow_secrets"]  # false: says nothing
+        assert b"x-engram-compact" not in orjson.dumps([t.input_schema for t in tools])
+        search = next(t for t in tools if t.name == "mem_search")
+        assert search.annotations is not None and search.annotations.read_only_hint is True
+        assert search.annotations.destructive_hint is None  # a write hint of a read-only tool
         # a compact schema still takes what the full one takes: null for an optional argument
         saved = await call(s, "mem_save", title="Pool", content="30 connections", topic_key=None)
         assert saved["data"]["topic_key"] is None
@@ -57,6 +63,10 @@ async def test_tools_all_is_the_full_listing(data_dir: Path, workdir: Path) -> N
         assert all(t.output_schema is not None for t in tools)
         assert "data" in next(t for t in tools if t.name == "mem_save").output_schema["properties"]
         assert listing_bytes(tools) > LIMIT  # what the compact default saves
+        # each argument in its full words, without the short ones kept for the compact listing
+        save = next(t for t in tools if t.name == "mem_save").input_schema["properties"]
+        assert save["session_id"]["description"].startswith("a session id (one not seen yet")
+        assert b"x-engram-compact" not in orjson.dumps([t.input_schema for t in tools])
 
 
 async def test_every_result_carries_what_the_cli_prints(data_dir: Path, workdir: Path) -> None:

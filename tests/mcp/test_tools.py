@@ -23,6 +23,8 @@ READ_ONLY = {
     "mem_list_projects",
     "mem_stats",
     "mem_timeline",
+    "mem_relations",
+    "mem_graph_query",
 }
 DESTRUCTIVE = {"mem_update", "mem_delete", "mem_merge_projects", "mem_consolidate"}
 

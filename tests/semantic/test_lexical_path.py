@@ -49,6 +49,10 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.store.replication", "engram.store.schema", "engram.store.search",
     "engram.store.search_context", "engram.store.sessions", "engram.store.store",
     "engram.store.terms", "engram.store.vector_queue", "engram.store.vectors",
+    # issue 20: the store's relations, conflict checks and entity graph (its rules load only
+    # when a graph is built)
+    "engram.store.relations", "engram.store.conflicts", "engram.store.graph",
+    "engram.store.graph_rows",
     "engram_cloud", "engram_cloud.cli",
     # Importance (issue 21): scored at every save, reads counted and ties broken at every search.
     "engram.importance", "engram.store.scoring", "engram.store.links", "engram.store.access",

@@ -158,3 +158,43 @@ def test_a_schema_v1_database_with_fts_triggers_is_upgraded(tmp_path: Path) -> N
         store.db.conn.execute(
             "INSERT INTO observations_fts(observations_fts, rank) VALUES ('integrity-check', 1)"
         )
+
+
+GO_RELATIONS = """
+CREATE TABLE memory_relations (id INTEGER PRIMARY KEY AUTOINCREMENT, sync_id TEXT UNIQUE,
+  source_id TEXT NOT NULL, target_id TEXT NOT NULL, relation TEXT NOT NULL, reason TEXT,
+  evidence TEXT, confidence REAL, judgment_status TEXT NOT NULL DEFAULT 'pending',
+  marked_by_actor TEXT, marked_by_kind TEXT, marked_by_model TEXT, session_id TEXT,
+  superseded_at TEXT, superseded_by_relation_id TEXT, created_at TEXT, updated_at TEXT);
+INSERT INTO observations(sync_id, session_id, type, title, content, project, scope, created_at, updated_at)
+  VALUES ('obs-new', 's-go', 'decision', 'Newer choice', 'pick sqlite', 'acme', 'project',
+          '2026-01-03 10:00:00', '2026-01-03 10:00:00');
+INSERT INTO memory_relations(sync_id, source_id, target_id, relation, reason, confidence,
+  judgment_status, marked_by_actor, marked_by_kind, created_at, updated_at)
+  VALUES ('rel-go1', 'obs-new', 'obs-dup', 'supersedes', 'we changed our mind', 0.9, 'judged',
+          'alice', 'human', '2026-01-03 11:00:00', '2026-01-03 11:00:00'),
+         ('rel-go2', 'obs-new', 'obs-missing', 'related', NULL, NULL, 'pending',
+          'engram', 'system', '2026-01-03 11:00:00', '2026-01-03 11:00:00');
+"""
+
+
+def test_a_later_go_database_keeps_its_relations(tmp_path: Path) -> None:
+    """Issue 20: a Go database of the versions with memory relations is upgraded with them
+    (its relations table has no project: the memories' project is the relation's)."""
+    db = tmp_path / "data" / "engram.db"
+    make_go_database(db)
+    with sqlite3.connect(db) as conn:
+        conn.executescript(GO_RELATIONS)
+    conn.close()
+    with Store.open(db, config=Config(data_dir=db.parent)) as store:
+        [rel] = store.list_relations()
+        assert (rel.sync_id, rel.project, rel.relation, rel.state, rel.confidence) == (
+            "rel-go1",
+            "acme",
+            "supersedes",
+            "judged",
+            0.9,
+        )
+        assert (rel.source.title, rel.target.title) == ("Newer choice", "Newest copy")
+        records = [e.as_record() for e in store.journal.pending("x") if e.entity == "relation"]
+        assert len(records) == 1 and records[0]["origin"] == "0" * 16

@@ -63,13 +63,13 @@ def test_an_invalid_record_is_quarantined_and_the_rest_of_the_batch_applies(make
     a.add_observation(title="t", content="c", project="p")
     records = [e.record for e in a.journal.pending("x")]
     bad = orjson.loads(records[1])
-    bad["entity"] = "relation"
+    bad["entity"] = "pin"  # an entity no version has (relations are one now)
     result = b.apply_mutations([*records, orjson.dumps(bad), "{not json"], source="peer:a")
     assert (result.applied, result.quarantined) == (2, {"invalid": 2})
     assert b.canonical_export() == a.canonical_export()
     held = quarantine.listing(b.db)
     assert [(q.reason, q.source) for q in held] == [("invalid", "peer:a")] * 2
-    assert "unknown entity 'relation'" in held[0].error and "invalid JSON" in held[1].error
+    assert "unknown entity 'pin'" in held[0].error and "invalid JSON" in held[1].error
     again = b.apply_mutations([orjson.dumps(bad)], source="peer:a")  # the same record again
     assert again.quarantined == {"invalid": 1} and len(quarantine.listing(b.db)) == 2
 

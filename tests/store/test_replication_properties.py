@@ -2,9 +2,12 @@
 mutations exchanged partially, in random orders and with duplicates, always converge to identical
 canonical exports.
 
-Hostile records are drawn too (issue 12): another project's keys named inside project ``evil``,
-far-future clocks, NUL text, payloads naming another project, personal scope; every replica
-receives each of them. Whatever the order, replicas still converge, and no honest memory is
+Relations are drawn too (issue 20): made, judged and found by the conflict check on any
+replica, arriving before or after their memories.
+
+Hostile records are drawn too (issue 12): another project's keys named inside project ``evil``
+(memories and relations), far-future clocks, NUL text, payloads naming another project,
+personal scope, a relation linking a memory to itself; every replica receives each of them. Whatever the order, replicas still converge, and no honest memory is
 touched: no row or tombstone of the honest projects ever carries the hostile origin's clock."""
 
 import random
@@ -59,6 +62,21 @@ session = st.tuples(
     st.sampled_from(["start", "end", "delete"]),
 )
 merge = st.tuples(st.just("merge"), st.integers(0, REPLICAS - 1), st.booleans())
+relate = st.tuples(
+    st.just("relate"),
+    st.integers(0, REPLICAS - 1),
+    st.integers(0, 50),
+    st.integers(0, 50),
+    st.sampled_from(["supersedes", "conflicts_with", "related"]),
+    st.sampled_from(["judged", "pending", "ignored"]),
+)
+judge = st.tuples(
+    st.just("judge"),
+    st.integers(0, REPLICAS - 1),
+    st.integers(0, 50),
+    st.sampled_from(["judged", "pending", "ignored"]),
+)
+scan = st.tuples(st.just("scan"), st.integers(0, REPLICAS - 1))
 sync = st.tuples(
     st.just("sync"),
     st.integers(0, REPLICAS - 1),
@@ -70,13 +88,17 @@ sync = st.tuples(
 hostile = st.tuples(
     st.just("hostile"),
     st.integers(0, REPLICAS - 1),
-    st.sampled_from(["squat_upsert", "squat_delete", "far_future", "nul", "mismatch", "personal"]),
+    st.sampled_from(
+        ["squat_upsert", "squat_delete", "far_future", "nul", "mismatch", "personal",
+         "relation_cross", "relation_self"]
+    ),
     st.integers(0, 50),
     st.integers(0, 2**16),
 )
 steps = st.lists(
     st.one_of(
-        save, save, update, delete, prompt, delete_prompt, session, merge, sync, sync, hostile
+        save, save, update, delete, prompt, delete_prompt, session, merge, sync, sync, hostile,
+        relate, judge, scan,
     ),
     min_size=1,
     max_size=40,
@@ -107,6 +129,22 @@ def hostile_record(kind: str, target, seed: int) -> dict:
         "scope": scope,
         "topic_key": target.topic_key,
     }
+    if kind in ("relation_cross", "relation_self"):
+        # A relation of ``evil`` naming honest keys (it waits for memories that will never be
+        # in ``evil``), or one in the memory's own project linking it to itself (invalid).
+        project = "evil" if kind == "relation_cross" else target.project
+        body = {
+            "sync_id": f"rel-mallory{seed:08d}",
+            "source_id": target.sync_id,
+            "target_id": f"obs-other{seed}" if kind == "relation_cross" else target.sync_id,
+            "relation": "supersedes",
+            "judgment_status": "judged",
+            "project": project,
+        }
+        return build_record(
+            mid=new_mid(), hlc=hlc, origin=MALLORY, entity="relation", key=body["sync_id"],
+            op="upsert", project=project, scope="project", payload=body,
+        )  # fmt: skip
     op = "upsert"
     if kind == "squat_delete":
         op, payload = "delete", {"sync_id": target.sync_id, "project": project, "hard": True}
@@ -168,6 +206,15 @@ def run_step(stores: list[Store], step: tuple) -> None:
                 s.end_session(session_id, f"summary by {who}")
             else:
                 s.delete_session(session_id)
+        elif kind == "relate" and live:
+            a, b, relation, status = args
+            s.relate(pick(live, a), pick(live, b), relation, status=status)
+        elif kind == "judge" and (
+            rid := pick([r.sync_id for r in s.list_relations(limit=500) if r.active], args[0])
+        ):
+            s.judge_relation(rid, args[1])
+        elif kind == "scan":
+            s.detect_conflicts()
         elif kind == "merge":
             s.merge_projects(["p1"], "p2") if args[0] else s.merge_projects(["p2"], "p1")
         elif kind == "sync":
@@ -182,7 +229,7 @@ def check_no_honest_address_was_touched(store: Store) -> None:
     """Hostile records changed only project ``evil``: every row and tombstone of the honest
     projects carries an honest clock (none is the hostile origin's, none is beyond now)."""
     bound = format_hlc(time.time_ns() // 1_000_000 + 60_000, 99_999, "f" * 16)
-    for table in ("sessions", "observations", "user_prompts", "sync_tombstones"):
+    for table in ("sessions", "observations", "user_prompts", "sync_tombstones", "memory_relations"):
         rows = store.db.rows(f"SELECT project, hlc FROM {table}")
         for project, hlc in rows:
             assert hlc <= bound, (table, project, hlc)

@@ -296,3 +296,15 @@ def test_personal_memories_only_when_asked(store: Store, tmp_path: Path) -> None
     (root / "Private idea.md").write_text("---\nscope: personal\n---\nonly mine\n")
     [created] = VaultSync(store, root).sync().created
     assert store.get_observation(created.id).scope == "personal"
+
+
+def test_relations_are_written_as_wikilinks(vault, store: Store) -> None:
+    """Issue 20: a memory's active relations go into its note as wikilinks to the other
+    notes (``supersedes`` on the successor, ``superseded_by`` on the memory it replaced)."""
+    service, root = vault
+    [database, login] = sorted(store.recent_observations("acme", "project"), key=lambda o: o.id)
+    store.relate(database.id, login.id, "supersedes")
+    service.sync()
+    assert "[[Login bug]]" in (root / "Database choice.md").read_text()
+    note = (root / "Login bug.md").read_text()
+    assert "superseded_by" in note and "[[Database choice]]" in note

@@ -188,9 +188,10 @@ class Standing:
     merged_from: list[Any]
 
 
-def standing(conn: Connection, obs: Any) -> Standing:
+def standing(conn: Connection, obs: Any, links: int) -> Standing:
     """The importance the server can compute for ``obs`` (the first seed's formula; access
-    counts are local to each machine, so they count 0 here) and its supersession links."""
+    counts are local to each machine, so they count 0 here; ``links``: its active relations,
+    :func:`engram_cloud.dashboard.graph.link_count`) and its supersession links."""
     from engram import importance
 
     merged_from = conn.execute(
@@ -210,7 +211,7 @@ def standing(conn: Connection, obs: Any) -> Standing:
         obs.content,
         obs.topic_key,
         obs.type,
-        len(merged_from),
+        links,
         max(obs.updated_at, obs.reviewed_at or ""),
         0,
     )

@@ -28,8 +28,24 @@ ID_LENGTH = 16
 GO_ID_LENGTH = 8
 CHUNK_FILE = re.compile(r"^([0-9a-f]{16}|[0-9a-f]{8})\.jsonl\.gz$")
 CHUNK_ID = re.compile(r"^(?:[0-9a-f]{16}|[0-9a-f]{8})$")
-COUNT_NAMES = ("sessions", "observations", "prompts", "mutations")
-_ENTITY_COUNT = {"session": "sessions", "observation": "observations", "prompt": "prompts"}
+COUNT_NAMES = ("sessions", "observations", "prompts", "relations", "mutations")
+_ENTITY_COUNT = {
+    "session": "sessions",
+    "observation": "observations",
+    "prompt": "prompts",
+    "relation": "relations",
+}
+
+
+def shown_counts(counts: dict[str, int]) -> dict[str, int]:
+    """A chunk's counts as its header and our index write them: ``relations`` only when there
+    are some, so a chunk without them keeps the header (and the id) that versions before
+    relations write for the same records."""
+    return {
+        name: int(counts.get(name, 0))
+        for name in COUNT_NAMES
+        if name != "relations" or counts.get(name)
+    }
 
 
 class BadChunkError(UnsupportedFormatError):
@@ -66,7 +82,7 @@ class ChunkHeader:
             "engram_chunk": self.format,
             "created_by": self.created_by,
             "created_at": self.created_at,
-            "counts": {name: int(self.counts.get(name, 0)) for name in COUNT_NAMES},
+            "counts": shown_counts(self.counts),
         }
 
 

@@ -43,13 +43,15 @@ from engram.record import (
     legacy_hlc,
     legacy_mid,
     moved_key,
+    relation_state,
 )
 from engram.store.exchange import validate_export_item
 from engram.sync.git.chunk import BadChunkError
 from engram.text import normalize_scope, normalize_topic_key
 
 #: Entities of newer Go versions that this Engram does not replicate yet: skipped, counted.
-UNSUPPORTED_ENTITIES = ("relation",)
+#: (Relations were one; they are converted now, see :meth:`GoConverter._relation`.)
+UNSUPPORTED_ENTITIES: tuple[str, ...] = ()
 _ENTITY = {"sessions": "session", "observations": "observation", "prompts": "prompt"}
 #: Where an element's record goes in the output: its section, then its place in it.
 # Prompts before observations: a memory is indexed with the prompt that led to it (session
@@ -135,10 +137,13 @@ def _updated_at(entity: str, state: dict[str, Any]) -> str:
 
 
 def _rank(record: dict[str, Any]) -> int:
-    """Session upserts, other upserts, other deletes, session deletes."""
+    """Session upserts, other upserts, relation upserts, other deletes, session deletes (the
+    reference's order)."""
     if record["entity"] == "session":
-        return 0 if record["op"] == "upsert" else 3
-    return 1 if record["op"] == "upsert" else 2
+        return 0 if record["op"] == "upsert" else 4
+    if record["entity"] == "relation":
+        return 2
+    return 1 if record["op"] == "upsert" else 3
 
 
 def _payload(chunk_id: str, index: int, raw: Any) -> dict[str, Any]:
@@ -250,6 +255,8 @@ class GoConverter:
         op = str(mutation.get("op") or "").strip()
         if entity in UNSUPPORTED_ENTITIES:
             return None
+        if entity == "relation":
+            return self._relation(index, mutation, op)
         if entity not in _STATE:
             raise BadChunkError(chunk_id, f"mutations[{index}]: unknown entity {entity!r}")
         if op not in ("upsert", "delete"):
@@ -284,6 +291,46 @@ class GoConverter:
         body.update(project=self.project if moved else own, deleted_at=deleted_at, hard=hard)
         record = self._record(
             entity, "delete", body, deleted_at, normalize_scope(known.get("scope")), moved
+        )
+        return record, key
+
+    def _relation(
+        self, index: int, mutation: dict[str, Any], op: str
+    ) -> tuple[dict[str, Any], str]:
+        """A later Go version's relation upsert (docs/graph.md, "Replication") as the legacy record of its
+        state, in the repository's project. A relation of another project moves there with its
+        memories: its key and both ends take their moved keys, as those memories do. Its fields
+        are checked by the store (or the server) like any relation record's: a bad one is
+        quarantined there, alone."""
+        chunk_id = self.chunk_id
+        if op != "upsert":
+            raise BadChunkError(chunk_id, f"mutations[{index}]: relation records are upserts only")
+        payload = _payload(chunk_id, index, mutation.get("payload"))
+        key = str(mutation.get("entity_key") or payload.get("sync_id") or "").strip()
+        if not key:
+            raise BadChunkError(chunk_id, f"mutations[{index}]: no sync_id")
+        if payload.get("sync_id") not in (None, "", key):
+            raise BadChunkError(chunk_id, f"mutations[{index}]: entity_key does not match payload")
+        own = project_name(payload.get("project") or mutation.get("project"))
+        project = self.project or own
+        moved = self.project is not None and own != self.project
+        occurred = str(mutation.get("occurred_at") or "") or EPOCH_TEXT
+        body = {"source_id": "", "target_id": "", "relation": "", **payload}
+        for end in ("source_id", "target_id"):
+            if isinstance(body[end], str):
+                body[end] = body[end].strip()
+                if moved and body[end]:
+                    body[end] = self._moved_key("observation", body[end])
+        record_key = self._moved_key("relation", key) if moved else key
+        state = relation_state(
+            {"project": project, "payload": {**body, "sync_id": record_key, "project": project}}
+        )
+        if not payload.get("updated_at"):
+            state["updated_at"] = str(payload.get("created_at") or occurred)
+        unknown = {k: v for k, v in payload.items() if k not in state and k != "scope"}
+        scope = "personal" if payload.get("scope") == "personal" else "project"
+        record = self._record(
+            "relation", "upsert", {**state, **unknown}, state["updated_at"], scope, moved
         )
         return record, key
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from engram.sync.git.chunk import COUNT_NAMES, ChunkHeader, is_chunk_id
+from engram.sync.git.chunk import ChunkHeader, is_chunk_id, shown_counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ class IndexEntry:
             "id": self.id,
             "created_by": self.created_by,
             "created_at": self.created_at,
-            "counts": {name: int(self.counts.get(name, 0)) for name in COUNT_NAMES},
+            "counts": shown_counts(self.counts),
         }
 
 

@@ -71,6 +71,7 @@ class WrittenChunk:
     observations: int
     prompts: int
     mutations: int
+    relations: int = 0
 
 
 @dataclass(slots=True)
@@ -154,6 +155,7 @@ class ExportReport:
             "sessions": self.total("sessions"),
             "observations": self.total("observations"),
             "prompts": self.total("prompts"),
+            "relations": self.total("relations"),
             "mutations": self.total("mutations"),
             "chunks_indexed": self.chunks_indexed,
             "already_held": self.already_held,

@@ -30,7 +30,7 @@ from engram.bindings import Bindings
 from engram.project import ConfigSuggestion, detect_without_config, read_config_suggestion
 from engram.sync.git.gitdir import SyncDir
 
-_ENTITIES = ("observation", "prompt", "session")
+_ENTITIES = ("observation", "prompt", "session", "relation")
 _SOURCES = {
     "git_remote": "from the repository's remote",
     "git_root": "from the repository's folder name",

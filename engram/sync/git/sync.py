@@ -420,6 +420,7 @@ class GitSync:
             observations=counts["observations"],
             prompts=counts["prompts"],
             mutations=counts["mutations"],
+            relations=counts.get("relations", 0),
         )
 
     # --- Go-format chunks ---------------------------------------------------------------

@@ -73,6 +73,13 @@ def test_cloud_and_git_together_converge_three_stores(
         git(a)
         cloud(a)
         cloud(b)
+    # Relations (issue 20) made on A (cloud and git) and C (git only), judged on B (cloud only).
+    a_mine = a.search("alpha knowledge", project="acme")[0]
+    a_auth = a.search("architecture/auth", project="acme")[0]
+    a.relate(a_mine.id, a_auth.id, "related", reason="A links them")
+    c_gamma = c.search("gamma knowledge", project="acme")[0]
+    c_alpha = c.search("alpha knowledge", project="acme")[0]
+    c_rel = c.relate(c_alpha.id, c_gamma.id, "conflicts_with", status="pending")
     c.delete_observation(c_memory.observation.id, hard=True)
     b.update_observation(
         b.search("alpha knowledge", project="acme")[0].id, content="alpha knowledge, edited by B"
@@ -86,6 +93,11 @@ def test_cloud_and_git_together_converge_three_stores(
         cloud(a)
         cloud(b)
     assert canonical(a) == canonical(b) == canonical(c)
+    for store in (a, b, c):  # C's conflict reached B through A; its memory is gone: orphaned
+        assert store.get_relation(c_rel.sync_id).state == "orphaned"
+        assert [r.reason for r in store.list_relations("acme") if r.relation == "related"] == [
+            "A links them"
+        ]
     with pytest.raises(NotFoundError):  # C's hard delete reached B through A
         b.get_observation_by_sync_id(c_memory.observation.sync_id)
     assert "edited by B" in c.search("alpha", project="acme")[0].content

@@ -21,7 +21,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram.errors import NotFoundError
+from engram.errors import NotFoundError, ValidationError
 from engram.record import build_record, format_hlc, new_mid
 from engram.settings import Config
 from engram.store import Store
@@ -49,6 +49,9 @@ step = st.one_of(
     st.tuples(st.just("plant"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
     st.tuples(st.just("move"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
     st.tuples(st.just("hostile"), st.integers(0, REPLICAS - 1), st.integers(0, 3 * 50)),
+    # issue 20: relations made and judged anywhere travel with the chunks too
+    st.tuples(st.just("relate"), st.integers(0, REPLICAS - 1), st.integers(0, 50 * 50)),
+    st.tuples(st.just("judge"), st.integers(0, REPLICAS - 1), st.integers(0, 50)),
 )
 
 
@@ -179,6 +182,22 @@ def apply_step(stores, dirs, kind: str, who: int, arg: int, personal: set[str]) 
         live = store.recent_observations("acme", limit=500)
         if live:
             hostile_chunk(directory, live[arg % len(live)], arg % 3)
+    elif kind == "relate":
+        ids = live_ids(store)
+        if len(ids) >= 2:
+            a, b = ids[arg % len(ids)], ids[(arg // 50) % len(ids)]
+            kinds = ("supersedes", "conflicts_with", "related")
+            try:
+                store.relate(a, b, kinds[arg % 3], status=("judged", "pending")[arg % 2])
+            except ValidationError:  # itself, or a cycle of supersession: refused, no trace
+                pass
+    elif kind == "judge":
+        found = [r.sync_id for r in store.list_relations("acme") if r.active]
+        if found:
+            try:
+                store.judge_relation(found[arg % len(found)], ("judged", "ignored")[arg % 2])
+            except ValidationError:
+                pass
     elif kind == "export":
         sync.export(projects=["acme"])
     elif kind == "go-export":
@@ -222,7 +241,7 @@ def test_replicas_converge_whatever_the_exchange_order(steps) -> None:
                 everything = orjson.loads(store.canonical_export(include_personal=True))
                 planted = [o for o in everything["observations"] if "mallory" in o["title"]]
                 assert all(o["project"] == "acme" and o["scope"] == "project" for o in planted)
-            for section in ("observations", "sessions", "prompts", "tombstones"):
+            for section in ("observations", "sessions", "prompts", "relations", "tombstones"):
                 for row in views[0][section]:  # no hostile record changed an acme memory
                     assert not row["hlc"].endswith(MALLORY) and "EVIL" not in str(row)
         finally:

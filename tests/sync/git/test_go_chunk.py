@@ -93,7 +93,9 @@ def test_go_chunk_in_a_sync_directory_imports_once(store: Store, sync_dir: SyncD
     assert manifest.read_bytes() == raw
 
 
-def test_explicit_mutations_win_and_relations_are_skipped() -> None:
+def test_explicit_mutations_win_and_relations_are_converted() -> None:
+    """Relations were skipped and counted before issue 20; now they become records like the
+    rest (an incomplete one, as here, is then quarantined by the store, alone)."""
     mutations = [
         go_mutation(
             1,
@@ -130,8 +132,9 @@ def test_explicit_mutations_win_and_relations_are_skipped() -> None:
     ]
     _, _, document = go_chunk(SESSIONS, OBSERVATIONS, PROMPTS, mutations)
     records, skipped = go_chunk_records("abcdef01", document)
-    assert skipped == 1
+    assert skipped == 0
     by_key = {r["key"]: r for r in records}
+    assert by_key["rel-1"]["entity"] == "relation" and by_key["rel-1"]["project"] == "acme"
     edited = by_key["obs-go000000000001"]
     assert edited["payload"]["title"] == "Token refresh v2"
     assert edited["payload"]["created_at"] == "2026-01-02 03:10:00"  # kept from the typed row
@@ -144,8 +147,11 @@ def test_explicit_mutations_win_and_relations_are_skipped() -> None:
         "deleted_at": "2026-01-03 09:30:00",
         "hard": True,
     }
-    # order: session upserts, other upserts, other deletes, session deletes
+    # order: session upserts, other upserts, relation upserts, other deletes, session deletes
     assert [r["entity"] for r in records][:2] == ["session", "session"]
+    where = [r["key"] for r in records].index("rel-1")
+    assert all(r["op"] == "upsert" for r in records[:where])
+    assert all(r["op"] == "delete" for r in records[where + 1 :])
     assert records[-1]["op"] == "delete"
 
 

@@ -1,0 +1,171 @@
+"""The HTTP routes of issue 20 — relations between memories and the entity graph — each a thin
+shell over one store method (``relate``, ``judge_relation``, ``relations_for``,
+``graph_query``, ``graph_ingest``, ``graph_relationships``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+import msgspec
+from litestar import Controller
+from litestar.params import FromPath, JSONBody, QueryParameter
+
+from engram.http.models import (
+    EntityRelationshipsOut,
+    GraphAnswerOut,
+    GraphEntityOut,
+    GraphIngest,
+    IngestReportOut,
+    MemoryRelationsOut,
+    RelationCreate,
+    RelationJudge,
+    RelationOut,
+    many,
+    to_wire,
+)
+from engram.http.routes import (
+    ObservationId,
+    Offset,
+    Project,
+    StoreArg,
+    _errors,
+    _get,
+    _patch,
+    _post,
+)
+
+
+def _limit(default: int, maximum: int) -> Any:
+    """A strict count: these routes are new, no Go-era script sends them junk to tolerate."""
+    return Annotated[
+        int, QueryParameter(ge=1, le=maximum, description=f"how many (default {default})")
+    ]
+
+
+GraphLimit = _limit(10, 100)
+ListLimit = _limit(50, 1000)
+RelationId = FromPath[str]
+
+
+def _wire(data: object, kind: type) -> object:
+    return msgspec.convert(data, kind)
+
+
+class RelationRoutes(Controller):
+    path = "/relations"
+    tags: ClassVar[list[str]] = ["relations"]
+
+    @_post("/", status_code=201, responses=_errors(400, 404, 413), summary="Relate two memories")
+    def create(self, store: StoreArg, data: JSONBody[RelationCreate]) -> RelationOut:
+        """One relation per pair of memories of one project: relating a pair again replaces
+        what it said. ``supersedes``: the source replaces the target (which then ranks right
+        below it in search)."""
+        rel = store.relate(
+            data.source_id,
+            data.target_id,
+            data.relation,
+            reason=data.reason,
+            evidence=data.evidence,
+            confidence=data.confidence,
+            status=data.status,
+            kind="api",
+            project=data.project,
+        )
+        return to_wire(rel, RelationOut)
+
+    @_get("/", responses=_errors(400), summary="Relations, newest first")
+    def listing(
+        self, store: StoreArg, project: Project = None, limit: ListLimit = 50, offset: Offset = 0
+    ) -> list[RelationOut]:
+        return many(store.list_relations(project, limit=limit, offset=offset), RelationOut)
+
+    @_get("/conflicts", responses=_errors(400), summary="Pending conflicts (memories to review)")
+    def conflicts(
+        self, store: StoreArg, project: Project = None, limit: ListLimit = 50
+    ) -> list[RelationOut]:
+        store.detect_conflicts(limit=None)
+        return many(store.review_queue(project, limit=limit), RelationOut)
+
+    @_get("/{relation_id:str}", responses=_errors(400, 404), summary="One relation")
+    def one(self, store: StoreArg, relation_id: RelationId, project: Project = None) -> RelationOut:
+        return to_wire(store.get_relation(relation_id, project=project), RelationOut)
+
+    @_patch(
+        "/{relation_id:str}", responses=_errors(400, 404, 413), summary="Judge a relation"
+    )
+    def judge(
+        self, store: StoreArg, relation_id: RelationId, data: JSONBody[RelationJudge]
+    ) -> RelationOut:
+        """``judged`` confirms (optionally as another ``relation``), ``ignored`` dismisses,
+        ``pending`` reopens."""
+        rel = store.judge_relation(
+            relation_id,
+            data.status,
+            relation=data.relation,
+            reason=data.reason,
+            evidence=data.evidence,
+            confidence=data.confidence,
+            kind="api",
+        )
+        return to_wire(rel, RelationOut)
+
+
+@_get(
+    "/observations/{observation_id:int}/relations",
+    tags=["relations"],
+    responses=_errors(400, 404),
+    summary="A memory's relations and whether it needs review",
+)
+def memory_relations(store: StoreArg, observation_id: ObservationId) -> MemoryRelationsOut:
+    found = store.relations_for(observation_id)
+    return _wire(found.to_dict(), MemoryRelationsOut)  # type: ignore[return-value]
+
+
+class GraphRoutes(Controller):
+    path = "/graph"
+    tags: ClassVar[list[str]] = ["graph"]
+
+    @_get("/query", responses=_errors(400), summary="Answer a question with triples")
+    def query(
+        self,
+        store: StoreArg,
+        q: Annotated[str, QueryParameter(description="e.g. what connects X to Y?")],
+        project: Project = None,
+        limit: GraphLimit = 10,
+    ) -> GraphAnswerOut:
+        """The entities the question names and the triples connecting them (shortest chains
+        first), each with the memories that state it."""
+        answer = store.graph_query(q, project=project, limit=limit)
+        return _wire(answer, GraphAnswerOut)  # type: ignore[return-value]
+
+    @_post(
+        "/ingest",
+        status_code=200,
+        responses=_errors(400, 404, 413),
+        summary="Extract entities and relationships from memories",
+    )
+    def ingest(self, store: StoreArg, data: JSONBody[GraphIngest]) -> IngestReportOut:
+        """One memory (``id``), or every memory of ``project`` (``all_projects``: every
+        project) not in the graph as it is now (``force``: all again). Rules only."""
+        project = None if data.all_projects else data.project
+        report = store.graph_ingest(data.id, project=project, force=data.force)
+        return to_wire(report, IngestReportOut)
+
+    @_get("/entities", responses=_errors(400), summary="The most connected entities")
+    def entities(
+        self, store: StoreArg, project: Project = None, limit: ListLimit = 50
+    ) -> list[GraphEntityOut]:
+        return many(store.graph_entities(project, limit=limit), GraphEntityOut)
+
+    @_get(
+        "/entities/{name:str}", responses=_errors(400), summary="An entity's relationships"
+    )
+    def entity(
+        self, store: StoreArg, name: FromPath[str], project: Project = None, limit: ListLimit = 50
+    ) -> EntityRelationshipsOut:
+        """Empty ``relationships`` when the graph has no such entity."""
+        found = store.graph_relationships(name, project=project, limit=limit)
+        return _wire(found, EntityRelationshipsOut)  # type: ignore[return-value]
+
+
+ROUTES = [RelationRoutes, memory_relations, GraphRoutes]

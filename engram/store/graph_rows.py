@@ -1,0 +1,36 @@
+"""The write path's side of the entity graph: a memory whose text changes or that is deleted
+leaves the graph, in the same transaction (called from :mod:`engram.store.fts` and the
+soft-delete paths). Kept apart from :mod:`engram.store.graph` (the store API that builds and
+queries the graph) because the FTS module, which every write imports, must not import the
+store's mixins."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+
+def forget(conn: sqlite3.Connection, observation_ids: Iterable[int]) -> None:
+    """Take memories out of the graph before their row changes or goes (every write path calls
+    this through :mod:`engram.store.fts`); entities nobody mentions any more go too."""
+    for oid in observation_ids:
+        row = conn.execute(
+            "SELECT 1 FROM graph_ingested WHERE observation_id = ?", (oid,)
+        ).fetchone()
+        if row is None:
+            continue
+        entities = [
+            r[0]
+            for r in conn.execute(
+                "SELECT entity FROM graph_mentions WHERE observation_id = ?", (oid,)
+            )
+        ]
+        conn.execute("DELETE FROM graph_triples WHERE observation_id = ?", (oid,))
+        conn.execute("DELETE FROM graph_mentions WHERE observation_id = ?", (oid,))
+        conn.execute("DELETE FROM graph_ingested WHERE observation_id = ?", (oid,))
+        for entity in entities:
+            conn.execute(
+                """DELETE FROM graph_entities WHERE id = ?
+                   AND NOT EXISTS (SELECT 1 FROM graph_mentions WHERE entity = ?)""",
+                (entity, entity),
+            )
