@@ -253,11 +253,12 @@ def cmd_get(args: argparse.Namespace) -> int:
 
     with open_store() as store:
         obs = store.get_observation(args.id, include_deleted=args.deleted, record_access=True)
-        found = store.relations_for(obs.id)
+        # relations link live memories: a deleted one (shown with --deleted) has none to show
+        found = store.relations_for(obs.id) if obs.deleted_at is None else None
     data = {
         **obs.to_dict(),
-        "needs_review": found.needs_review,
-        "relations": [r.to_dict() for r in found.relations],
+        "needs_review": bool(found and found.needs_review),
+        "relations": [r.to_dict() for r in found.relations] if found else [],
     }
     emit(args, formatting.observation(obs, blocks=True, relations=found), data)
     return 0
