@@ -573,6 +573,10 @@ class ObservationsMixin(StoreBase):
             refresh.observation(oid)
             fts.remove(conn, "observations", "id", oid)
             key = old["sync_id"]
+            # Another project or scope may end or hide the memory's relations: the memories at
+            # their other ends are re-scored too (their link counts, engram/store/links.py).
+            moved = (new["project"], new["scope"]) != (old["project"], old["scope"])
+            linked = links.linked_ids(conn, [oid]) if moved else set()
             if new["project"] != old["project"]:
                 # Another project is another address: a delete here, a create there (docs/architecture.md, "Identity, the journal and replication").
                 key = self._move(conn, "observation", oid, old, new["project"], now)
@@ -609,7 +613,9 @@ class ObservationsMixin(StoreBase):
             replaced = {**old, "project": new["project"], "sync_id": key}  # its address now
             revisions.keep(conn, replaced, old_hlc, new, hlc)
             refresh.settle()
-            scoring.rescore_ids(conn, [oid], now)
+            if moved:
+                linked |= links.linked_ids(conn, [oid])
+            scoring.rescore_ids(conn, [oid, *linked], now)
             self._journal_state(conn, "observation", new["project"], key, hlc, origin)
             if (new["title"], new["content"]) != (old["title"], old["content"]):
                 queue_check(conn, oid)

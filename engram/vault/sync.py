@@ -137,13 +137,10 @@ def memory_hash(memory: dict[str, Any]) -> str:
 
 
 def _relations(store: Store, memory: dict[str, Any]) -> dict[str, list[str]]:
-    """Relation type → target sync ids, once the store has relations (issue 20). Until then
-    (no ``relations_of`` method) a memory has none and the front matter omits the key."""
-    lister = getattr(store, "relations_of", None)
-    if lister is None:
-        return {}
+    """Relation type → target sync ids: the memory's active relations in its own project
+    (docs/graph.md); a memory without any has no ``relations`` key in its front matter."""
     found: dict[str, list[str]] = {}
-    for relation in lister(memory["sync_id"]):
+    for relation in store.relations_of(memory["sync_id"], project=memory["project"]):
         found.setdefault(str(relation["type"]), []).append(str(relation["target"]))
     return found
 

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import tempfile
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.importance import LINKS_FULL, WEIGHTS
+from engram.settings import Config
 from engram.store import Store
 from engram.store.links import link_count
+from engram.store.scoring import SCORE_SQL
+from engram.times import now_text
 
 from .replicas import converge, exchange
 
@@ -117,3 +125,108 @@ def test_consolidation_links_a_merged_memory_to_its_sources_with_relations(make_
     assert links(a, merged) == len(step_.sources) - 1
     converge([a, b])
     assert links(b, there) == len(step_.sources) - 1
+
+
+# --- property: link counts stay exact through any interleaving ---------------------------------
+
+LINK_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("save"), st.integers(0, 1), st.sampled_from(["p1", "p2"]),
+                  st.sampled_from(["project", "personal"])),
+        st.tuples(st.just("relate"), st.integers(0, 1), st.integers(0, 30), st.integers(0, 30),
+                  st.sampled_from(["supersedes", "conflicts_with", "related"]),
+                  st.sampled_from(["judged", "pending", "ignored"])),
+        st.tuples(st.just("judge"), st.integers(0, 1), st.integers(0, 30),
+                  st.sampled_from(["judged", "pending", "ignored"])),
+        st.tuples(st.just("delete"), st.integers(0, 1), st.integers(0, 30),
+                  st.sampled_from(["soft", "hard", "archive"])),
+        st.tuples(st.just("restore"), st.integers(0, 1), st.integers(0, 30)),
+        st.tuples(st.just("move"), st.integers(0, 1), st.integers(0, 30)),
+        st.tuples(st.just("scope"), st.integers(0, 1), st.integers(0, 30)),
+        st.tuples(st.just("merge"), st.integers(0, 1)),
+        st.tuples(st.just("consolidate"), st.integers(0, 1)),
+        st.tuples(st.just("sync"), st.integers(0, 1)),
+    ),
+    min_size=1,
+    max_size=30,
+)  # fmt: skip
+
+
+def _stale(store: Store) -> list[tuple]:
+    """Memories whose stored importance is not what their current links give."""
+    moment = now_text()
+    rows = store.db.rows(
+        f"SELECT o.id, o.importance, {SCORE_SQL} FROM observations o"
+        f" WHERE abs(o.importance - {SCORE_SQL}) > 0.001",
+        [moment, moment],
+    )
+    return [tuple(r) for r in rows]
+
+
+def _link_step(stores: list[Store], step: tuple) -> None:
+    kind, who, *args = step
+    s = stores[who]
+    rows = s.db.rows("SELECT id, project, deleted_at FROM observations ORDER BY id")
+    live = [r[0] for r in rows if r[2] is None]
+    gone = [r[0] for r in rows if r[2] is not None]
+    try:
+        if kind == "save":
+            project, scope = args
+            n = len(rows)
+            s.add_observation(title=f"note {n}", content=f"words {n} here", project=project,
+                              scope=scope)  # fmt: skip
+        elif kind == "relate" and live:
+            a = live[args[0] % len(live)]
+            project = next(r[1] for r in rows if r[0] == a)
+            others = [r[0] for r in rows if r[2] is None and r[1] == project and r[0] != a]
+            if others:
+                s.relate(a, others[args[1] % len(others)], args[2], status=args[3])
+        elif kind == "judge":
+            found = s.list_relations(limit=500)
+            if found:
+                s.judge_relation(found[args[0] % len(found)].sync_id, args[1])
+        elif kind == "delete" and live:
+            oid = live[args[0] % len(live)]
+            if args[1] == "archive":
+                s.archive_observation(oid)
+            else:
+                s.delete_observation(oid, hard=args[1] == "hard")
+        elif kind == "restore" and gone:
+            s.restore_observation(gone[args[0] % len(gone)])
+        elif kind == "move" and live:
+            oid = live[args[0] % len(live)]
+            project = next(r[1] for r in rows if r[0] == oid)
+            s.update_observation(oid, project="p2" if project == "p1" else "p1")
+        elif kind == "scope" and live:
+            oid = live[args[0] % len(live)]
+            scope = s.get_observation(oid).scope
+            s.update_observation(oid, scope="project" if scope == "personal" else "personal")
+        elif kind == "merge":
+            s.merge_projects(["p1"], "p2")
+        elif kind == "consolidate":
+            s.consolidate(threshold=0.0)
+        elif kind == "sync":
+            exchange(s, stores[1 - who])
+    except (NotFoundError, ConflictError, ValidationError):
+        pass  # refused writes leave no trace
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(LINK_STEPS)
+def test_link_counts_stay_exact_through_any_interleaving(plan: list[tuple]) -> None:
+    """Every write that changes a memory's links re-scores it, on the replica that wrote and
+    on the replica that received the change (checked after every step, then converged)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = [Store.open(config=Config(data_dir=Path(tmp) / f"r{i}")) for i in range(2)]
+        try:
+            for step in plan:
+                _link_step(stores, step)
+                for s in stores:
+                    assert _stale(s) == [], step
+            converge(stores)
+            assert stores[0].canonical_export() == stores[1].canonical_export()
+            for s in stores:
+                assert _stale(s) == []
+        finally:
+            for s in stores:
+                s.close()

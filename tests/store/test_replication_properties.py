@@ -22,7 +22,9 @@ from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.record import build_record, format_hlc, new_mid
 from engram.settings import Config
 from engram.store import Store
+from engram.store.scoring import SCORE_SQL
 from engram.store.search_context import rederive_all
+from engram.times import now_text
 
 from .replicas import converge, exchange
 
@@ -208,7 +210,12 @@ def run_step(stores: list[Store], step: tuple) -> None:
                 s.delete_session(session_id)
         elif kind == "relate" and live:
             a, b, relation, status = args
-            s.relate(pick(live, a), pick(live, b), relation, status=status)
+            # The other memory from the first one's project, so most draws make a relation
+            # (across projects is refused; the hostile records try that).
+            first = honest[a % len(honest)]
+            others = [o.id for o in honest if o.project == first.project and o.id != first.id]
+            if others:
+                s.relate(first.id, pick(others, b), relation, status=status)
         elif kind == "judge" and (
             rid := pick([r.sync_id for r in s.list_relations(limit=500) if r.active], args[0])
         ):
@@ -273,6 +280,15 @@ def test_any_interleaving_converges(plan: list[tuple], seed: int) -> None:
                     conn.execute("SAVEPOINT check_context")
                     assert rederive_all(conn) == 0
                     conn.execute("ROLLBACK TO check_context")
+            # Importance is derived: every write path, local or replicated, re-scored the
+            # memories whose links (relations, engram/store/links.py) it changed.
+            for s in stores:
+                stale = s.db.rows(
+                    f"SELECT o.id, o.importance, {SCORE_SQL} FROM observations o"
+                    f" WHERE abs(o.importance - {SCORE_SQL}) > 0.001",
+                    [now_text(), now_text()],
+                )
+                assert [tuple(r) for r in stale] == []
             # Idempotence: replaying every journal everywhere again changes nothing.
             for src in stores:
                 records = [e.record for e in src.journal.pending("replay")]

@@ -308,3 +308,30 @@ def test_relations_are_written_as_wikilinks(vault, store: Store) -> None:
     assert "[[Login bug]]" in (root / "Database choice.md").read_text()
     note = (root / "Login bug.md").read_text()
     assert "superseded_by" in note and "[[Database choice]]" in note
+
+
+def test_relations_come_from_the_notes_own_project(vault, store: Store) -> None:
+    """A key is a memory only within its project: another project's memories with the same
+    keys (and a relation between them there) put nothing in this vault's notes."""
+    service, root = vault
+    [database, login] = sorted(store.recent_observations("acme", "project"), key=lambda o: o.id)
+    later = "2099-01-01 00:00:00"
+
+    def twin(obs) -> dict:
+        return {"sync_id": obs.sync_id, "session_id": "z-1", "type": "manual",
+                "title": f"zeta {obs.title}", "content": "zeta", "project": "zeta",
+                "scope": "project", "created_at": later, "updated_at": later}  # fmt: skip
+
+    document = {
+        "version": "0.2.0", "exported_at": later,
+        "sessions": [{"id": "z-1", "project": "zeta", "directory": "/z", "started_at": later}],
+        "observations": [twin(database), twin(login)], "prompts": [],
+        "relations": [{"source_id": login.sync_id, "target_id": database.sync_id,
+                       "relation": "supersedes", "project": "zeta", "judgment_status": "judged",
+                       "created_at": later, "updated_at": later}],
+    }  # fmt: skip
+    result = store.import_data(document)
+    assert result.relations_imported == 1
+    service.sync()
+    assert "superseded_by" not in (root / "Database choice.md").read_text()
+    assert "supersedes" not in (root / "Login bug.md").read_text()
