@@ -70,7 +70,7 @@ def insert(
     conflict: tuple[str, ...] = (),
     touch: str | None = None,
     returning: tuple[str, ...] = (),
-) -> list[Row[Any]]:
+) -> list[Row[*tuple[Any, ...]]]:
     """Insert ``rows`` (dicts with the same keys) in their order. With ``conflict``, an
     existing row is updated with every other column (and ``touch`` set to now())."""
     if not rows:
@@ -98,7 +98,7 @@ def select_matching(
     keys: tuple[str, ...],
     values: Sequence[tuple[Any, ...]],
     columns: tuple[str, ...],
-) -> list[Row[Any]]:
+) -> list[Row[*tuple[Any, ...]]]:
     """``columns`` of the rows whose ``keys`` equal one of ``values``."""
     if not values:
         return []

@@ -260,10 +260,11 @@ async def _receive_text(socket: WebSocket, timeout: float | None = None) -> str 
     message = await asyncio.wait_for(socket.receive(), timeout)
     if message["type"] == "websocket.disconnect":
         return None
-    data = message.get("text")
-    if data is None:
-        data = (message.get("bytes") or b"").decode("utf-8", "replace")
-    return data
+    text = message.get("text")
+    if isinstance(text, str):
+        return text
+    raw = message.get("bytes")
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else ""
 
 
 async def _refuse(socket: WebSocket, message: str) -> None:

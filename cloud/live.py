@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -245,7 +245,7 @@ def _machine_event(row: Any, event: str, status: str) -> dict[str, Any]:
     }
 
 
-def _push_events(rows: list[Any]) -> list[dict[str, Any]]:
+def _push_events(rows: Sequence[Any]) -> list[dict[str, Any]]:
     """One ``push`` event per project and contributor, and a ``memory`` event for each memory
     saved (up to a few per push: a bulk import is one push, not a thousand toasts)."""
     pushes: dict[tuple[str, str], dict[str, Any]] = {}

@@ -123,8 +123,9 @@ def _blank_chunks(conn: Connection, deleted: Sequence[dict[str, Any]]) -> int:
             for item in document.get("mutations") or []:
                 if not isinstance(item, dict):
                     continue
-                entity, key = item.get("entity"), item.get("key") or item.get("entity_key")
-                if not isinstance(entity, str) or key not in keys.get(entity, ()):
+                item_entity = item.get("entity")
+                item_key = item.get("key") or item.get("entity_key")
+                if not isinstance(item_entity, str) or item_key not in keys.get(item_entity, ()):
                     continue
                 inner = item.get("payload")
                 if isinstance(inner, dict):

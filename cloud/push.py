@@ -157,7 +157,8 @@ def push_mutations(
     contributor = contributor_of(principal, created_by)
     clock = clock_of(settings)
     if legacy:
-        candidates, rejected = [], []
+        candidates: list[Any] = []
+        rejected: list[Any] = []
         for index, entry in enumerate(items):
             outcome = entry_candidate(entry, index, clock)
             (rejected if isinstance(outcome, sync_log.Rejection) else candidates).append(outcome)

@@ -202,6 +202,7 @@ def set_member(text: str, path: tuple[str, ...], value: Any) -> str:
         if text[member.start] != "{":
             raise JsoncError(f'"{key}" is not an object')
         node = member
+    raise AssertionError("unreachable: the path's last key returns")  # for the type checker
 
 
 def _insert(text: str, parent: Span, key: str, value: Any, unit: str) -> str:

@@ -1,6 +1,9 @@
 """The mutation record (docs/architecture.md, "Identity, the journal and replication"): the one JSON object that the journal stores, chunk lines
 carry and the cloud wire sends. Pure functions only: build, validate, and turn payloads into the
 full entity state that applying writes.
+
+Size: over 500 lines on purpose: the record's codec, validation and state rules are one
+contract shared by the store, both transports and the server; every function is small and pure.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """docs/architecture.md draws the code as a tree with one line per module: it must list every
-module of engram/ and cloud/ (and no module that is gone)."""
+module of engram/ and cloud/ (and no module that is gone); a module over 500 lines says why."""
 
 from __future__ import annotations
 
@@ -37,3 +37,22 @@ def test_the_tree_lists_every_module_and_only_those() -> None:
     drawn = _drawn()
     assert actual - drawn == set(), "modules missing from docs/architecture.md"
     assert drawn - actual == set(), "modules drawn in docs/architecture.md that do not exist"
+
+
+#: A module longer than this says at its top why (a ``Size:`` paragraph in its docstring).
+LONG_MODULE_LINES = 500
+
+
+def test_long_modules_say_why_they_are_long() -> None:
+    import ast
+
+    unexplained = []
+    for root in ("engram", "cloud"):
+        for path in (REPO / root).rglob("*.py"):
+            text = path.read_text()
+            if text.count("\n") <= LONG_MODULE_LINES:
+                continue
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if "Size:" not in doc:
+                unexplained.append(str(path.relative_to(REPO)))
+    assert unexplained == [], "modules over 500 lines without a 'Size:' reason at their top"

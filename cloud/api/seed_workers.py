@@ -196,7 +196,8 @@ def _with_detail(original: Callable[[Request, Any], Response[Any]]) -> Callable[
         if not isinstance(body, dict) or "detail" in body:
             return response
         body["detail"] = body.get("error", "error")
-        return json_response(body, response.status_code, headers=dict(response.headers))
+        status = response.status_code or 500  # the original handler always sets one
+        return json_response(body, status, headers=dict(response.headers))
 
     return handler
 

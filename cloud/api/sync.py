@@ -130,13 +130,18 @@ def push_chunk(
         max_values=lambda size: size // BYTES_PER_CHUNK_VALUE + 10_000,
     ) as doc:
         answer = push.push_chunk(
-            request.app.state.engine, settings, principal, doc, (project or [None])[0]
+            request.app.state.engine, settings, principal, doc, _first(project)
         )
     return json_response(answer)
 
 
+def _first(project: list[str] | None) -> str | None:
+    """The first ``project`` query parameter (the chunk routes take one)."""
+    return project[0] if project else None
+
+
 def _readable(settings: Settings, principal: Principal, project: list[str] | None) -> str:
-    name = push.chunk_project(None, (project or [None])[0])
+    name = push.chunk_project(None, _first(project))
     if not can_access(settings, principal, name):
         raise forbidden()
     return name

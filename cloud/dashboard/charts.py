@@ -124,7 +124,7 @@ def stacked_bars(series: Series, title: str) -> Markup:
     step = (WIDTH - 2 * PAD) / max(days, 1)
     bars = []
     for i, day in enumerate(series.days):
-        y = HEIGHT - PAD
+        y: float = HEIGHT - PAD
         tip = [f"{day.isoformat()}: {totals[i]}"]
         for k, name in enumerate(names):
             n = series.counts[name][i]

@@ -180,10 +180,10 @@ def _find_daemon(store: Store, port: int, project: str | None) -> dict[str, Any]
     ``/sync/status`` for ``project``."""
     import httpx
 
-    from engram.local_servers import running
+    from engram.local_servers import LocalServer, running
 
     recorded = running(store.config.data_dir)
-    candidates = [(s.url, s) for s in recorded]
+    candidates: list[tuple[str, LocalServer | None]] = [(s.url, s) for s in recorded]
     default = f"http://127.0.0.1:{port}"
     if default not in {url for url, _ in candidates}:
         candidates.append((default, None))
@@ -498,40 +498,41 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
                 emit(args, "\n".join(lines), data)
                 return 0
             if action == "repair":
-                report = upgrade.repair(
+                repaired = upgrade.repair(
                     store, project, cloud, dry_run=args.dry_run, progress=_progress(args)
                 )
-                data = report.to_dict()
+                data = repaired.to_dict()
                 verb = "would journal" if args.dry_run else "journaled"
                 lines = [
                     f"project: {project}",
-                    f"{verb}: " + ", ".join(f"{n} {k}(s)" for k, n in report.journaled.items()),
+                    f"{verb}: " + ", ".join(f"{n} {k}(s)" for k, n in repaired.journaled.items()),
                     ("would retry" if args.dry_run else "released")
-                    + f": {report.released} quarantined record(s)",
+                    + f": {repaired.released} quarantined record(s)",
                 ]
-                if report.pushed:
+                if repaired.pushed:
                     lines.append(
-                        f"pushed: {report.pushed['acknowledged']} accepted, "
-                        f"{len(report.pushed['rejected'])} rejected"
+                        f"pushed: {repaired.pushed['acknowledged']} accepted, "
+                        f"{len(repaired.pushed['rejected'])} rejected"
                     )
                 emit(args, "\n".join(lines), data)
                 return 0
             if action == "bootstrap":
-                report = upgrade.bootstrap(
+                bootstrapped = upgrade.bootstrap(
                     store,
                     project,
                     cloud,
                     progress=_progress(args),
                     say=(lambda _: None) if wants_json(args) else say,
                 )
-                data = report.to_dict()
-                if report.error:
-                    emit(args, f"stage: {report.stage}\nerror: {report.error['error']}", data)
+                data = bootstrapped.to_dict()
+                if bootstrapped.error:
+                    stage, error = bootstrapped.stage, bootstrapped.error["error"]
+                    emit(args, f"stage: {stage}\nerror: {error}", data)
                     return EXIT_FAILED
                 emit(
                     args,
-                    f"stage: {report.stage} ({report.local_mutations} local mutation(s), "
-                    f"{report.server_mutations} on the server)",
+                    f"stage: {bootstrapped.stage} ({bootstrapped.local_mutations} local "
+                    f"mutation(s), {bootstrapped.server_mutations} on the server)",
                     data,
                 )
                 return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engram.cli.cmd_serve import GRACEFUL_SHUTDOWN_SECONDS, LOG_LEVELS
+from engram.cli.cmd_serve import LOG_LEVELS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,11 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_hub(args: argparse.Namespace) -> int:
-    import signal
-
     from engram import settings as config_module
-    from engram.cli.cmd_serve import _stop_cleanly, _url, bind, is_loopback
-    from engram.errors import EngramError, ValidationError
+    from engram.cli.cmd_serve import _url, bind, is_loopback, run_server
+    from engram.errors import ValidationError
 
     try:
         config = config_module.load()
@@ -63,38 +61,20 @@ def cmd_hub(args: argparse.Namespace) -> int:
                 + ("" if config.api_token else " (set ENGRAM_API_TOKEN)")
                 + "\n"
             )
-        import uvicorn
 
         from engram.cli.cmd_serve import _answer_bound_address
         from engram.http.hub import HubIndex, create_hub
 
         index = HubIndex(_answer_bound_address(sock, config))
         app = create_hub(index, token=config.api_token)
-        server = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                log_level=args.log_level,
-                access_log=args.access_log,
-                lifespan="on",
-                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-                server_header=False,
-            )
+        run_server(
+            app,
+            sock,
+            args,
+            listening=f"engram hub: listening on {_url(sock)} (database {config.db_path}; "
+            f"API documentation at {_url(sock)}/docs)",
+            what="the Hub API",
         )
-        sys.stderr.write(
-            f"engram hub: listening on {_url(sock)} (database {config.db_path}; "
-            f"API documentation at {_url(sock)}/docs)\n"
-        )
-        sys.stderr.flush()
-        previous = {
-            sig: signal.signal(sig, _stop_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)
-        }
-        try:
-            server.run(sockets=[sock])
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        if not server.started:
-            raise EngramError("the Hub API failed to start (see the messages above)")
     finally:
         sock.close()
         sys.stderr.write("engram hub: stopped\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported when serving: every `engram` command loads this module
     import socket
@@ -122,12 +122,45 @@ def _stop_cleanly(signum: int, _frame: object) -> None:
     raise SystemExit(0)
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    import os
+def run_server(
+    app: Any, sock: socket.socket, args: argparse.Namespace, *, listening: str, what: str
+) -> None:
+    """Serve ``app`` on the bound ``sock`` with uvicorn until SIGTERM/SIGINT (a clean stop:
+    exit status 0), after saying ``listening`` on stderr; ``what`` names the server in the
+    error raised when it could not start. Shared by ``engram serve`` and ``engram hub``."""
     import signal
 
+    import uvicorn
+
+    from engram.errors import EngramError
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level=args.log_level,
+            access_log=args.access_log,
+            lifespan="on",
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            server_header=False,
+        )
+    )
+    sys.stderr.write(listening + "\n")
+    sys.stderr.flush()
+    previous = {sig: signal.signal(sig, _stop_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not server.started:
+        raise EngramError(f"{what} failed to start (see the messages above)")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
     from engram import settings as config_module
-    from engram.errors import EngramError, ValidationError
+    from engram.errors import ValidationError
     from engram.local_servers import LocalServer, announce, withdraw
     from engram.store import Store
     from engram.times import now_text
@@ -158,7 +191,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"reach this machine can read and write your memories ({guard}). Requests "
                 f"must name one of these hosts: {names} (ENGRAM_HTTP_ALLOWED_HOSTS adds more)\n"
             )
-        import uvicorn  # the web stack is imported only once the settings are known to be good
 
         from engram.http.app import BackgroundService, create_app
         from engram.semantic import background
@@ -184,34 +216,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
             services=services,
             sync_source=CloudStatus(autosync),
         )
-        server = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                log_level=args.log_level,
-                access_log=args.access_log,
-                lifespan="on",
-                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-                server_header=False,
-            )
-        )
-        sys.stderr.write(
-            f"engram serve: listening on {_url(sock)} (database {store.path}; "
-            f"API description at {_url(sock)}/schema)\n"
-        )
-        sys.stderr.flush()
-        previous = {
-            sig: signal.signal(sig, _stop_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)
-        }
-        # Other commands (engram cloud status) find this server whatever its port.
+        # Other commands (engram cloud status) find this server whatever its port; a record
+        # left by a process that died is recognised as stale (engram/local_servers.py).
         announce(config.data_dir, LocalServer(os.getpid(), _url(sock), now_text(), bool(autosync)))
         try:
-            server.run(sockets=[sock])
+            run_server(
+                app,
+                sock,
+                args,
+                listening=f"engram serve: listening on {_url(sock)} (database {store.path}; "
+                f"API description at {_url(sock)}/schema)",
+                what="the HTTP server",
+            )
         finally:
             withdraw(config.data_dir)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        if not server.started:
-            raise EngramError("the HTTP server failed to start (see the messages above)")
     finally:
         sock.close()
         store.close()

@@ -34,7 +34,8 @@ from litestar.exceptions import HTTPException, NotAuthorizedException, Validatio
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
+from litestar.openapi.spec import Components, Reference, SecurityScheme
+from litestar.types import ControllerRouterHandler
 
 from engram import __version__
 from engram.errors import EngramError, ProjectResolutionError, ValidationError
@@ -73,7 +74,7 @@ def bearer_guard(token: str) -> Callable[[ASGIConnection, BaseRouteHandler], Non
     """A guard that lets a request through only with ``Authorization: Bearer <token>``."""
     expected = token.encode()
 
-    def guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    def guard(connection: ASGIConnection, _handler: BaseRouteHandler) -> None:
         scheme, _, given = connection.headers.get("authorization", "").partition(" ")
         # compare_digest takes as long for a wrong token as for a right one of the same length.
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
@@ -223,7 +224,7 @@ def create_app(
     guarded = [
         _with_token(handler, token) for handler in (*GUARDED_ROUTES, *CURATION_GUARDED_ROUTES)
     ]
-    security_schemes = (
+    security_schemes: dict[str, SecurityScheme | Reference] | None = (
         {
             TOKEN_SCHEME: SecurityScheme(
                 type="http",
@@ -235,8 +236,14 @@ def create_app(
         if token
         else None
     )
+    handlers: list[ControllerRouterHandler] = [
+        *OPEN_ROUTES,
+        *CURATION_OPEN_ROUTES,
+        *GRAPH_ROUTES,
+        *guarded,
+    ]
     app = Litestar(
-        route_handlers=[*OPEN_ROUTES, *CURATION_OPEN_ROUTES, *GRAPH_ROUTES, *guarded],
+        route_handlers=handlers,
         guards=LocalOnly(config.http_allowed_hosts).guards(),
         request_class=EngramRequest,
         dependencies={

@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import delete, put
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import JSONBody, QueryParameter
+from litestar.types import ControllerRouterHandler
 from msgspec import Meta, Struct
 
 from engram.errors import ValidationError
 from engram.http.lenient import whole_number
-from engram.http.models import MAX_INT, ObservationOut, many, to_wire
+from engram.http.models import MAX_INT, Observation, to_wire
 from engram.http.routes import (
     LIST_MAX,
     ObservationId,
@@ -46,7 +48,7 @@ class RestoreRequest(Struct, kw_only=True):
 
 
 class RestoredOut(Struct):
-    restored: list[ObservationOut]
+    restored: list[Observation]
     count: int
 
 
@@ -114,8 +116,8 @@ Days = Annotated[
     responses=_errors(400, 404, 409),
     summary="Pin a memory (always in the context, never archived)",
 )
-def pin(store: StoreArg, observation_id: ObservationId) -> ObservationOut:
-    return to_wire(store.pin_observation(observation_id, True), ObservationOut)
+def pin(store: StoreArg, observation_id: ObservationId) -> Observation:
+    return store.pin_observation(observation_id, True)
 
 
 @delete(
@@ -126,8 +128,8 @@ def pin(store: StoreArg, observation_id: ObservationId) -> ObservationOut:
     responses=_errors(400, 404, 409),
     summary="Unpin a memory",
 )
-def unpin(store: StoreArg, observation_id: ObservationId) -> ObservationOut:
-    return to_wire(store.pin_observation(observation_id, False), ObservationOut)
+def unpin(store: StoreArg, observation_id: ObservationId) -> Observation:
+    return store.pin_observation(observation_id, False)
 
 
 @_post(
@@ -137,15 +139,15 @@ def unpin(store: StoreArg, observation_id: ObservationId) -> ObservationOut:
     responses=_errors(400, 404, 409, 413),
     summary="Bring back archived or soft-deleted memories",
 )
-def restore(store: StoreArg, data: JSONBody[RestoreRequest]) -> ObservationOut | RestoredOut:
+def restore(store: StoreArg, data: JSONBody[RestoreRequest]) -> Observation | RestoredOut:
     """``{"id": N}`` answers with the memory; ``{"ids": [...]}`` with every memory restored, or
     none when one cannot be (404: hard-deleted, 409: not deleted)."""
     if (data.id is None) == (data.ids is None):
         raise ValidationError("give id (one memory) or ids (several), not both", field="id")
     if data.id is not None:
-        return to_wire(store.restore_observation(data.id), ObservationOut)
+        return store.restore_observation(data.id)
     back = store.restore_observations(data.ids)
-    return RestoredOut(restored=many(back, ObservationOut), count=len(back))
+    return RestoredOut(restored=back, count=len(back))
 
 
 @_post(
@@ -155,9 +157,9 @@ def restore(store: StoreArg, data: JSONBody[RestoreRequest]) -> ObservationOut |
     responses=_errors(400, 401, 404, 409, 413),
     summary="Archive a memory by hand (restorable; pinned memories are refused)",
 )
-def archive(store: StoreArg, data: JSONBody[MemoryRef]) -> ObservationOut:
+def archive(store: StoreArg, data: JSONBody[MemoryRef]) -> Observation:
     store.archive_observation(data.id)
-    return to_wire(store.get_observation(data.id, include_deleted=True), ObservationOut)
+    return store.get_observation(data.id, include_deleted=True)
 
 
 @_get(
@@ -168,9 +170,9 @@ def archive(store: StoreArg, data: JSONBody[MemoryRef]) -> ObservationOut:
 )
 def archived(
     store: StoreArg, project: Project = None, limit: RecentLimit = None
-) -> list[ObservationOut]:
+) -> list[Observation]:
     count = whole_number(limit, 20, LIST_MAX)
-    return many(store.archived_observations(project, limit=count), ObservationOut)
+    return store.archived_observations(project, limit=count)
 
 
 @_get(
@@ -181,9 +183,9 @@ def archived(
 )
 def review(
     store: StoreArg, project: Project = None, days: Days = None, limit: RecentLimit = None
-) -> list[ObservationOut]:
+) -> list[Observation]:
     count = whole_number(limit, 20, LIST_MAX)
-    return many(store.needs_review(project, days=days, limit=count), ObservationOut)
+    return store.needs_review(project, days=days, limit=count)
 
 
 @_post(
@@ -193,8 +195,8 @@ def review(
     responses=_errors(400, 404, 409, 413),
     summary="Confirm a memory is still right",
 )
-def mark_reviewed(store: StoreArg, data: JSONBody[MemoryRef]) -> ObservationOut:
-    return to_wire(store.mark_reviewed(data.id), ObservationOut)
+def mark_reviewed(store: StoreArg, data: JSONBody[MemoryRef]) -> Observation:
+    return store.mark_reviewed(data.id)
 
 
 @_post(
@@ -215,6 +217,13 @@ def consolidate(store: StoreArg, data: JSONBody[ConsolidateRequest]) -> Consolid
     return to_wire(report, ConsolidationOut)
 
 
-CURATION_OPEN_ROUTES = [pin, unpin, restore, archived, review, mark_reviewed]
+CURATION_OPEN_ROUTES: list[ControllerRouterHandler] = [
+    pin,
+    unpin,
+    restore,
+    archived,
+    review,
+    mark_reviewed,
+]
 #: Behind ENGRAM_HTTP_TOKEN like the other deletes: both archive memories.
-CURATION_GUARDED_ROUTES = [archive, consolidate]
+CURATION_GUARDED_ROUTES: list[HTTPRouteHandler] = [archive, consolidate]

@@ -4,11 +4,12 @@ shell over one store method (``relate``, ``judge_relation``, ``relations_for``,
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller
 from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.types import ControllerRouterHandler
 
 from engram.http.models import (
     EntityRelationshipsOut,
@@ -17,9 +18,9 @@ from engram.http.models import (
     GraphIngest,
     IngestReportOut,
     MemoryRelationsOut,
+    Relation,
     RelationCreate,
     RelationJudge,
-    RelationOut,
     many,
     to_wire,
 )
@@ -36,14 +37,13 @@ from engram.http.routes import (
 
 
 def _limit(default: int, maximum: int) -> Any:
-    """A strict count: these routes are new, no Go-era script sends them junk to tolerate."""
-    return Annotated[
-        int, QueryParameter(ge=1, le=maximum, description=f"how many (default {default})")
-    ]
+    """A strict count (``Annotated[int, _limit(…)]``): these routes are new, no Go-era script
+    sends them junk to tolerate."""
+    return QueryParameter(ge=1, le=maximum, description=f"how many (default {default})")
 
 
-GraphLimit = _limit(10, 100)
-ListLimit = _limit(50, 1000)
+GraphLimit = Annotated[int, _limit(10, 100)]
+ListLimit = Annotated[int, _limit(50, 1000)]
 RelationId = FromPath[str]
 
 
@@ -53,10 +53,10 @@ def _wire(data: object, kind: type) -> object:
 
 class RelationRoutes(Controller):
     path = "/relations"
-    tags: ClassVar[list[str]] = ["relations"]
+    tags = ("relations",)
 
     @_post("/", status_code=201, responses=_errors(400, 404, 413), summary="Relate two memories")
-    def create(self, store: StoreArg, data: JSONBody[RelationCreate]) -> RelationOut:
+    def create(self, store: StoreArg, data: JSONBody[RelationCreate]) -> Relation:
         """One relation per pair of memories of one project: relating a pair again replaces
         what it said. ``supersedes``: the source replaces the target (which then ranks right
         below it in search)."""
@@ -71,31 +71,31 @@ class RelationRoutes(Controller):
             kind="api",
             project=data.project,
         )
-        return to_wire(rel, RelationOut)
+        return rel
 
     @_get("/", responses=_errors(400), summary="Relations, newest first")
     def listing(
         self, store: StoreArg, project: Project = None, limit: ListLimit = 50, offset: Offset = 0
-    ) -> list[RelationOut]:
-        return many(store.list_relations(project, limit=limit, offset=offset), RelationOut)
+    ) -> list[Relation]:
+        return store.list_relations(project, limit=limit, offset=offset)
 
     @_get("/conflicts", responses=_errors(400), summary="Pending conflicts (memories to review)")
     def conflicts(
         self, store: StoreArg, project: Project = None, limit: ListLimit = 50
-    ) -> list[RelationOut]:
+    ) -> list[Relation]:
         store.detect_conflicts(limit=None)
-        return many(store.review_queue(project, limit=limit), RelationOut)
+        return store.review_queue(project, limit=limit)
 
     @_get("/{relation_id:str}", responses=_errors(400, 404), summary="One relation")
-    def one(self, store: StoreArg, relation_id: RelationId, project: Project = None) -> RelationOut:
-        return to_wire(store.get_relation(relation_id, project=project), RelationOut)
+    def one(self, store: StoreArg, relation_id: RelationId, project: Project = None) -> Relation:
+        return store.get_relation(relation_id, project=project)
 
     @_patch(
         "/{relation_id:str}", responses=_errors(400, 404, 413), summary="Judge a relation"
     )
     def judge(
         self, store: StoreArg, relation_id: RelationId, data: JSONBody[RelationJudge]
-    ) -> RelationOut:
+    ) -> Relation:
         """``judged`` confirms (optionally as another ``relation``), ``ignored`` dismisses,
         ``pending`` reopens."""
         rel = store.judge_relation(
@@ -107,7 +107,7 @@ class RelationRoutes(Controller):
             confidence=data.confidence,
             kind="api",
         )
-        return to_wire(rel, RelationOut)
+        return rel
 
 
 @_get(
@@ -123,7 +123,7 @@ def memory_relations(store: StoreArg, observation_id: ObservationId) -> MemoryRe
 
 class GraphRoutes(Controller):
     path = "/graph"
-    tags: ClassVar[list[str]] = ["graph"]
+    tags = ("graph",)
 
     @_get("/query", responses=_errors(400), summary="Answer a question with triples")
     def query(
@@ -168,4 +168,4 @@ class GraphRoutes(Controller):
         return _wire(found, EntityRelationshipsOut)  # type: ignore[return-value]
 
 
-ROUTES = [RelationRoutes, memory_relations, GraphRoutes]
+ROUTES: list[ControllerRouterHandler] = [RelationRoutes, memory_relations, GraphRoutes]

@@ -31,7 +31,7 @@ from litestar.exceptions import HTTPException, NotAuthorizedException, Validatio
 from litestar.handlers import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
+from litestar.openapi.spec import Components, Reference, SecurityScheme
 from litestar.params import JSONBody
 
 from engram import __version__
@@ -183,7 +183,7 @@ def bearer_guard(token: str) -> Callable[[ASGIConnection, BaseRouteHandler], Non
     """Let a request through only with ``Authorization: Bearer <ENGRAM_API_TOKEN>``."""
     expected = token.encode()
 
-    def guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    def guard(connection: ASGIConnection, _handler: BaseRouteHandler) -> None:
         scheme, _, given = connection.headers.get("authorization", "").partition(" ")
         # compare_digest: a wrong token takes as long to refuse as a nearly right one.
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
@@ -285,7 +285,7 @@ def create_hub(
             own.guards = [bearer_guard(token)]
             own.security = [{TOKEN_SCHEME: []}]
         guarded.append(own)
-    schemes = (
+    schemes: dict[str, SecurityScheme | Reference] | None = (
         {TOKEN_SCHEME: SecurityScheme(type="http", scheme="bearer", description="ENGRAM_API_TOKEN")}
         if token
         else None

@@ -35,15 +35,13 @@ def go_bool(raw: str | None) -> bool:
     return raw in GO_TRUE
 
 
-def lenient_count(default: int, maximum: int, what: str = "how many") -> Any:
-    """A query parameter read with :func:`whole_number` (the handler converts it)."""
-    return Annotated[
-        str | None,
-        QueryParameter(
-            description=f"{what} (default {default}, at most {maximum}); not a whole number or "
-            "below 1: the default, as the Go tool reads it",
-        ),
-    ]
+def count_parameter(default: int, maximum: int, what: str = "how many") -> Any:
+    """The OpenAPI description of a count read with :func:`whole_number` (the handler converts
+    it): ``Annotated[str | None, count_parameter(…)]``."""
+    return QueryParameter(
+        description=f"{what} (default {default}, at most {maximum}); not a whole number or "
+        "below 1: the default, as the Go tool reads it",
+    )
 
 
 LenientFlag = Annotated[

@@ -2,8 +2,9 @@
 
 litestar validates request bodies against these types (a wrong or missing field is a 400 naming
 it) and builds the OpenAPI document at ``/schema`` from them, so the schema is exactly what the
-server accepts and answers. Response structs mirror ``engram.store.models``; fields that the
-store's ``to_dict`` leaves out when empty (``rank``, ``observation_count``) are omitted here too.
+server accepts and answers. The entities and results the store hands out are answered as they
+are: :mod:`engram.store.models` are Structs too (one definition, re-exported here), so the
+schema cannot drift from what the store returns.
 """
 
 from __future__ import annotations
@@ -14,6 +15,41 @@ import msgspec
 from msgspec import Meta, Struct, field
 
 from engram.store.db import MAX_INTEGER
+from engram.store.models import (
+    History,
+    ImportResult,
+    MergeResult,
+    Observation,
+    PassiveResult,
+    ProjectInfo,
+    Prompt,
+    Relation,
+    RelationEnd,
+    Revision,
+    SearchMatch,
+    Session,
+    Stats,
+    Timeline,
+    TimelineEntry,
+)
+
+__all__ = [  # the store's models, answered as they are
+    "History",
+    "ImportResult",
+    "MergeResult",
+    "Observation",
+    "PassiveResult",
+    "ProjectInfo",
+    "Prompt",
+    "Relation",
+    "RelationEnd",
+    "Revision",
+    "SearchMatch",
+    "Session",
+    "Stats",
+    "Timeline",
+    "TimelineEntry",
+]
 
 # SQLite integers are signed 64-bit: anything larger must be refused before it reaches a query.
 MAX_INT = MAX_INTEGER  # SQLite's INTEGER range
@@ -34,82 +70,16 @@ class ErrorBody(Struct, omit_defaults=True):
     available_projects: list[str] | None = None
 
 
-# --- entities -----------------------------------------------------------------------------------
-
-
-class SessionOut(Struct, omit_defaults=True):
-    id: str
-    project: str
-    directory: str
-    started_at: str
-    ended_at: str | None
-    summary: str | None
-    observation_count: int | None = None
-
-
-class SearchMatchOut(Struct):
-    """Why a search result matched (store: ``SearchMatch``)."""
-
-    tier: str  # topic | words | prefix | context
-    words: list[str]  # query words found in the memory's own text
-    prefix_words: list[str]  # found only as the start of a longer word there
-    context_words: list[str]  # found in its session context
-    context: bool  # whether the session context contributed
-
-
-class ObservationOut(Struct, omit_defaults=True):
-    id: int
-    sync_id: str
-    session_id: str
-    type: str
-    title: str
-    content: str
-    tool_name: str | None
-    project: str
-    scope: str
-    topic_key: str | None
-    revision_count: int
-    duplicate_count: int
-    last_seen_at: str | None
-    created_at: str
-    updated_at: str
-    deleted_at: str | None
-    importance: float  # 0-1: the override when set, else the computed score
-    importance_override: float | None
-    pinned: bool
-    access_count: int  # searches and reads on this machine (not synced)
-    last_accessed_at: str | None
-    valid_from: str | None
-    valid_to: str | None
-    delete_reason: str | None  # "archived" when consolidation or a person archived it
-    superseded_by: str | None  # sync id of the memory it was merged into
-    reviewed_at: str | None
-    rank: float | None = None  # search results only: lower is better (BM25, or hybrid score)
-    match: SearchMatchOut | None = None  # search results only: why it matched
-    found_by: list[str] | None = None  # semantic/hybrid results: "lexical", "semantic"
-    similarity: float | None = None  # semantic/hybrid results: cosine similarity to the query
-    #: search results and single memories: active supersessions and conflicts, each with a
-    #: one-line ``note`` (``supersedes #12 (…)``, ``contested by #40 (…) — pending review``)
-    relations: list[dict[str, Any]] | None = None
-
-
-class PromptOut(Struct, omit_defaults=True):
-    id: int
-    sync_id: str
-    session_id: str
-    content: str
-    project: str
-    created_at: str
-    rank: float | None = None
-    match: SearchMatchOut | None = None
+# --- conversions --------------------------------------------------------------------------------
 
 
 def to_wire(obj: Any, kind: type[Struct]) -> Any:
-    """A store model (a dataclass) as its wire struct, without a dict in between."""
+    """A report the store or a service gives as a dict or a dataclass, as its wire struct."""
     return msgspec.convert(obj, kind, from_attributes=True)
 
 
 def many(objs: list[Any], kind: type[Struct]) -> list[Any]:
+    """:func:`to_wire` of each of ``objs``."""
     return [msgspec.convert(o, kind, from_attributes=True) for o in objs]
 
 
@@ -142,9 +112,9 @@ class SessionStatus(Struct):
 
 
 class SessionDetail(Struct):
-    session: SessionOut
-    observations: list[ObservationOut]
-    prompts: list[PromptOut]
+    session: Session
+    observations: list[Observation]
+    prompts: list[Prompt]
 
 
 # --- observations -------------------------------------------------------------------------------
@@ -171,7 +141,7 @@ class ObservationSaved(Struct, omit_defaults=True):
     id: int
     status: str  # always "saved"
     action: str  # created | deduplicated | topic_updated
-    observation: ObservationOut
+    observation: Observation
     warnings: list[str]
     truncated: bool
     suggested_topic_key: str | None = None
@@ -204,33 +174,8 @@ class ObservationDeleted(Struct):
     hard_delete: bool
 
 
-class RevisionOut(Struct):
-    """An earlier version of a memory (engram.store.models.Revision)."""
-
-    title: str
-    content: str
-    type: str
-    topic_key: str | None
-    scope: str
-    updated_at: str
-    revision_count: int
-    origin: str
-    written_here: bool
-    replaced_at: str
-    replaced_by_origin: str
-    replaced_here: bool
-
-
-class HistoryOut(Struct):
-    observation: ObservationOut
-    origin: str
-    written_here: bool
-    revisions: list[RevisionOut]
-    count: int
-
-
 class ObservationPage(Struct):
-    observations: list[ObservationOut]
+    observations: list[Observation]
     total: int
     offset: int
     limit: int
@@ -241,56 +186,6 @@ class PassiveCapture(Struct):
     session_id: SessionId | None = None
     project: str | None = ""
     source: str | None = "http-passive"  # saved as the memories' tool_name
-
-
-class PassiveResultOut(Struct):
-    extracted: int
-    saved: int
-    duplicates: int
-
-
-# --- timeline -----------------------------------------------------------------------------------
-
-
-class TimelineEntryOut(Struct):
-    """A memory beside the focus: every field of the memory (as the Go tool answers), and
-    ``is_focus``."""
-
-    id: int
-    type: str
-    title: str
-    content: str
-    created_at: str
-    is_focus: bool
-    sync_id: str
-    session_id: str
-    tool_name: str | None
-    project: str
-    scope: str
-    topic_key: str | None
-    revision_count: int
-    duplicate_count: int
-    last_seen_at: str | None
-    updated_at: str
-    deleted_at: str | None
-    importance: float
-    importance_override: float | None
-    pinned: bool
-    access_count: int
-    last_accessed_at: str | None
-    valid_from: str | None
-    valid_to: str | None
-    delete_reason: str | None
-    superseded_by: str | None
-    reviewed_at: str | None
-
-
-class TimelineOut(Struct):
-    focus: ObservationOut
-    before: list[TimelineEntryOut]
-    after: list[TimelineEntryOut]
-    session_info: SessionOut | None
-    total_in_range: int
 
 
 # --- prompts ------------------------------------------------------------------------------------
@@ -306,7 +201,7 @@ class PromptCreate(Struct):
 class PromptSaved(Struct):
     id: int
     status: str  # always "saved"
-    prompt: PromptOut
+    prompt: Prompt
 
 
 class PromptDeleted(Struct):
@@ -322,23 +217,8 @@ class ContextOut(Struct):
     context: str  # "" when there is nothing to show
 
 
-class StatsOut(Struct):
-    total_sessions: int
-    total_observations: int
-    total_prompts: int
-    projects: list[str]
-
-
-class ProjectInfoOut(Struct):
-    name: str
-    observation_count: int
-    session_count: int
-    prompt_count: int
-    directories: list[str]
-
-
 class ProjectList(Struct):
-    projects: list[ProjectInfoOut]
+    projects: list[ProjectInfo]
     count: int
 
 
@@ -350,14 +230,6 @@ class ProjectMerge(Struct):
 class ProjectMigrate(Struct):
     old_project: str
     new_project: str
-
-
-class MergeResultOut(Struct):
-    canonical: str
-    sources_merged: list[str]
-    observations_updated: int
-    sessions_updated: int
-    prompts_updated: int
 
 
 class CurrentProject(Struct):
@@ -461,16 +333,6 @@ class ExportDocument(Struct, omit_defaults=True):
     memory_relations: list[ExportRelation] | None = None  # the Go tool's name
 
 
-class ImportResultOut(Struct):
-    sessions_imported: int
-    observations_imported: int
-    prompts_imported: int
-    skipped: int
-    relations_imported: int = 0
-    #: rows that came back through the Go tool next to their original, retired
-    copies_retired: int = 0
-
-
 # --- sync status --------------------------------------------------------------------------------
 
 
@@ -535,48 +397,13 @@ class RelationJudge(Struct, kw_only=True):
     confidence: Annotated[float, Meta(ge=0, le=1)] | None = None
 
 
-class RelationEndOut(Struct):
-    sync_id: str
-    id: int | None
-    title: str | None
-    type: str | None
-    deleted: bool
-
-
-class RelationOut(Struct):
-    """A relation; ``state`` is what it means here (``orphaned`` once a memory is deleted)."""
-
-    id: int
-    sync_id: str
-    project: str
-    scope: str
-    source_id: str
-    target_id: str
-    relation: str
-    reason: str | None
-    evidence: str | None
-    confidence: float | None
-    judgment_status: str
-    marked_by_actor: str | None
-    marked_by_kind: str | None
-    marked_by_model: str | None
-    session_id: str | None
-    superseded_at: str | None
-    superseded_by_relation_id: str | None
-    created_at: str
-    updated_at: str
-    state: str
-    source: RelationEndOut
-    target: RelationEndOut
-
-
 class MemoryRelationsOut(Struct):
     id: int
     sync_id: str
     project: str
     title: str
     needs_review: bool
-    relations: list[RelationOut]
+    relations: list[Relation]
 
 
 class GraphSourceOut(Struct):

@@ -14,16 +14,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import partial
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.di import NamedDependency
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery, JSONBody, PathParameter, QueryParameter
+from litestar.types import ControllerRouterHandler
 
 from engram import __version__
 from engram.errors import ProjectResolutionError, ValidationError
-from engram.http.lenient import LenientFlag, go_bool, lenient_count, whole_number
+from engram.http.lenient import LenientFlag, count_parameter, go_bool, whole_number
 from engram.http.models import (
     MAX_INT,
     ContextOut,
@@ -31,36 +33,34 @@ from engram.http.models import (
     ErrorBody,
     ExportDocument,
     Health,
-    HistoryOut,
-    ImportResultOut,
-    MergeResultOut,
+    History,
+    ImportResult,
+    MergeResult,
+    Observation,
     ObservationCreate,
     ObservationDeleted,
-    ObservationOut,
     ObservationPage,
     ObservationPatch,
     ObservationSaved,
     PassiveCapture,
-    PassiveResultOut,
-    ProjectInfoOut,
+    PassiveResult,
     ProjectList,
     ProjectMerge,
     ProjectMigrate,
+    Prompt,
     PromptCreate,
     PromptDeleted,
-    PromptOut,
     PromptSaved,
+    Session,
     SessionCreate,
     SessionDetail,
     SessionEnd,
-    SessionOut,
     SessionStatus,
-    StatsOut,
+    Stats,
     SyncStatus,
-    TimelineOut,
+    Timeline,
     TopicKey,
     TopicKeyRequest,
-    many,
     to_wire,
 )
 from engram.project import ProjectResolution, detect_project, normalize_project
@@ -148,10 +148,12 @@ SessionId = FromPath[str]
 
 # Counts are read as the Go tool reads them (engram/http/lenient.py): not a whole number or
 # below 1 means the default, so hooks written for that tool keep working.
-RecentLimit = lenient_count(20, LIST_MAX)
-SessionLimit = lenient_count(5, LIST_MAX)
-SearchLimit = lenient_count(10, LIST_MAX, "how many (at most 20 are returned)")
-TimelineCount = lenient_count(5, LIST_MAX, "memories on this side")
+RecentLimit = Annotated[str | None, count_parameter(20, LIST_MAX)]
+SessionLimit = Annotated[str | None, count_parameter(5, LIST_MAX)]
+SearchLimit = Annotated[
+    str | None, count_parameter(10, LIST_MAX, "how many (at most 20 are returned)")
+]
+TimelineCount = Annotated[str | None, count_parameter(5, LIST_MAX, "memories on this side")]
 
 
 def _errors(*codes: int) -> dict[int, ResponseSpec]:
@@ -203,7 +205,7 @@ def health(store: StoreArg) -> Health:
 
 class SessionRoutes(Controller):
     path = "/sessions"
-    tags: ClassVar[list[str]] = ["sessions"]
+    tags = ("sessions",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Start a session")
     def create(
@@ -236,24 +238,24 @@ class SessionRoutes(Controller):
         until: Until = None,
         limit: SessionLimit = None,
         offset: Offset = 0,
-    ) -> list[SessionOut]:
+    ) -> list[Session]:
         count = whole_number(limit, 5, LIST_MAX)
         sessions = store.recent_sessions(project, count, since=since, until=until, offset=offset)
-        return many(sessions, SessionOut)
+        return sessions
 
     @_get("/{session_id:str}", responses=_errors(400, 404), summary="A session and its memories")
     def detail(self, store: StoreArg, session_id: SessionId) -> SessionDetail:
         session = store.get_session(session_id)
         return SessionDetail(
-            session=to_wire(session, SessionOut),
-            observations=many(store.session_observations(session_id), ObservationOut),
-            prompts=many(store.session_prompts(session_id), PromptOut),
+            session=session,
+            observations=store.session_observations(session_id),
+            prompts=store.session_prompts(session_id),
         )
 
 
 class ObservationRoutes(Controller):
     path = "/observations"
-    tags: ClassVar[list[str]] = ["observations"]
+    tags = ("observations",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save a memory")
     def create(
@@ -278,7 +280,7 @@ class ObservationRoutes(Controller):
             id=result.observation.id,
             status="saved",
             action=result.action,
-            observation=to_wire(result.observation, ObservationOut),
+            observation=result.observation,
             warnings=result.warnings,
             truncated=result.truncated,
             suggested_topic_key=result.suggested_topic_key,
@@ -294,14 +296,14 @@ class ObservationRoutes(Controller):
     )
     def passive(
         self, store: StoreArg, server: ServerArg, data: JSONBody[PassiveCapture]
-    ) -> PassiveResultOut:
+    ) -> PassiveResult:
         result = store.capture_passive(
             data.content,
             session_id=data.session_id,
             project=server.write_project(store, data.project, data.session_id),
             source=data.source or "http-passive",
         )
-        return to_wire(result, PassiveResultOut)
+        return result
 
     @_get("/recent", responses=_errors(400), summary="Newest memories")
     def recent(
@@ -313,12 +315,12 @@ class ObservationRoutes(Controller):
         since: Since = None,
         until: Until = None,
         limit: RecentLimit = None,
-    ) -> list[ObservationOut]:
+    ) -> list[Observation]:
         found = store.recent_observations(
             project, scope_filter, whole_number(limit, 20, LIST_MAX), type=type, since=since,
             until=until,
         )  # fmt: skip
-        return many(found, ObservationOut)
+        return found
 
     @_get("/", responses=_errors(400), summary="Memories, newest first, a page at a time")
     def page(
@@ -338,22 +340,22 @@ class ObservationRoutes(Controller):
         )
         total = store.count_observations(project, scope_filter, type=type, since=since, until=until)
         return ObservationPage(
-            observations=many(found, ObservationOut), total=total, offset=offset, limit=count
+            observations=found, total=total, offset=offset, limit=count
         )
 
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
-    def one(self, store: StoreArg, observation_id: ObservationId) -> ObservationOut:
-        return to_wire(store.get_observation(observation_id, record_access=True), ObservationOut)
+    def one(self, store: StoreArg, observation_id: ObservationId) -> Observation:
+        return store.get_observation(observation_id, record_access=True)
 
     @_get(
         "/{observation_id:int}/history",
         responses=_errors(400, 404),
         summary="A memory and its earlier versions",
     )
-    def history(self, store: StoreArg, observation_id: ObservationId) -> HistoryOut:
+    def history(self, store: StoreArg, observation_id: ObservationId) -> History:
         """The memory as it is now (a deleted one too) and the earlier versions this machine
         kept (the last 20), newest first."""
-        return to_wire(store.history(observation_id).to_dict(), HistoryOut)
+        return store.history(observation_id)
 
     @_patch(
         "/{observation_id:int}",
@@ -362,7 +364,7 @@ class ObservationRoutes(Controller):
     )
     def update(
         self, store: StoreArg, observation_id: ObservationId, data: JSONBody[ObservationPatch]
-    ) -> ObservationOut:
+    ) -> Observation:
         """The body is the memory after the change: secrets in new text show as
         ``[REDACTED:kind]`` (``allow_secrets`` keeps them)."""
         changed = store.update_observation(
@@ -380,7 +382,7 @@ class ObservationRoutes(Controller):
             valid_from=data.valid_from,
             valid_to=data.valid_to,
         )
-        return to_wire(changed, ObservationOut)
+        return changed
 
 
 @_get("/search", tags=["search"], responses=_errors(400), summary="Search memories")
@@ -402,7 +404,7 @@ def search(
             "date and time"
         ),
     ] = None,
-) -> list[ObservationOut]:
+) -> list[Observation]:
     """Best matches first (``rank``: lower is better); a query with ``/`` first matches topic
     keys exactly. In semantic and hybrid mode each result says what found it (``found_by``)
     and how similar it is to the question (``similarity``). Importance breaks near ties;
@@ -419,7 +421,7 @@ def search(
         mode=mode,
         as_of=as_of,
     )
-    return many(found, ObservationOut)
+    return found
 
 
 @_get(
@@ -435,18 +437,15 @@ def timeline(
     ],
     before: TimelineCount = None,
     after: TimelineCount = None,
-) -> TimelineOut:
-    return to_wire(
-        store.timeline(
-            observation_id, whole_number(before, 5, LIST_MAX), whole_number(after, 5, LIST_MAX)
-        ),
-        TimelineOut,
+) -> Timeline:
+    return store.timeline(
+        observation_id, whole_number(before, 5, LIST_MAX), whole_number(after, 5, LIST_MAX)
     )
 
 
 class PromptRoutes(Controller):
     path = "/prompts"
-    tags: ClassVar[list[str]] = ["prompts"]
+    tags = ("prompts",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save what the user asked")
     def create(
@@ -458,7 +457,7 @@ class PromptRoutes(Controller):
             project=server.write_project(store, data.project, data.session_id),
             allow_secrets=data.allow_secrets,
         )
-        return PromptSaved(id=prompt.id, status="saved", prompt=to_wire(prompt, PromptOut))
+        return PromptSaved(id=prompt.id, status="saved", prompt=prompt)
 
     @_get("/recent", responses=_errors(400), summary="Newest prompts")
     def recent(
@@ -467,9 +466,9 @@ class PromptRoutes(Controller):
         project: Project = None,
         limit: RecentLimit = None,
         offset: Offset = 0,
-    ) -> list[PromptOut]:
+    ) -> list[Prompt]:
         count = whole_number(limit, 20, LIST_MAX)
-        return many(store.recent_prompts(project, count, offset=offset), PromptOut)
+        return store.recent_prompts(project, count, offset=offset)
 
     @_get("/search", responses=_errors(400), summary="Search prompts")
     def search(
@@ -479,10 +478,10 @@ class PromptRoutes(Controller):
         project: Project = None,
         limit: SearchLimit = None,
         match_mode: MatchMode = "any",
-    ) -> list[PromptOut]:
+    ) -> list[Prompt]:
         count = whole_number(limit, 10, LIST_MAX)
         found = store.search_prompts(q, project=project, limit=count, match_mode=match_mode)
-        return many(found, PromptOut)
+        return found
 
 
 SectionLimit = Annotated[
@@ -524,13 +523,13 @@ def context(
 
 
 @_get("/stats", tags=["projects"], responses=_errors(400), summary="How much is stored")
-def stats(store: StoreArg, project: Project = None) -> StatsOut:
-    return to_wire(store.stats(project), StatsOut)
+def stats(store: StoreArg, project: Project = None) -> Stats:
+    return store.stats(project)
 
 
 @_get("/projects", tags=["projects"], responses=_errors(), summary="Projects with their counts")
 def projects(store: StoreArg) -> ProjectList:
-    found = many(store.list_projects(), ProjectInfoOut)
+    found = store.list_projects()
     return ProjectList(projects=found, count=len(found))
 
 
@@ -636,7 +635,7 @@ def delete_prompt(store: StoreArg, prompt_id: PromptId) -> PromptDeleted:
 def export(store: StoreArg, project: Project = None) -> Response[ExportDocument]:
     # The store's document is returned as is: the same bytes as `engram export`.
     return Response(
-        store.export_data(project),
+        store.export_data(project),  # type: ignore[arg-type]  # that document's dict, as is
         headers={"Content-Disposition": 'attachment; filename="engram-export.json"'},
     )
 
@@ -649,10 +648,10 @@ def export(store: StoreArg, project: Project = None) -> Response[ExportDocument]
     responses=_errors(400, 401, 413),
     summary="Import a JSON export (all or nothing; rows already present are skipped)",
 )
-def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResultOut:
+def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResult:
     import msgspec
 
-    return to_wire(store.import_data(msgspec.to_builtins(data)), ImportResultOut)
+    return store.import_data(msgspec.to_builtins(data))
 
 
 @_post(
@@ -662,8 +661,8 @@ def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResultOut:
     responses=_errors(400, 401, 404, 413),
     summary="Move every memory of some projects into another",
 )
-def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResultOut:
-    return to_wire(store.merge_projects(data.sources, data.to), MergeResultOut)
+def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResult:
+    return store.merge_projects(data.sources, data.to)
 
 
 @_post(
@@ -673,11 +672,11 @@ def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResult
     responses=_errors(400, 401, 404, 413),
     summary="Rename a project (moves everything of old_project into new_project)",
 )
-def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeResultOut:
-    return to_wire(store.merge_projects([data.old_project], data.new_project), MergeResultOut)
+def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeResult:
+    return store.merge_projects([data.old_project], data.new_project)
 
 
-OPEN_ROUTES = [
+OPEN_ROUTES: list[ControllerRouterHandler] = [
     health,
     SessionRoutes,
     ObservationRoutes,
@@ -691,7 +690,7 @@ OPEN_ROUTES = [
     suggest_topic,
     sync_state,
 ]
-GUARDED_ROUTES = [
+GUARDED_ROUTES: list[HTTPRouteHandler] = [
     delete_session,
     delete_observation,
     delete_prompt,

@@ -231,7 +231,7 @@ class Workspace:
 # --- argument types (descriptions are what agents read in the schema) ----------------------
 
 #: The key of an argument's schema that holds what the compact listing says of it instead of
-#: its description (engram.mcp.server.compact_schema; neither listing sends the key itself).
+#: its description (engram.mcp.listing.compact_schema; neither listing sends the key itself).
 COMPACT = "x-engram-compact"
 
 

@@ -28,9 +28,10 @@ import contextlib
 import logging
 import os
 import secrets
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -113,7 +114,7 @@ class AccessLog:
     def pending_counts(self) -> dict[tuple[str, str], int]:
         """Hits logged but not folded yet, per (project, key), read without taking the log
         (what a dry run adds to the stored counts)."""
-        hits: dict[tuple[str, str], list] = {}
+        hits: dict[tuple[str, str], list[Any]] = {}
         files = [self.path, *self.path.parent.glob(f"{self.path.name}.*{FOLDING_SUFFIX}")]
         with self.db.read() as conn:
             done = {r[0] for r in conn.execute("SELECT name FROM access_folds")}
@@ -140,7 +141,7 @@ class AccessLog:
                     [f.name for f in files],
                 )
             }
-            hits: dict[tuple[str, str], list] = {}
+            hits: dict[tuple[str, str], list[Any]] = {}
             for file in files:
                 if file.name in done:
                     continue
@@ -177,7 +178,7 @@ class AccessLog:
             os.close(fd)
 
 
-def _read_hits(file: Path, hits: dict[tuple[str, str], list]) -> int:
+def _read_hits(file: Path, hits: dict[tuple[str, str], list[Any]]) -> int:
     """Add the hits of one log file to ``hits`` ((project, key) → [count, last at]); lines that
     are not hits (a torn last line after a crash) are skipped."""
     count = 0
@@ -199,7 +200,7 @@ def _read_hits(file: Path, hits: dict[tuple[str, str], list]) -> int:
     return count
 
 
-def _apply(conn, hits: dict[tuple[str, str], list]) -> list[int]:
+def _apply(conn: sqlite3.Connection, hits: dict[tuple[str, str], list[Any]]) -> list[int]:
     """Add the counts to their memories; the local ids of the memories that exist."""
     ids: list[int] = []
     for (project, key), (count, at) in sorted(hits.items()):

@@ -54,7 +54,7 @@ def parse_as_of(value: Any, field: str = "as_of") -> str:
         ) from None
 
 
-def state_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict | None:
+def state_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
     """The replicated state of memory ``(project, key)`` at ``when`` (``None`` when no known
     state is that old; ``{"deleted_at"}`` when it was deleted by then): the newest written by
     ``when`` of its kept revisions and the states its journal still holds (every state it
@@ -67,7 +67,7 @@ def state_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dic
     return kept if (kept.get("updated_at") or "") > journal_moment else journaled
 
 
-def _journaled_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict | None:
+def _journaled_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
     rows = conn.execute(
         """SELECT record FROM sync_journal WHERE entity = 'observation' AND project = ?
              AND key = ? ORDER BY hlc DESC""",

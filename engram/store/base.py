@@ -15,6 +15,9 @@ from engram.store.db import Database
 from engram.store.journal import Journal
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from engram.store.access import AccessLog
     from engram.store.models import Observation, Prompt, Session
 
 TABLES = {
@@ -70,6 +73,7 @@ class StoreParts(Protocol):
     db: Database
     journal: Journal
     config: Config
+    access: AccessLog
 
     def _write_project(self, project: str, session_id: str | None) -> str: ...
 
@@ -77,7 +81,49 @@ class StoreParts(Protocol):
         self, conn: sqlite3.Connection, session_id: str, project: str, directory: str = ""
     ) -> bool: ...
 
-    def _delete_session_rows(self, conn: sqlite3.Connection, old: dict) -> tuple[int, int]: ...
+    def _delete_session_rows(
+        self, conn: sqlite3.Connection, old: dict[str, Any]
+    ) -> tuple[int, int]: ...
+
+    def _settle_go_copies(
+        self, conn: sqlite3.Connection, rows: Iterable[tuple[str, str, str, dict[str, Any]]]
+    ) -> int: ...
+
+    @staticmethod
+    def _missing(conn: sqlite3.Connection, oid: int, verb: str) -> Exception: ...
+
+    def get_observation(
+        self, observation_id: Any, *, include_deleted: bool = False, record_access: bool = False
+    ) -> Observation: ...
+
+    def update_observation(
+        self,
+        observation_id: Any,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        type: str | None = None,
+        project: str | None = None,
+        scope: str | None = None,
+        topic_key: str | None = None,
+        tool_name: str | None = None,
+        allow_secrets: bool = False,
+        warnings: list[str] | None = None,
+        importance: float | str | None = None,
+        pinned: bool | None = None,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+    ) -> Observation: ...
+
+    def delete_observation(
+        self, observation_id: Any, *, hard: bool = False, reason: str | None = None
+    ) -> Observation: ...
+
+    def pinned_observations(
+        self, project: str | None = None, *, scope: str | None = None, limit: Any = 20
+    ) -> list[Observation]: ...
+
+    def annotate_results(self, results: list[Observation]) -> list[Observation]: ...
 
     def _observation_filters(
         self,
@@ -124,6 +170,7 @@ class StoreBase(StoreParts):
     db: Database
     journal: Journal
     config: Config
+    access: AccessLog
 
     # --- replicated state -------------------------------------------------------------------
 

@@ -93,7 +93,7 @@ class ConsolidationMixin(StoreBase):
             rows = self._scored_in_memory(where, params, now)
             report.rescored = len(rows)
         else:
-            self.access.fold()  # type: ignore[attr-defined]
+            self.access.fold()
             with self.db.write() as conn:
                 report.rescored = scoring.rescore_where(
                     conn, f"o.deleted_at IS NULL AND {where}", params, now
@@ -175,7 +175,7 @@ class ConsolidationMixin(StoreBase):
 
     def _scored_in_memory(self, where: str, params: list[Any], now: str) -> list[dict[str, Any]]:
         """The memories with the score a re-scoring would give them now (nothing written)."""
-        pending = self.access.pending_counts()  # type: ignore[attr-defined]
+        pending = self.access.pending_counts()
         moment = datetime.strptime(now, STORE_FORMAT).replace(tzinfo=UTC)
         rows = [dict(r) for r in self.db.rows(f"{_LOAD} AND {where}", params)]
         for row in rows:
@@ -273,7 +273,7 @@ class ConsolidationMixin(StoreBase):
             if not _unchanged(conn, sources):
                 return None
             now = now_text()
-            self._ensure_session(conn, merged.session_id, project)  # type: ignore[attr-defined]
+            self._ensure_session(conn, merged.session_id, project)
             hlc, origin = self.journal.tick(conn)
             refresh = ContextRefresh(conn)
             values = {

@@ -42,7 +42,7 @@ class ContextMixin(StoreBase):
         n_prompts = _section_limit(prompts, 10)
         n_pinned = _section_limit(pinned, self.config.pinned_context_limit)
         pins = (
-            self.pinned_observations(  # type: ignore[attr-defined]
+            self.pinned_observations(
                 project, scope=scope, limit=n_pinned + 1
             )
             if n_pinned > 0

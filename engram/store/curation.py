@@ -33,11 +33,11 @@ class CurationMixin(StoreBase):
     def pin_observation(self, observation_id: Any, pinned: bool = True) -> Observation:
         """Pin (or unpin) a live memory: a pinned memory always appears in the context and is
         never archived. An archived or deleted memory must be restored first."""
-        return self.update_observation(observation_id, pinned=pinned)  # type: ignore[attr-defined]
+        return self.update_observation(observation_id, pinned=pinned)
 
     def set_importance(self, observation_id: Any, value: float | str) -> Observation:
         """Override a memory's importance (0-1), or drop the override with ``"auto"``."""
-        return self.update_observation(observation_id, importance=value)  # type: ignore[attr-defined]
+        return self.update_observation(observation_id, importance=value)
 
     def set_validity(
         self, observation_id: Any, *, valid_from: str | None = None, valid_to: str | None = None
@@ -45,32 +45,32 @@ class CurationMixin(StoreBase):
         """Say when a memory was true (a date each; ``""``/``none`` clears)."""
         if valid_from is None and valid_to is None:
             raise ValidationError("give valid_from, valid_to or both", field="valid_to")
-        return self.update_observation(  # type: ignore[attr-defined]
+        return self.update_observation(
             observation_id, valid_from=valid_from, valid_to=valid_to
         )
 
     def archive_observation(self, observation_id: Any) -> Observation:
         """Archive a memory by hand: a soft delete with the reason ``archived`` (restorable).
         A pinned memory is never archived: unpin it first."""
-        memory = self.get_observation(observation_id)  # type: ignore[attr-defined]
+        memory = self.get_observation(observation_id)
         if memory.pinned:
             raise ConflictError(
                 f"Memory #{memory.id} is pinned, and pinned memories are never archived: "
                 f"unpin it first (engram unpin {memory.id})"
             )
-        return self.delete_observation(memory.id, reason="archived")  # type: ignore[attr-defined]
+        return self.delete_observation(memory.id, reason="archived")
 
     def mark_reviewed(self, observation_id: Any) -> Observation:
         """Confirm a memory is still right: it leaves the review list and its recency counts
         from now (journaled, so a teammate's confirmation counts for everyone)."""
-        oid = self.get_observation(observation_id).id  # type: ignore[attr-defined]
+        oid = self.get_observation(observation_id).id
         with self.db.write() as conn:
             row = conn.execute(
                 "SELECT project, sync_id FROM observations WHERE id = ? AND deleted_at IS NULL",
                 (oid,),
             ).fetchone()
             if row is None:
-                raise self._missing(conn, oid, "review")  # type: ignore[attr-defined]
+                raise self._missing(conn, oid, "review")
             now = now_text()
             hlc, origin = self.journal.tick(conn)
             conn.execute(
@@ -78,7 +78,7 @@ class CurationMixin(StoreBase):
             )
             scoring.rescore_ids(conn, [oid], now)
             self._journal_state(conn, "observation", row[0], row[1], hlc, origin)
-        return self.get_observation(oid)  # type: ignore[attr-defined]
+        return self.get_observation(oid)
 
     # --- lists ----------------------------------------------------------------------------------
 
@@ -94,7 +94,7 @@ class CurationMixin(StoreBase):
         """Live memories nobody changed, confirmed or read for ``days`` (default
         ``Config.review_after_days``), stalest first."""
         cutoff = self.review_cutoff(days)
-        self.access.fold()  # type: ignore[attr-defined]  # reads count: fold them first
+        self.access.fold()  # reads count: fold them first
         clauses, params = ["o.deleted_at IS NULL", f"{_LAST_ACTIVITY} < ?"], [cutoff]
         if project:
             clauses.append("o.project = ?")

@@ -18,6 +18,9 @@ from typing import Any
 from engram.errors import StoreUnavailableError
 from engram.platform import private_directory, private_file, tighten_file
 
+#: Parameters of one SQL statement: positional (a tuple or list) or named (a dict).
+Params = tuple[Any, ...] | list[Any] | dict[str, Any]
+
 BUSY_TIMEOUT_MS = 10_000
 #: The largest integer SQLite stores (64-bit signed): ids and counts above it cannot exist.
 MAX_INTEGER = 2**63 - 1
@@ -184,7 +187,7 @@ class Database:
         with self._lock:
             self.conn.execute("VACUUM")
 
-    def rows(self, sql: str, params: tuple | list | dict = ()) -> list[sqlite3.Row]:
+    def rows(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         """Run a read and fetch every row while holding the connection."""
         with self._lock:
             try:
@@ -194,11 +197,11 @@ class Database:
                     raise StoreUnavailableError(describe_sqlite_error(exc, self.path)) from exc
                 raise
 
-    def one(self, sql: str, params: tuple | list | dict = ()) -> sqlite3.Row | None:
+    def one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
         rows = self.rows(sql, params)
         return rows[0] if rows else None
 
-    def scalar(self, sql: str, params: tuple | list | dict = ()) -> Any:
+    def scalar(self, sql: str, params: Params = ()) -> Any:
         row = self.one(sql, params)
         return None if row is None else row[0]
 

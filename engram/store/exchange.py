@@ -4,7 +4,11 @@ converged.
 
 An export holds relations only when its memories have some; it is then version ``0.2.0`` (a
 ``relations`` list), else still ``0.1.0``, so tools that only read ``0.1.0`` (the Go tool before
-relations) keep reading what has none."""
+relations) keep reading what has none.
+
+Size: over 500 lines on purpose: export, import and the canonical export share the document's
+shapes and the rules that keep an import idempotent.
+"""
 
 from __future__ import annotations
 
@@ -255,7 +259,7 @@ class ExchangeMixin(StoreBase):
             if run.newest:
                 self.journal.observe(conn, run.newest)
             # A row of a Go export may be a memory of ours that went through the Go tool.
-            result.copies_retired = self._settle_go_copies(conn, run.imported)  # type: ignore[attr-defined]
+            result.copies_retired = self._settle_go_copies(conn, run.imported)
         if progress is not None:
             progress(total, total)
         return result
@@ -309,7 +313,7 @@ class ImportRun:
         self.now_ms = now_ms
         self.done = 0
         self.newest = ""
-        self.records: list[tuple] = []
+        self.records: list[tuple[Any, ...]] = []
         #: (entity, project, key, state) of every memory and prompt inserted
         self.imported: list[tuple[str, str, str, dict[str, Any]]] = []
         self.sessions = {(r[0], r[1]) for r in conn.execute("SELECT project, id FROM sessions")}
@@ -356,7 +360,7 @@ class ImportRun:
              record["project"], record["scope"], orjson.dumps(record).decode(), self.now)
         )  # fmt: skip
         self.newest = max(self.newest, record["hlc"])
-        return record["hlc"]
+        return str(record["hlc"])
 
     def flush_journal(self) -> None:
         self.conn.executemany(

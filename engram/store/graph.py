@@ -14,6 +14,9 @@ machine derives the same graph from the same memories, docs/graph.md).
   their normalized names; with two or more, the shortest chains of triples connecting them are
   returned (at most :data:`MAX_HOPS` hops), else the triples around the one named; every triple
   lists the memories that state it.
+
+Size: over 500 lines on purpose: ingesting, keeping honest and reading one graph share its
+tables' rules; the extraction itself lives in :mod:`engram.graph`.
 """
 
 from __future__ import annotations
@@ -314,7 +317,7 @@ class GraphMixin(StoreBase):
         from engram.store.checks import check_id
 
         oid = check_id(str(memory).strip().removeprefix("#"))
-        obs = self.get_observation(oid)  # type: ignore[attr-defined]
+        obs = self.get_observation(oid)
         if self.db.one("SELECT 1 FROM graph_ingested WHERE observation_id = ?", (oid,)) is None:
             self.graph_ingest(oid)
         with self.db.read() as conn:
@@ -416,13 +419,13 @@ def _check_question(question: Any) -> str:
     if not isinstance(question, str) or not question.strip():
         raise ValidationError("question cannot be empty", field="question")
     require_storable(question, "question")
-    question = question.strip()
-    if len(question) > MAX_QUESTION:
+    text = question.strip()
+    if len(text) > MAX_QUESTION:
         raise ValidationError(
-            f"question is {len(question):,} characters, over the {MAX_QUESTION:,} allowed",
+            f"question is {len(text):,} characters, over the {MAX_QUESTION:,} allowed",
             field="question",
         )
-    return question
+    return text
 
 
 def _check_limit(limit: Any, maximum: int = 100) -> int:
@@ -629,12 +632,13 @@ def _around(conn: sqlite3.Connection, ids: list[int], limit: int) -> list[dict[s
 
 def _link(conn: sqlite3.Connection, a: int, b: int) -> sqlite3.Row | None:
     """The strongest triple between two entities, whichever way it points."""
-    return conn.execute(
+    row: sqlite3.Row | None = conn.execute(
         f"""{_TRIPLE} WHERE (t.subject = ?1 AND t.object = ?2) OR (t.subject = ?2 AND t.object = ?1)
             GROUP BY t.subject, t.predicate, t.object
             ORDER BY t.predicate = 'related_to', {_ORDER} LIMIT 1""",
         (a, b),
     ).fetchone()
+    return row
 
 
 def _paths(conn: sqlite3.Connection, ids: list[int], limit: int) -> list[dict[str, Any]]:

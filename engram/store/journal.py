@@ -74,7 +74,8 @@ class JournalEntry:
     source: str
 
     def as_record(self) -> dict[str, Any]:
-        return orjson.loads(self.record)
+        record: dict[str, Any] = orjson.loads(self.record)
+        return record
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JournalEntry:
@@ -169,7 +170,7 @@ class Journal:
                 (origin, fingerprint),
             )
             return origin
-        return row["origin"]
+        return str(row["origin"])
 
     def identity_matches(self) -> bool:
         row = self.db.one("SELECT machine_fingerprint FROM sync_clock")

@@ -119,7 +119,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _select(conn: sqlite3.Connection, table: str, wanted: dict[str, str], order: str) -> list[dict]:
+def _select(conn: sqlite3.Connection, table: str, wanted: dict[str, str], order: str) -> list[dict[str, Any]]:
     """Rows of an old table with missing columns replaced by SQL defaults."""
     have = _columns(conn, table)
     cols = ", ".join(
@@ -196,7 +196,7 @@ def _journal(
         f"UPDATE {table} SET hlc = ? WHERE project = ? AND {key_column} = ?",
         (record["hlc"], record["project"], record["key"]),
     )
-    return record["hlc"]
+    return str(record["hlc"])
 
 
 def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str:
@@ -240,7 +240,7 @@ def _copy_rows(store: Store, conn: sqlite3.Connection, present: set[str]) -> str
             )
     rows = _select(conn, "go_observations", OBSERVATION_COLUMNS, "id")
     # Identity is per project: duplicates (the Go tool's re-import bug) are one address each.
-    newest_by_sync: dict[tuple[str, str], dict] = {}
+    newest_by_sync: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
         # Derived, not random: the same row upgraded, exported or synced by the Go tool gets
         # the same key on every machine (and the Go tool's duplicated rows collapse into one).

@@ -1,7 +1,23 @@
 """The objects the store hands out: one shape per entity, shared by every face.
 
-``to_dict`` gives the JSON shape of the Go tool's export (plus ``rank`` in search results),
-which is what the CLI's ``--json``, the MCP tools and the HTTP API all return.
+The models every face serves are msgspec Structs, so the local HTTP API answers with these very
+types (litestar encodes them and builds ``/schema`` from them; there is no second copy to keep
+in step) and ``to_dict`` is msgspec's own conversion, which gives the JSON shape of the Go tool's
+export (plus ``rank`` and the match in search results) that the CLI's ``--json`` and the MCP
+tools return. A field that is left out when it does not apply (a search result's ``rank``,
+``match``, ``found_by`` and ``similarity``, a memory's ``relations``; a session's
+``observation_count``) defaults to None
+in a Struct with ``omit_defaults``: every other field of such a Struct has no default, so it is
+always written, None or not. msgspec adds a few milliseconds to start-up, well within the
+0.25 s a cold ``engram save`` or ``search`` may take (tests/semantic/test_lexical_path.py lists
+what those commands may import).
+
+Results no face serves as they are (:class:`SaveResult`, :class:`PruneResult`,
+:class:`ApplyResult`, which the sync reports nest, and :class:`MemoryRelations`, which the HTTP
+API flattens) stay plain dataclasses.
+
+Size: over 500 lines on purpose: every object the store hands out, in one module every face
+imports; each is a short declaration.
 """
 
 from __future__ import annotations
@@ -10,15 +26,25 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import msgspec
 
-@dataclass(slots=True)
-class Session:
+
+class Model(msgspec.Struct):
+    """A store object that is also a wire shape: ``to_dict`` is its JSON object."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        return data
+
+
+class Session(Model, omit_defaults=True):
     id: str
     project: str
     directory: str
     started_at: str
-    ended_at: str | None = None
-    summary: str | None = None
+    ended_at: str | None
+    summary: str | None
+    #: Listings only (left out elsewhere).
     observation_count: int | None = None
 
     @classmethod
@@ -38,49 +64,32 @@ class Session:
     def active(self) -> bool:
         return self.ended_at is None
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if self.observation_count is None:
-            del data["observation_count"]
-        return data
-
 
 #: Why a search result matched, from best to weakest (docs/search.md, the tiers).
 MATCH_TIERS = ("topic", "words", "prefix", "context")
 
 
-@dataclass(slots=True)
-class SearchMatch:
+class SearchMatch(Model):
     """Why a search result matched: the query words found in its own text (as words, or only
     as the start of a longer word), those found in its session context, and its tier."""
 
     tier: str  # one of MATCH_TIERS
-    words: list[str] = field(default_factory=list)
-    prefix_words: list[str] = field(default_factory=list)
-    context_words: list[str] = field(default_factory=list)
+    words: list[str] = msgspec.field(default_factory=list)
+    prefix_words: list[str] = msgspec.field(default_factory=list)
+    context_words: list[str] = msgspec.field(default_factory=list)
+    #: Whether the session context contributed to the match (derived from ``context_words``).
+    context: bool = False
 
-    @property
-    def context(self) -> bool:
-        """Whether the session context contributed to the match."""
-        return bool(self.context_words)
+    def __post_init__(self) -> None:
+        self.context = bool(self.context_words)
 
     @property
     def via_context(self) -> bool:
         """Found only through the session context (the memory's own text holds no query word)."""
         return self.tier == "context"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tier": self.tier,
-            "words": list(self.words),
-            "prefix_words": list(self.prefix_words),
-            "context_words": list(self.context_words),
-            "context": self.context,
-        }
 
-
-@dataclass(slots=True)
-class Observation:
+class Observation(Model, omit_defaults=True):
     id: int
     sync_id: str
     session_id: str
@@ -96,22 +105,23 @@ class Observation:
     last_seen_at: str | None
     created_at: str
     updated_at: str
-    deleted_at: str | None = None
+    deleted_at: str | None
     #: How much the memory matters, 0-1: the override when there is one, else the computed
     #: score (docs/importance.md).
-    importance: float = 0.0
-    importance_override: float | None = None
-    pinned: bool = False
+    importance: float
+    importance_override: float | None
+    pinned: bool
     #: Searches that returned it and reads of it, on this machine (local, not synced).
-    access_count: int = 0
-    last_accessed_at: str | None = None
-    valid_from: str | None = None
-    valid_to: str | None = None
+    access_count: int
+    last_accessed_at: str | None
+    valid_from: str | None
+    valid_to: str | None
     #: Why it was deleted: ``archived`` (consolidation or by hand), else none.
-    delete_reason: str | None = None
+    delete_reason: str | None
     #: The sync id of the memory that superseded it (a consolidation merge).
-    superseded_by: str | None = None
-    reviewed_at: str | None = None
+    superseded_by: str | None
+    reviewed_at: str | None
+    #: Search results only (left out elsewhere, as the three below): lower is better.
     rank: float | None = None
     match: SearchMatch | None = None  # search results only
     #: Search results in semantic or hybrid mode: which signals found the memory ("lexical":
@@ -125,7 +135,7 @@ class Observation:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Observation:
         keys = row.keys()
-        intent = _intent(row) if "pinned" in keys else {}
+        intent = _intent(row) if "pinned" in keys else NO_INTENT
         return cls(
             id=row["id"],
             sync_id=row["sync_id"],
@@ -151,16 +161,20 @@ class Observation:
     def archived(self) -> bool:
         return self.deleted_at is not None and self.delete_reason == "archived"
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for optional in ("rank", "found_by", "similarity", "relations"):
-            if data[optional] is None:
-                del data[optional]
-        if self.match is None:
-            del data["match"]
-        else:
-            data["match"] = self.match.to_dict()
-        return data
+
+#: The intent fields of a memory nobody curated (rows selected without those columns).
+NO_INTENT: dict[str, Any] = {
+    "importance": 0.0,
+    "importance_override": None,
+    "pinned": False,
+    "access_count": 0,
+    "last_accessed_at": None,
+    "valid_from": None,
+    "valid_to": None,
+    "delete_reason": None,
+    "superseded_by": None,
+    "reviewed_at": None,
+}
 
 
 def _intent(row: sqlite3.Row) -> dict[str, Any]:
@@ -180,8 +194,7 @@ def _intent(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-@dataclass(slots=True)
-class Prompt:
+class Prompt(Model, omit_defaults=True):
     id: int
     sync_id: str
     session_id: str
@@ -203,16 +216,6 @@ class Prompt:
             created_at=row["created_at"],
             rank=row["rank"] if "rank" in keys else None,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if self.rank is None:
-            del data["rank"]
-        if self.match is None:
-            del data["match"]
-        else:
-            data["match"] = self.match.to_dict()
-        return data
 
 
 @dataclass(slots=True)
@@ -240,8 +243,7 @@ class SaveResult:
         return data
 
 
-@dataclass(slots=True)
-class TimelineEntry:
+class TimelineEntry(Model):
     """A memory around a timeline's focus: the memory's own fields (as the Go tool gives them,
     so its hooks read them), and whether it is the focus."""
 
@@ -290,30 +292,16 @@ class TimelineEntry:
             reviewed_at=memory.reviewed_at,
         )  # fmt: skip
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass(slots=True)
-class Timeline:
+class Timeline(Model):
     focus: Observation
     before: list[TimelineEntry]
     after: list[TimelineEntry]
     session_info: Session | None
     total_in_range: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "focus": self.focus.to_dict(),
-            "before": [e.to_dict() for e in self.before],
-            "after": [e.to_dict() for e in self.after],
-            "session_info": self.session_info.to_dict() if self.session_info else None,
-            "total_in_range": self.total_in_range,
-        }
 
-
-@dataclass(slots=True)
-class Revision:
+class Revision(Model):
     """An earlier version of a memory: what it said, which machine wrote it (``origin``) and
     which replaced it, and when this machine saw it replaced."""
 
@@ -330,63 +318,39 @@ class Revision:
     replaced_by_origin: str
     replaced_here: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass(slots=True)
-class History:
+class History(Model):
     """A memory as it is now (and which machine wrote that version), then its earlier
-    versions, newest first (at most engram.store.revisions.KEPT)."""
+    versions, newest first (at most engram.store.revisions.KEPT), and how many there are."""
 
     observation: Observation
     origin: str
     written_here: bool
     revisions: list[Revision]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "observation": self.observation.to_dict(),
-            "origin": self.origin,
-            "written_here": self.written_here,
-            "revisions": [r.to_dict() for r in self.revisions],
-            "count": len(self.revisions),
-        }
+    count: int
 
 
-@dataclass(slots=True)
-class Stats:
+class Stats(Model):
     total_sessions: int
     total_observations: int
     total_prompts: int
     projects: list[str]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass(slots=True)
-class ProjectInfo:
+class ProjectInfo(Model):
     name: str
     observation_count: int
     session_count: int
     prompt_count: int
     directories: list[str]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass(slots=True)
-class MergeResult:
+class MergeResult(Model):
     canonical: str
     sources_merged: list[str]
     observations_updated: int = 0
     sessions_updated: int = 0
     prompts_updated: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(slots=True)
@@ -400,18 +364,13 @@ class PruneResult:
         return asdict(self)
 
 
-@dataclass(slots=True)
-class PassiveResult:
+class PassiveResult(Model):
     extracted: int = 0
     saved: int = 0
     duplicates: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass(slots=True)
-class ImportResult:
+class ImportResult(Model):
     sessions_imported: int = 0
     observations_imported: int = 0
     prompts_imported: int = 0
@@ -420,9 +379,6 @@ class ImportResult:
     #: rows that came back through the Go tool next to their original, retired
     #: (:mod:`engram.store.go_copies`)
     copies_retired: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(slots=True)
@@ -480,8 +436,7 @@ class ApplyResult:
         return asdict(self)
 
 
-@dataclass(slots=True)
-class RelationEnd:
+class RelationEnd(Model):
     """One end of a relation as this machine knows it: the memory's local id and title, or
     ``None`` when the memory is not here (yet)."""
 
@@ -491,12 +446,8 @@ class RelationEnd:
     type: str | None = None
     deleted: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass(slots=True)
-class Relation:
+class Relation(Model):
     """A link between two memories of one project (``supersedes``, ``conflicts_with`` …).
 
     ``judgment_status`` is what the relation says (pending, judged, ignored, …); ``state`` is
@@ -567,12 +518,6 @@ class Relation:
             "state": self.state,
             "note": self.note(sync_id),
         }
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["source"] = self.source.to_dict()
-        data["target"] = self.target.to_dict()
-        return data
 
 
 #: How a relation reads from its source and from its target.

@@ -32,6 +32,7 @@ from engram.store.models import (
 from engram.store.search_context import ContextRefresh, derive
 from engram.store.sessions import check_session_id
 from engram.text import (
+    Truncation,
     extract_learnings,
     find_similar,
     normalize_scope,
@@ -82,7 +83,7 @@ class ObservationsMixin(StoreBase):
         *,
         allow_secrets: bool = False,
         warnings: list[str] | None = None,
-    ):
+    ) -> tuple[str, Truncation]:
         title = strip_private(title or "")
         content = strip_private(content or "")
         if not allow_secrets:
@@ -358,7 +359,7 @@ class ObservationsMixin(StoreBase):
         if record_access:
             # Counted in the access log; the count shown is the folded one, the same on every
             # face (reads are folded in batches: docs/importance.md).
-            self.access.note([found])  # type: ignore[attr-defined]
+            self.access.note([found])
         return found
 
     def get_observation_by_sync_id(

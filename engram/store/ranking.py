@@ -204,8 +204,9 @@ def _statistics(
         parts = [f"SELECT {n}, doc FROM {spec.vocab} WHERE term = ?" for n in range(len(missing))]
         found = dict(conn.execute(" UNION ALL ".join(parts), missing).fetchall())
         for n, term in enumerate(missing):
-            docs[term] = int(found.get(n, 0))
-            counts.put(spec.fts, term, total, docs[term])
+            holding = int(found.get(n, 0))
+            docs[term] = holding
+            counts.put(spec.fts, term, total, holding)
     stats = []
     for word in words:
         rows = min(docs[stem] or 0 for stem in word.stems)

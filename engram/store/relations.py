@@ -17,6 +17,9 @@ and ``judged`` relations are *active*: they annotate search results (one line ea
 ``supersedes #12 (…)``, ``contested by #40 (…) — pending review``), order a superseded memory
 right below its successor, and a pending ``conflicts_with`` marks both memories
 ``needs_review``.
+
+Size: over 500 lines on purpose: writing, judging and reading relations share the pair key
+and the visibility rules; one module keeps them from drifting apart.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def visible(row: sqlite3.Row | dict[str, Any]) -> bool:
     cannot annotate or reorder what only this user keeps)."""
     if row["scope"] == "personal":
         return True
-    return row["s_scope"] != "personal" and row["t_scope"] != "personal"
+    return bool(row["s_scope"] != "personal" and row["t_scope"] != "personal")
 
 
 def relation_from_row(row: sqlite3.Row) -> Relation:
@@ -202,13 +205,14 @@ class RelationsMixin(StoreBase):
             from engram.store.checks import check_id
 
             oid = check_id(text, field)
-            row = conn.execute(
+            row: sqlite3.Row | None = conn.execute(
                 "SELECT * FROM observations WHERE id = ? AND deleted_at IS NULL", (oid,)
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"Observation #{oid} not found")
             return row
         require_storable(text, field)
+        rows: list[sqlite3.Row]
         if project:
             rows = conn.execute(
                 "SELECT * FROM observations WHERE project = ? AND sync_id = ?"
@@ -239,7 +243,7 @@ class RelationsMixin(StoreBase):
         if project:
             clauses.append("r.project = ?")
             params.append(project_name(project))
-        rows = conn.execute(
+        rows: list[sqlite3.Row] = conn.execute(
             f"SELECT r.*, {_ENDS} FROM {_FROM} WHERE {' AND '.join(clauses)}", params
         ).fetchall()
         rows = [r for r in rows if visible(r)]

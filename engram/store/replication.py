@@ -12,6 +12,9 @@ A record that cannot be applied (malformed, unstorable text, a payload naming an
 or not yet (more than the allowed drift ahead of this clock) goes to the inbound quarantine
 (:mod:`engram.store.quarantine`) with its reason, and the rest of the batch applies. Waiting
 records are re-checked on every apply.
+
+Size: over 500 lines on purpose: the apply batch and its rules (last writer wins, tombstones,
+the quarantine, Go copies, relations) are the logic of one transaction.
 """
 
 from __future__ import annotations
@@ -54,7 +57,9 @@ _ARRIVED = """SELECT 1 FROM observations WHERE project = ?1 AND sync_id = ?2
               WHERE entity = 'observation' AND project = ?1 AND key = ?2 LIMIT 1"""
 
 
-def parse_record(item: dict[str, Any] | str | bytes, index: int | None = None):
+def parse_record(
+    item: dict[str, Any] | str | bytes, index: int | None = None
+) -> tuple[dict[str, Any], str | None]:
     """``(record, exact_text)`` from a dict or the JSON text of one mutation; raises
     :class:`InvalidMutationError` naming the problem."""
     if isinstance(item, dict):

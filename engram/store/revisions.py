@@ -98,9 +98,7 @@ class RevisionsMixin(StoreBase):
         """A memory (deleted ones too: their past is what one looks for) and its earlier
         versions, newest first."""
         oid = check_id(observation_id)
-        current = self.get_observation(  # type: ignore[attr-defined]
-            oid, include_deleted=include_deleted
-        )
+        current = self.get_observation(oid, include_deleted=include_deleted)
         row = self.db.one("SELECT hlc FROM observations WHERE id = ?", (oid,))
         hlc = str(row[0]) if row is not None else ""
         rows = self.db.rows(
@@ -133,6 +131,7 @@ class RevisionsMixin(StoreBase):
             origin=origin_of(hlc),
             written_here=origin_of(hlc) == local,
             revisions=revisions,
+            count=len(revisions),
         )
 
 

@@ -3,6 +3,9 @@
 Migrations only ever append: to change the schema, add a function to ``MIGRATIONS``. A database
 written by the Go tool that first defined Engram (user_version 0 with an ``observations`` table)
 is backed up next to itself and rebuilt into this schema by :mod:`engram.store.legacy`.
+
+Size: over 500 lines on purpose: the migrations are an append-only history, each kept exactly as
+it ran on people's databases; one list in one file is the record of their order.
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ class SearchMixin(StoreBase):
             # importance can never bring in a memory the ranking left out.
             found = break_ties(found)
         if record_access:
-            self.access.note(found)  # type: ignore[attr-defined]
+            self.access.note(found)
         return found
 
     def _search_any(
@@ -191,7 +191,7 @@ class SearchMixin(StoreBase):
                 include_deleted=include_deleted,
             )
         # After ranking (issue 20): relation notes, and superseded memories below their successor.
-        return self.annotate_results(results)  # type: ignore[attr-defined]
+        return self.annotate_results(results)
 
     def _search_lexical(
         self,
@@ -284,10 +284,10 @@ class SearchMixin(StoreBase):
         the filters accept; only when the filters reject too many, rank again with them inside.
         """
         fetch = limit * 4 + 20
-        options = {"match_all": mode == "all", "k": limit, "fetch": fetch}
+        match_all = mode == "all"
         ranking = rank(
-            conn, spec, words, prune=self.config.search_pruning, counts=self.term_counts,
-            **options,
+            conn, spec, words, match_all=match_all, k=limit, fetch=fetch,
+            prune=self.config.search_pruning, counts=self.term_counts,
         )  # fmt: skip
         hits = ranking.hits
         a = table.alias
@@ -305,7 +305,10 @@ class SearchMixin(StoreBase):
             hits = [h for h in hits if h.rowid in kept]
         if len(hits) < limit and not ranking.complete:
             filters = Filters(table.name, a, where, tuple(params))
-            hits = rank(conn, spec, words, prune=False, filters=filters, **options).hits
+            hits = rank(
+                conn, spec, words, match_all=match_all, k=limit, fetch=fetch, prune=False,
+                filters=filters,
+            ).hits  # fmt: skip
         best = hits[:limit]
         if not best:
             return []

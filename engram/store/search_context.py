@@ -19,6 +19,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from engram.record import PSEUDO_SESSION, is_agent_session
 from engram.store import fts
@@ -104,7 +105,7 @@ def derive(
     return "\n".join(pieces)
 
 
-def derive_state(conn: sqlite3.Connection, state: dict) -> str:
+def derive_state(conn: sqlite3.Connection, state: dict[str, Any]) -> str:
     """:func:`derive` for a row about to be inserted (a replicated payload or a new save)."""
     return derive(
         conn,
@@ -204,7 +205,7 @@ class ContextRefresh:
         if spot is not None:
             spots.append(spot)
 
-    def inserted(self, rowid: int, state: dict) -> None:
+    def inserted(self, rowid: int, state: dict[str, Any]) -> None:
         """Note an observation just inserted with its derived context: only the rows after it
         (if it arrived out of order) need work."""
         spot = _Spot(rowid, state["session_id"], state["project"], state.get("scope") or "project",
@@ -231,9 +232,9 @@ class ContextRefresh:
             for spot in set(spots):
                 if spot.live:
                     rows.update(_following(self.conn, spot))
-        for rowid, spots in self._prompts.items():
+        for rowid, prompt_spots in self._prompts.items():
             now_prompt = _prompt_spot(self.conn, rowid)
-            for prompt_spot in {*spots, *([now_prompt] if now_prompt else [])}:
+            for prompt_spot in {*prompt_spots, *([now_prompt] if now_prompt else [])}:
                 rows.update(_led_by(self.conn, prompt_spot))
         self._observations.clear()
         self._prompts.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
 from engram.project import project_name
@@ -295,7 +296,9 @@ class SessionsMixin(StoreBase):
                 )
             self._delete_session_rows(conn, old)
 
-    def _delete_session_rows(self, conn: sqlite3.Connection, old: dict) -> tuple[int, int]:
+    def _delete_session_rows(
+        self, conn: sqlite3.Connection, old: dict[str, Any]
+    ) -> tuple[int, int]:
         """Hard-delete a session's prompts and then the session, journaling each."""
         now = now_text()
         project = old["project"]

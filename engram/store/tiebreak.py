@@ -31,7 +31,7 @@ def tied(best: Any, other: Any, band: float = TIE_BAND) -> bool:
     """Whether ``other`` ranks practically equal to ``best`` (ranks: lower is better)."""
     if best.rank is None or other.rank is None or _tier(best) != _tier(other):
         return False
-    return abs(other.rank - best.rank) <= band * max(abs(best.rank), 1e-9)
+    return bool(abs(other.rank - best.rank) <= band * max(abs(best.rank), 1e-9))
 
 
 def break_ties(results: Sequence[Any], band: float = TIE_BAND) -> list[Any]:

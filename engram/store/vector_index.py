@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from engram.semantic.model import DIMENSIONS
-from engram.store.vectors import TABLE
+from engram.store.vector_queue import TABLE
 
 #: Candidates examined per round before falling back to filtering the whole matrix.
 FIRST_ROUND = 200
@@ -81,7 +81,8 @@ class VectorIndex:
 
         einsum rather than ``@``: a matrix-vector product is bound by memory bandwidth, and
         BLAS's worker threads only add contention (10x slower on a busy two-core machine)."""
-        return np.einsum("ij,j->i", self.matrix[: self.size], query)
+        scores: np.ndarray = np.einsum("ij,j->i", self.matrix[: self.size], query)
+        return scores
 
     def nearest(
         self,
@@ -181,4 +182,5 @@ def _top(scores: np.ndarray, n: int) -> np.ndarray:
     n = min(n, len(scores))
     part = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
     order = part[np.argsort(-scores[part], kind="stable")]
-    return order[np.isfinite(scores[order])]
+    best: np.ndarray = order[np.isfinite(scores[order])]
+    return best

@@ -113,7 +113,7 @@ class EngramApp(App[None]):
             return not isinstance(self.screen, ModalScreen) and not isinstance(self.focused, Input)
         return True
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         """Esc / q: back to the previous screen, or quit from the dashboard."""
         if len(self.screen_stack) > 1:
             self.pop_screen()

@@ -35,7 +35,7 @@ def too_small_notice() -> Static:
 def run_in_thread(
     node: Any,
     call: Callable[[Gateway], T],
-    done: Callable[[T], None],
+    done: Callable[[T], object],
     failed: Callable[[EngramError], None],
     *,
     group: str = "db",
@@ -50,7 +50,7 @@ def run_in_thread(
         except Closing:
             return
         except Exception as exc:
-            outcome: tuple[Callable[[Any], None], Any] = (failed, as_engram_error(exc))
+            outcome: tuple[Callable[[Any], object], Any] = (failed, as_engram_error(exc))
         else:
             outcome = (done, result)
         if get_current_worker().is_cancelled:
@@ -112,7 +112,7 @@ class EngramScreen(Screen):
     def run_db(
         self,
         call: Callable[[Gateway], T],
-        done: Callable[[T], None],
+        done: Callable[[T], object],
         failed: Callable[[EngramError], None] | None = None,
         *,
         group: str = "db",

@@ -94,7 +94,7 @@ class ObservationScreen(EngramScreen):
     def action_reload(self) -> None:
         self.refresh_data()
 
-    def _fetch(self, then: Callable[[ObservationRow], None]) -> None:
+    def _fetch(self, then: Callable[[ObservationRow], object]) -> None:
         """Fetch the memory again, then ``then(row)`` — or report that it is gone."""
         oid = self.observation_id
         first = self.observation is None  # opening it is a read (docs/importance.md)
@@ -328,6 +328,10 @@ class TimelineScreen(ObservationListScreen):
     def _item(self, entry: TimelineEntry):
         return timeline_item(entry, self.observation_id)
 
+    def entries(self) -> LazyList[TimelineEntry]:
+        """The list, typed as what it holds here (timeline entries, not observation rows)."""
+        return self.query_one("#timeline", LazyList)
+
     def refresh_data(self) -> None:
         oid = self.observation_id
         self.run_db(
@@ -349,13 +353,13 @@ class TimelineScreen(ObservationListScreen):
             f"showing up to {TIMELINE_BEFORE} before and {TIMELINE_AFTER} after #{focus.id}."
         )
         self.query_one("#tl-head", Static).update(Text(for_terminal(head)))
-        self.list_widget().set_source(FixedSource(entries), cursor=len(timeline.before))
+        self.entries().set_source(FixedSource(entries), cursor=len(timeline.before))
 
     def _failed(self, exc: EngramError) -> None:
         if isinstance(exc, NotFoundError):
             self.query_one("#tl-head", Static).update(gone_text(self.observation_id))
-            self.list_widget().set_source(FixedSource([]))
-            self.list_widget().empty_text = "This memory was deleted."
+            self.entries().set_source(FixedSource([]))
+            self.entries().empty_text = "This memory was deleted."
         else:
             self.show_error(exc)
 
@@ -365,7 +369,7 @@ class TimelineScreen(ObservationListScreen):
         await self.engram.open(ObservationScreen(entry.id))
 
     async def action_timeline(self) -> None:
-        entry: TimelineEntry | None = self.list_widget().current
+        entry = self.entries().current
         if entry is not None and entry.id != self.observation_id:
             await self.engram.open(TimelineScreen(entry.id))
 
@@ -436,7 +440,7 @@ class SessionScreen(ObservationListScreen):
         else:
             self.show_error(exc)
 
-    def on_lazy_list_selected(self, event: LazyList.Selected) -> None:
+    async def on_lazy_list_selected(self, event: LazyList.Selected) -> None:
         # Observation rows fall through to ObservationListScreen's handler (Textual calls the
         # handlers of every class in the MRO unless one prevents the default).
         if event.control.id == "session-prompts":

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from engram import settings as config_module
 from engram.errors import EngramError, NotFoundError
@@ -284,7 +284,7 @@ class Gateway:
         """Soft-delete: hidden everywhere, replicated as a tombstone, restorable from sync."""
         return self.call(lambda s: s.delete_observation(observation_id, hard=False))
 
-    def update(self, observation_id: int, **fields: str) -> Observation:
+    def update(self, observation_id: int, **fields: Any) -> Observation:
         return self.call(lambda s: s.update_observation(observation_id, **fields))
 
     # --- live search ----------------------------------------------------------------------------

@@ -543,8 +543,8 @@ class VaultSync:
             self._record(key, path, current.hash, memory)
             self.report.unchanged += 1
             return
-        target = self.report.written if current is None and entry is None else []
-        self._write(key, memory, path, target, rendered=rendered)
+        events = self.report.written if current is None and entry is None else []
+        self._write(key, memory, path, events, rendered=rendered)
 
     def _gone(self, key: str, entry: NoteEntry | None, note: DiskNote | None) -> None:
         """The memory left this vault's selection (hard-deleted, moved to another project or

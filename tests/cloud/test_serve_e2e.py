@@ -5,19 +5,29 @@ other (the state lives in PostgreSQL)."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
 from tests.cloud import records as rec
-from tests.support.cloud import LEGACY_TOKEN, bearer
+from tests.support.cloud import LEGACY_TOKEN, RunningServer, bearer
+from tests.support.sync_cloud import wait_until
+
+
+def events(path: Path) -> list[str]:
+    """What the observed server's notifier did (tests/support/observed_cloud.py)."""
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def test_two_servers_one_database(
-    start_server: Callable[..., str], make_user: Callable[..., str]
+    serve: Callable[..., RunningServer],
+    start_server: Callable[..., str],
+    make_user: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
-    first = start_server()
+    notes = tmp_path / "first-server-notifier.log"
+    first = serve(observe=notes).url
     second = start_server("--workers", "2")
     member = bearer(make_user("alice", ["acme"]))
     legacy = bearer(LEGACY_TOKEN)
@@ -28,7 +38,6 @@ def test_two_servers_one_database(
             assert http.get(f"{base}/api/v1/whoami", headers=member).json()["projects"] == ["acme"]
 
         answers: list[dict] = []
-        started = time.monotonic()
         waiter = threading.Thread(
             target=lambda: answers.append(
                 http.get(
@@ -39,15 +48,18 @@ def test_two_servers_one_database(
             )
         )
         waiter.start()
-        time.sleep(0.5)
+        # The pull on the first server found nothing and is waiting before anything is pushed.
+        wait_until(lambda: "waiting 0" in events(notes), timeout=30)
         record = rec.observation(project="acme")
         pushed = http.post(
             f"{second}/sync/mutations/push", json=rec.push_body([record]), headers=member
         )
         assert pushed.status_code == 200 and pushed.json()["accepted"] == [record["mid"]]
         waiter.join(30)
+        assert not waiter.is_alive()
         assert [m["mid"] for m in answers[0]["mutations"]] == [record["mid"]]
-        assert time.monotonic() - started < 20  # woken by the other server's commit
+        # The first server heard the second server's commit through PostgreSQL.
+        wait_until(lambda: "latest 1" in events(notes), timeout=30)
 
         forbidden = http.post(
             f"{first}/sync/mutations/push",

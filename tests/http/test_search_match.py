@@ -26,7 +26,7 @@ def test_search_results_carry_their_match(client: TestClient) -> None:
         "context": False,
     }
     schema = client.get("/schema/openapi.json").json()
-    assert "match" in schema["components"]["schemas"]["ObservationOut"]["properties"]
+    assert "match" in schema["components"]["schemas"]["Observation"]["properties"]
 
 
 def test_prompt_search_carries_its_match(client: TestClient) -> None:

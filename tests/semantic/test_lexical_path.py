@@ -59,7 +59,9 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.store.tiebreak", "engram.store.intent", "engram.store.curation",
     "engram.store.consolidation",
 }  # fmt: skip
-THIRD_PARTY_ALLOWED = {"orjson"}
+#: msgspec (and typing_extensions, which it imports): the store's models are msgspec Structs,
+#: served as they are by the HTTP API.
+THIRD_PARTY_ALLOWED = {"orjson", "msgspec", "typing_extensions"}
 #: Names the standard library only tries to import (copy.py probes for Jython's ``org``).
 STDLIB_PROBES = {"org"}
 

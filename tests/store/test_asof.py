@@ -11,7 +11,7 @@ import pytest
 from engram.errors import ValidationError
 from engram.store import Store
 from engram.store.asof import parse_as_of
-from engram.store.models import Observation
+from engram.store.models import NO_INTENT, Observation
 from engram.store.tiebreak import break_ties
 from tests.store.replicas import converge
 
@@ -135,7 +135,8 @@ def _result(key: str, rank: float, importance: float) -> Observation:
     return Observation(
         id=0, sync_id=key, session_id="s", type="t", title=key, content="", tool_name=None,
         project="p", scope="project", topic_key=None, revision_count=1, duplicate_count=1,
-        last_seen_at=None, created_at="", updated_at="", importance=importance, rank=rank,
+        last_seen_at=None, created_at="", updated_at="", deleted_at=None,
+        **{**NO_INTENT, "importance": importance}, rank=rank,
     )  # fmt: skip
 
 

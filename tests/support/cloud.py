@@ -20,6 +20,7 @@ from engram_cloud.db import create_db_engine
 from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
 from engram_cloud.settings import Settings, parse_allowlist
 from tests.support import REPO, engram_env, free_port, wait_for_port
+from tests.support.observed_cloud import command as observed_command
 from tests.support.postgres import (  # noqa: F401  (pytest finds fixtures by name)
     fixture_cloud_db_url,
     fixture_cloud_template,
@@ -122,7 +123,9 @@ def serve(data_dir: Path, cloud_db_url: str) -> Iterator[Callable[..., RunningSe
     and JWT secret set, projects acme and widgets allowed unless ``env`` says otherwise)."""
     processes: list[subprocess.Popen[bytes]] = []
 
-    def start(*extra: str, **env: str) -> RunningServer:
+    def start(*extra: str, observe: Path | None = None, **env: str) -> RunningServer:
+        """``observe``: run through :mod:`tests.support.observed_cloud`, which appends the
+        long-poll notifier's events to that file."""
         port = free_port()
         log = data_dir / f"cloud-serve-{port}.log"
         settings = {
@@ -132,19 +135,9 @@ def serve(data_dir: Path, cloud_db_url: str) -> Iterator[Callable[..., RunningSe
             "ENGRAM_CLOUD_ALLOWED_PROJECTS": "acme,widgets",
             **env,
         }
+        args = ("cloud", "serve", "--port", str(port), "--log-level", "warning", *extra)
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "engram",
-                "cloud",
-                "serve",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                *extra,
-            ],
+            observed_command(observe, *args) if observe else [sys.executable, "-m", "engram", *args],
             env=engram_env(data_dir, settings),
             cwd=REPO,
             stdout=log.open("wb"),

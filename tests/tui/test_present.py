@@ -4,6 +4,7 @@ the two-line list items."""
 from __future__ import annotations
 
 from engram.store import Observation, Session
+from engram.store.models import NO_INTENT
 from engram.text import Block, one_line, split_blocks
 from engram.tui.gateway import ObservationRow
 from engram.tui.items import observation_item, session_item
@@ -100,6 +101,8 @@ def _observation(**changes) -> Observation:
         last_seen_at=None,
         created_at="2026-11-21 10:05:33",
         updated_at="2026-11-21 10:05:33",
+        deleted_at=None,
+        **NO_INTENT,
     )
     fields.update(changes)
     return Observation(**fields)

@@ -3,7 +3,7 @@ line, and a "via session context" badge for memories found only through their se
 
 from __future__ import annotations
 
-from engram.store.models import Observation, SearchMatch
+from engram.store.models import NO_INTENT, Observation, SearchMatch
 from engram.tui.gateway import ObservationRow
 from engram.tui.items import observation_item
 
@@ -13,7 +13,8 @@ def _observation(match: SearchMatch | None) -> Observation:
         id=12, sync_id="obs-1", session_id="s-1", type="bugfix", title="Fixed it",
         content="What: the fix", tool_name=None, project="acme", scope="project", topic_key=None,
         revision_count=1, duplicate_count=1, last_seen_at=None,
-        created_at="2026-11-21 10:05:33", updated_at="2026-11-21 10:05:33", match=match,
+        created_at="2026-11-21 10:05:33", updated_at="2026-11-21 10:05:33", deleted_at=None,
+        **NO_INTENT, match=match,
     )  # fmt: skip
 
 

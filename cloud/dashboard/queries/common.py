@@ -121,7 +121,7 @@ def page_strip(current: int, pages: int) -> list[int | None]:
 class Page:
     """One page of a list: its rows and where it sits in the whole."""
 
-    rows: list[Any]
+    rows: Sequence[Any]
     paging: Paging
     total: int  # exact, or COUNT_CAP/SEARCH_WINDOW when ``capped``
     capped: bool = False

@@ -4,6 +4,7 @@ its importance and supersession links) and the observation types of the filter."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +99,7 @@ def observations(conn: Connection, scope: Scope, flt: ObservationFilter, paging:
 
 def recent_observations(
     conn: Connection, scope: Scope, flt: ObservationFilter, limit: int = 25
-) -> list[Any]:
+) -> Sequence[Any]:
     """The newest (or best-matching) observations, without paging (the activity page)."""
     return observations(conn, scope, flt, Paging(1, limit)).rows
 
@@ -185,7 +186,7 @@ class Standing:
     importance: float
     overridden: bool
     successor: Any | None
-    merged_from: list[Any]
+    merged_from: Sequence[Any]
 
 
 def standing(conn: Connection, obs: Any, links: int) -> Standing:
@@ -219,7 +220,7 @@ def standing(conn: Connection, obs: Any, links: int) -> Standing:
     return Standing(value, obs.importance_override is not None, successor, merged_from)
 
 
-def related_observations(conn: Connection, obs: Any) -> list[Any]:
+def related_observations(conn: Connection, obs: Any) -> Sequence[Any]:
     """Other live observations of the same agent session or the same topic. Sessionless saves
     share one pseudo session per project, which says nothing about them: not related."""
     links = []
@@ -355,7 +356,7 @@ def session(conn: Connection, project: str, session_id: str) -> SessionRow | Non
     return None if row is None else SessionRow(row, row.n_obs, row.n_prompts)
 
 
-def session_observations(conn: Connection, project: str, session_id: str) -> list[Any]:
+def session_observations(conn: Connection, project: str, session_id: str) -> Sequence[Any]:
     return conn.execute(
         select(*OBSERVATION_COLUMNS)
         .where(_o.c.project == project, _o.c.session_id == session_id, _o.c.deleted_at.is_(None))
@@ -416,7 +417,7 @@ def prompt(conn: Connection, project: str, session_id: str, sync_id: str) -> Any
 
 def session_prompts(
     conn: Connection, project: str, session_id: str, *, exclude: str = ""
-) -> list[Any]:
+) -> Sequence[Any]:
     return conn.execute(
         select(*PROMPT_COLUMNS)
         .where(_p.c.project == project, _p.c.session_id == session_id, _p.c.sync_id != exclude)

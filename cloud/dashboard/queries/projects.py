@@ -136,7 +136,7 @@ def project(conn: Connection, name: str) -> ProjectSummary | None:
     return summary if exists else None
 
 
-def project_rows(conn: Connection, name: str, what: str, limit: int = 50) -> list[Any]:
+def project_rows(conn: Connection, name: str, what: str, limit: int = 50) -> Sequence[Any]:
     """The newest ``limit`` observations, sessions or prompts of a project."""
     if what == "observations":
         return conn.execute(

@@ -197,7 +197,7 @@ class CloudClient:
         path: str,
         *,
         body: Any = None,
-        params: Sequence[tuple[str, str | int | float]] | None = None,
+        params: Sequence[tuple[str, str | int | float | bool | None]] | None = None,
         timeout: float | None = None,
         project: str | None = None,
     ) -> Any:
@@ -214,7 +214,7 @@ class CloudClient:
             extra["timeout"] = httpx.Timeout(timeout, connect=min(self.timeout, 10.0))
         try:
             response = self._http.request(
-                method, path, content=content, params=params, headers=headers, **extra
+                method, path, content=content, params=list(params or ()), headers=headers, **extra
             )
         except httpx.TimeoutException as exc:
             raise CloudError(
@@ -252,11 +252,15 @@ class CloudClient:
     # --- the routes ---------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
-        return self._send("GET", "/health", timeout=min(self.timeout, 5.0))
+        answer: dict[str, Any] = self._send("GET", "/health", timeout=min(self.timeout, 5.0))
+        return answer
 
     def whoami(self) -> dict[str, Any]:
         """Who the server thinks we are and which projects we may sync (``"*"`` = all)."""
-        return self._send("GET", "/api/v1/whoami", timeout=min(self.timeout, 10.0))
+        answer: dict[str, Any] = self._send(
+            "GET", "/api/v1/whoami", timeout=min(self.timeout, 10.0)
+        )
+        return answer
 
     def push(
         self, records: Sequence[str], *, created_by: str, project: str | None = None
@@ -321,9 +325,10 @@ class CloudClient:
         )
 
     def heartbeat(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._send(
+        answer: dict[str, Any] = self._send(
             "POST", "/api/v1/workers/heartbeat", body=dict(body), timeout=min(self.timeout, 10.0)
         )
+        return answer
 
 
 class _RawBody:

@@ -241,7 +241,14 @@ class BootstrapReport:
         return asdict(self)
 
 
-def _stage(store: Store, target: str, project: str, stage: str, reason=None, message=None) -> None:
+def _stage(
+    store: Store,
+    target: str,
+    project: str,
+    stage: str,
+    reason: str | None = None,
+    message: str | None = None,
+) -> None:
     state.update_project(
         store,
         target,

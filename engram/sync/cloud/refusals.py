@@ -45,7 +45,7 @@ class Backoff:
     def delay(self, count: int) -> float:
         """The wait after the ``count``-th refusal in a row: doubled each time, capped, with
         up to 10 % jitter so machines refused together do not come back together."""
-        wait = min(self.base * 2 ** max(0, count - 1), self.ceiling)
+        wait = float(min(self.base * 2 ** max(0, count - 1), self.ceiling))
         return wait * (1 + random.random() / 10) if wait < self.ceiling else wait
 
 

@@ -148,11 +148,12 @@ def project_status(
     row = state.project_row(store, target, project) or {}
     quarantined = state.quarantined_rows(store, target, project)
     live = manager.snapshot() if manager is not None else None
-    use_live = live is not None and live["running"] and live["holds_lease"]
+    # Only the loop holding the lease knows this project's live state.
+    leading = live if live is not None and live["running"] and live["holds_lease"] else None
     refusal = refusals.active(store, target, project)
     status.update(
         enabled=enrolled,
-        phase=(live["phase"] if use_live else persisted.get("lifecycle")) or "idle",
+        phase=(leading["phase"] if leading is not None else persisted.get("lifecycle")) or "idle",
         last_error=persisted.get("last_error"),
         consecutive_failures=int(persisted.get("consecutive_failures") or 0),
         backoff_until=persisted.get("backoff_until"),
@@ -181,9 +182,9 @@ def project_status(
             "message": refusals.describe(refusal, project),
         },
     )
-    if use_live:
+    if leading is not None:
         for name in ("consecutive_failures", "backoff_until", "last_sync_at"):
-            status[name] = live[name] or status[name]
+            status[name] = leading[name] or status[name]
     reason: tuple[str | None, str | None] = (None, None)
     if problem:
         reason = (CLOUD_CONFIG_ERROR, problem)

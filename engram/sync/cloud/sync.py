@@ -233,7 +233,9 @@ class CloudSync:
             if seq is None:
                 continue
             rejected += 1
-            self.store.journal.quarantine(self.target, seq, item.mid, item.error_code, item.error)
+            self.store.journal.quarantine(
+                self.target, seq, item.mid or "", item.error_code, item.error
+            )
             report.rejected.append(
                 {"mid": item.mid, "error_code": item.error_code, "error": item.error}
             )

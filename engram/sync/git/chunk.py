@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard, TypeVar
 
 import orjson
 
@@ -62,7 +62,7 @@ def content_id(data: bytes, length: int = ID_LENGTH) -> str:
     return hashlib.sha256(data).hexdigest()[:length]
 
 
-def is_chunk_id(value: object) -> bool:
+def is_chunk_id(value: object) -> TypeGuard[str]:
     """Whether ``value`` is a chunk id (16 hex, or 8 hex for the older format) and nothing
     else — in particular never a path."""
     return isinstance(value, str) and CHUNK_ID.match(value) is not None
@@ -110,6 +110,10 @@ class PackItem(Protocol):
     def key(self) -> str: ...
 
 
+#: Whatever kind of item is packed comes back with its chunk (journal entries, for export).
+Item = TypeVar("Item", bound=PackItem)
+
+
 def record_line(text: str) -> bytes:
     """One record as a chunk line. Journal texts are compact orjson already; a text received
     pretty-printed from elsewhere is re-serialized so that it stays on one line."""
@@ -132,23 +136,23 @@ HEADER_RESERVE = 512
 
 
 def pack_chunks(
-    items: Iterable[PackItem],
+    items: Iterable[Item],
     *,
     created_by: str,
     created_at: str,
     limit: int = MAX_CHUNK_BYTES,
-) -> Iterator[tuple[EncodedChunk, list[PackItem]]]:
+) -> Iterator[tuple[EncodedChunk, list[Item]]]:
     """Group records into chunks of at most ``limit`` uncompressed bytes, in order.
 
     Yields each chunk with the items it holds (so the caller can mark exactly those delivered).
     A single record larger than the limit gets a chunk of its own rather than being refused.
     """
     lines: list[bytes] = []
-    held: list[PackItem] = []
+    held: list[Item] = []
     keys: dict[str, set[str]] = {name: set() for name in _ENTITY_COUNT.values()}
     size = HEADER_RESERVE
 
-    def seal() -> tuple[EncodedChunk, list[PackItem]]:
+    def seal() -> tuple[EncodedChunk, list[Item]]:
         counts = {name: len(found) for name, found in keys.items()}
         counts["mutations"] = len(lines)
         chunk = encode_chunk(lines, counts, created_by=created_by, created_at=created_at)

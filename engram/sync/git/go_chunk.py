@@ -130,10 +130,10 @@ _STATE = {"session": _session_state, "observation": _observation_state, "prompt"
 
 def _updated_at(entity: str, state: dict[str, Any]) -> str:
     if entity == "session":
-        return state["ended_at"] or state["started_at"]
+        return str(state["ended_at"] or state["started_at"])
     if entity == "observation":
-        return state["updated_at"]
-    return state["created_at"]
+        return str(state["updated_at"])
+    return str(state["created_at"])
 
 
 def _rank(record: dict[str, Any]) -> int:

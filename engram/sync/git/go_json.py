@@ -87,7 +87,7 @@ def _too_big(chunk_id: str, where: str, what: str) -> ChunkTooLargeError:
     )
 
 
-def _build(chunk_id: str, where: str, first: tuple[str, Any], events: Iterator) -> Any:
+def _build(chunk_id: str, where: str, first: tuple[str, Any], events: Iterator[tuple[str, Any]]) -> Any:
     """One JSON value from ``ijson.basic_parse`` events, within the item caps."""
     kind, value = first
     if kind not in ("start_map", "start_array"):
@@ -132,7 +132,7 @@ def _build(chunk_id: str, where: str, first: tuple[str, Any], events: Iterator) 
     raise BadChunkError(chunk_id, "the JSON document ends early")
 
 
-def _skip(chunk_id: str, first: tuple[str, Any], events: Iterator) -> None:
+def _skip(chunk_id: str, first: tuple[str, Any], events: Iterator[tuple[str, Any]]) -> None:
     """Skip one value without building it (depth still bounded by the parser's own stack)."""
     if first[0] not in ("start_map", "start_array"):
         return

@@ -179,7 +179,7 @@ def judge(
 ) -> Verdicts:
     """Which of ``records`` this directory may write here (``None`` entries — unparseable —
     are allowed through: the store refuses them with its own message)."""
-    claims = [r and _claims(r) for r in records]
+    claims = [_claims(r) if r else None for r in records]
     addresses: dict[str, set[str]] = {}
     for record, claim in zip(records, claims, strict=True):
         if record is None or claim is None or record["entity"] != "observation" or claim[1]:

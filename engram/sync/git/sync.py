@@ -27,6 +27,11 @@ these; so can any other face).
 The directory is the truth: if a chunk this machine recorded has vanished from it (a branch
 switch, a deleted file), the delivery marks of this target are forgotten and rebuilt from the
 chunks that are there, so nothing is silently left unexported.
+
+Size: over 500 lines on purpose: the three services share one object's state (the directory,
+the target, the lock, the scope) and the order of their steps is what keeps the invariants;
+every part that stands alone lives beside it already (listing, importer, index, ledger,
+go_compat, nested, reports).
 """
 
 from __future__ import annotations
@@ -323,13 +328,13 @@ class GitSync:
                 )
                 stream = chain(extra, chain.from_iterable(batches))
                 with self.progress("Exporting mutations", total) as advance:
-                    for chunk, items in pack_chunks(
+                    for encoded, items in pack_chunks(
                         stream,
                         created_by=self.author,
                         created_at=rfc3339(),
                         limit=self.chunk_limit,
                     ):
-                        report.chunks.append(self._write_chunk(chunk, items))
+                        report.chunks.append(self._write_chunk(encoded, items))
                         written.update(item.project for item in items if item.entity != "session")
                         advance(len(items))
                 listed, _ = self._list(manifests)
