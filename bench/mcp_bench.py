@@ -73,13 +73,13 @@ def build_store(data_dir: Path, n: int) -> float:
     return time.perf_counter() - start
 
 
-def store_search_times(data_dir: Path, queries: list[str]) -> list[float]:
+def store_search_times(data_dir: Path, queries: list[str], mode: str) -> list[float]:
     """The same searches in-process on the store, without MCP: what the tool cannot go below."""
     times = []
     with Store.open(config=Config(data_dir=data_dir)) as store:
         for query in queries:
             start = time.perf_counter()
-            store.search(query, project=PROJECT)
+            store.search(query, project=PROJECT, mode=mode)
             times.append(time.perf_counter() - start)
     return times
 
@@ -137,7 +137,13 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         data_dir, cwd = root / "data", root / PROJECT
         cwd.mkdir()
         results["build_store_s"] = round(build_store(data_dir, args.n), 2)
-        env = {**os.environ, "ENGRAM_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            "ENGRAM_DATA_DIR": str(data_dir),
+            "PYTHONUNBUFFERED": "1",
+            "ENGRAM_SEARCH_MODE": args.mode,
+        }
+        results["search_mode"] = args.mode
         env.pop("ENGRAM_PROJECT", None)
         script = root / "baseline_server.py"
         script.write_text(BASELINE)
@@ -171,7 +177,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         save_times = await round_trips(engram, saves)
         search_times = await round_trips(engram, searches)
         floor = await round_trips(baseline, [("echo", {"text": q}) for q in queries])
-        in_process = store_search_times(data_dir, queries)
+        in_process = store_search_times(data_dir, queries, args.mode)
         for label, times in (
             ("save", save_times),
             ("search", search_times),
@@ -190,6 +196,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000, help="memories in the store")
     parser.add_argument("--calls", type=int, default=300, help="timed calls per tool")
     parser.add_argument("--starts", type=int, default=7, help="start-ups timed per server")
+    parser.add_argument(
+        "--mode",
+        default="lexical",
+        help="search mode of the server and the in-process searches (default lexical)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     r = anyio.run(run, args)

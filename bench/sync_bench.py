@@ -170,6 +170,14 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def chunk_files(work: Path) -> list[Path]:
+    """The exported chunks: ``log/`` since the Go bridge (``chunks/`` is the Go tool's), where
+    earlier versions wrote them. (Reading only ``chunks/`` left the bare FTS5 baseline with no
+    rows at all, and every ratio meaningless.)"""
+    engram = work / "repo" / ".engram"
+    return sorted([*(engram / "log").glob("*.jsonl.gz"), *(engram / "chunks").glob("*.jsonl.gz")])
+
+
 def open_store(path: Path) -> Store:
     return Store.open(config=Config(data_dir=path))
 
@@ -193,7 +201,7 @@ def phase_export(work: Path) -> dict:
         started = time.perf_counter()
         report = sync.export(projects=None, include_personal=True)
         seconds = time.perf_counter() - started
-    files = list((work / "repo" / ".engram" / "chunks").glob("*.jsonl.gz"))
+    files = chunk_files(work)
     return {
         "export_seconds": seconds,
         "exported": report.total("mutations"),
@@ -215,7 +223,7 @@ def phase_import(work: Path, profile: bool = False) -> dict:
 
             profiler = cProfile.Profile()
             report = profiler.runcall(sync.import_chunks)
-            pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
+            pstats.Stats(profiler, stream=sys.stderr).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(40)
         else:
             report = sync.import_chunks()
         seconds = time.perf_counter() - started
@@ -234,7 +242,7 @@ def phase_import(work: Path, profile: bool = False) -> dict:
 def phase_fts(work: Path) -> dict:
     """The same rows' text into a bare FTS5 table, one transaction (reading them not timed)."""
     rows = []
-    for path in sorted((work / "repo" / ".engram" / "chunks").glob("*.jsonl.gz")):
+    for path in chunk_files(work):
         for line in gzip.decompress(path.read_bytes()).split(b"\n")[1:]:
             if not line:
                 continue
@@ -289,6 +297,8 @@ def measure(n: int, profile: bool) -> dict:
         result.update(run_phase("export", work))
         result.update(run_phase("import", work, *(["--profile"] if profile else [])))
         result.update(run_phase("fts", work))
+    if result["fts_rows"] != result["exported"]:  # the baseline must insert every mutation's text
+        raise SystemExit(f"the bare FTS5 baseline read {result['fts_rows']} rows of {n}")
     result["export_per_s"] = result["exported"] / result["export_seconds"]
     result["import_per_s"] = result["imported"] / result["import_seconds"]
     result["import_vs_fts"] = result["import_seconds"] / result["fts_seconds"]

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
-
 from engram.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -186,6 +184,8 @@ def read_config_suggestion(sync_dir: Path) -> ConfigSuggestion | None:
     candidate = sync_dir / CONFIG_FILE
     if sync_dir.is_symlink() or candidate.is_symlink() or not candidate.is_file():
         return None
+    import orjson  # (only here: loading it costs every engram start-up a few milliseconds)
+
     try:
         data = orjson.loads(candidate.read_bytes())
     except (OSError, orjson.JSONDecodeError):

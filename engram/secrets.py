@@ -26,16 +26,23 @@ REDACTED = "[REDACTED:{kind}]"
 @dataclass(frozen=True, slots=True)
 class _Rule:
     """One kind of secret: literal marks that must appear for it to be possible (checked with
-    ``in``, so most text costs nothing), and the pattern whose ``group`` is what gets replaced."""
+    ``in``, so most text costs nothing), and the pattern whose ``group`` is what gets replaced.
+
+    The pattern is compiled the first time a text holds one of its marks (``re`` keeps it):
+    compiling every rule cost each ``engram`` process ~10 ms of start-up."""
 
     kind: str
     marks: tuple[str, ...]
-    pattern: re.Pattern[str]
+    source: str
     group: int | str = 0
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)
 
 
 def _rule(kind: str, marks: str, pattern: str, group: int | str = 0) -> _Rule:
-    return _Rule(kind, tuple(marks.split()), re.compile(pattern), group)
+    return _Rule(kind, tuple(marks.split()), pattern, group)
 
 
 # Token formats whose prefix identifies them (as each vendor documents them). Specific kinds
@@ -110,7 +117,17 @@ def _overlaps(spans: list[tuple[int, int, str]], start: int, end: int) -> bool:
     return any(start < e and s < end for s, e, _ in spans)
 
 
+#: Every literal mark of every token rule, as one pattern: one scan of the text tells whether any
+#: rule can match at all (most memories hold none, and checking each mark in Python cost more
+#: than the rest of a save's text handling).
+_ANY_MARK = re.compile(
+    "|".join(sorted({re.escape(m) for r in _TOKEN_RULES for m in r.marks}, key=len, reverse=True))
+)
+
+
 def _token_spans(text: str) -> list[tuple[int, int, str]]:
+    if _ANY_MARK.search(text) is None:
+        return []
     long_words = " ".join(w for w in text.split() if len(w) >= _MIN_TOKEN)
     spans: list[tuple[int, int, str]] = []
     for rule in _TOKEN_RULES:
@@ -126,6 +143,8 @@ def _token_spans(text: str) -> list[tuple[int, int, str]]:
 
 
 def _assignment_spans(text: str, taken: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    # No one-pattern prefilter here: a case-insensitive alternation of the keywords measured
+    # 10 µs per note on the peers' corpus, five times this loop's str.find calls.
     lowered = text.lower()
     found: list[tuple[int, int, str]] = []
     for keyword in _KEYWORDS:

@@ -102,6 +102,7 @@ def test_store_save_update_and_prompt_redact_unless_allowed(store: Store) -> Non
     # The journal (what sync sends) never saw the secret either.
     journal = store.db.rows("SELECT record FROM sync_journal")
     assert not any(GITHUB in str(row[0]) for row in journal)
+    assert not any(GITHUB in e.record for e in store.journal.pending("t"))  # the text sent
 
     warnings: list[str] = []
     store.update_observation(obs.id, content=f"now {ANTHROPIC}", warnings=warnings)

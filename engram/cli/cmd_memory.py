@@ -218,6 +218,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             mode=args.mode,
             include_deleted=args.deleted,
             as_of=args.as_of,
+            check_conflicts=True,  # what was saved just before shows its conflicts
         )
     emit(args, formatting.search_results(args.query, results), [o.to_dict() for o in results])
     return 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -39,7 +38,40 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(self.prog, message, self.format_usage())
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: The module that registers each command. Running a command builds only its module's parser:
+#: agents and hooks start ``engram save``/``search`` as a new process per call, and building
+#: every command's parser (the cloud server's included) was a third of their start-up. Any
+#: other first word (none, ``--help``, a typo) builds them all. tests/cli/test_main.py checks
+#: this against what the modules register.
+COMMAND_MODULES = {
+    "cloud": "cmd_cloud", "doctor": "cmd_doctor", "export": "cmd_exchange",
+    "import": "cmd_exchange", "hub": "cmd_hub", "ingest-git": "cmd_ingest",
+    "summarize": "cmd_ingest", "mcp": "cmd_mcp", "setup": "cmd_mcp", "protocol": "cmd_mcp",
+    "save": "cmd_memory", "search": "cmd_memory", "get": "cmd_memory", "context": "cmd_memory",
+    "list": "cmd_memory", "history": "cmd_memory",
+    "timeline": "cmd_memory", "stats": "cmd_memory", "vectorize": "cmd_memory",
+    "delete": "cmd_memory", "version": "cmd_memory", "projects": "cmd_projects",
+    "purge": "cmd_purge", "serve": "cmd_serve", "sync": "cmd_sync", "tui": "cmd_tui",
+    "vault": "cmd_vault", "archive": "cmd_curate", "archived": "cmd_curate",
+    "consolidate": "cmd_curate", "importance": "cmd_curate", "pin": "cmd_curate",
+    "restore": "cmd_curate", "review": "cmd_curate", "unpin": "cmd_curate",
+    "validity": "cmd_curate", "graph": "cmd_graph",
+}  # fmt: skip
+
+
+def command_modules() -> list[str]:
+    """Every ``cmd_*`` module of the CLI, sorted."""
+    import pkgutil
+
+    import engram.cli as package
+
+    return sorted(
+        m.name for m in pkgutil.iter_modules(package.__path__) if m.name.startswith("cmd_")
+    )
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``engram`` parser: with ``command``, only the module registering it, else all."""
     parser = Parser(
         prog="engram",
         description="Persistent memory for AI coding agents (local SQLite, full-text search).",
@@ -49,13 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"engram {__version__}")
     add_json_flag(parser)
     sub = parser.add_subparsers(dest="command", metavar="<command>")
-    import engram.cli as package
-
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("cmd_"):
-            module = importlib.import_module(f"engram.cli.{info.name}")
-            module.register(sub)
+    names = [COMMAND_MODULES[command]] if command in COMMAND_MODULES else command_modules()
+    for name in names:
+        importlib.import_module(f"engram.cli.{name}").register(sub)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (the first word that is not a top-level flag)."""
+    for word in argv:
+        if word in ("-h", "--help", "--version"):
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
 
 
 def report_error(args: argparse.Namespace | None, exc: BaseException) -> None:
@@ -80,8 +119,8 @@ def json_requested(argv: Sequence[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command(words))
     try:
         args = parser.parse_args(words)
     except UsageError as exc:

@@ -420,6 +420,7 @@ def search(
         until=until,
         mode=mode,
         as_of=as_of,
+        check_conflicts=True,  # what was saved just before shows its conflicts
     )
     return found
 

@@ -572,6 +572,7 @@ class MemoryTools:
             match_mode=match_mode,
             mode=mode,
             as_of=as_of,
+            check_conflicts=True,  # what was saved just before shows its conflicts
         )
         return envelope(
             resolved,

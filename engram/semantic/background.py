@@ -5,7 +5,8 @@ themselves, and a save still never waits for the model.
 A daemon thread with a store connection of its own (never the host's, so its transactions never
 interleave with a request's) sleeps until the host store's write listener says something was
 written, then embeds whatever waits (:meth:`engram.store.Store.vectorize`) and sleeps again. It
-also catches up once at start. It runs only where the semantic extra is installed and search
+also catches up once at start (after :data:`START_DELAY_S`, once the host has answered its
+first requests). It runs only where the semantic extra is installed and search
 is not pinned to ``lexical`` (``ENGRAM_SEARCH_MODE``), and it never takes the process down: an
 error is reported in one line and the thread waits for the next write.
 """
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
     from engram.store import Store
 
 log = logging.getLogger(__name__)
+#: Seconds the first run waits after start: loading ONNX Runtime and the model takes the
+#: interpreter for a good while, and a client that just started ``engram mcp`` is waiting for
+#: its handshake and tool list (issue 18: start-up within 1.2x of an empty server). A write
+#: still gets its vector right after; a search catches up by itself meanwhile.
+START_DELAY_S = 2.0
 
 
 class BackgroundVectorizer:
@@ -64,6 +70,9 @@ class BackgroundVectorizer:
         from engram.store import Store
 
         store = None
+        if self._stopping.wait(START_DELAY_S):
+            self.idle.set()
+            return
         try:
             store = Store.open(self.path, config=self.config)
             while not self._stopping.is_set():

@@ -25,15 +25,11 @@ Losing nothing when processes race or stop:
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import secrets
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from engram.platform import PRIVATE_FILE_MODE
 from engram.store import scoring
@@ -49,7 +45,6 @@ try:  # POSIX; elsewhere appends are O_APPEND writes without the lock
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-log = logging.getLogger(__name__)
 FOLDING_SUFFIX = ".folding"
 
 
@@ -66,22 +61,24 @@ class AccessLog:
     def note(self, observations: Iterable[Observation]) -> None:
         """Count one access of each memory (a search that returned it, a read of it). Never
         fails the caller: a log that cannot be written only loses these counts."""
-        at = now_text()
-        data = b"".join(
-            orjson.dumps([o.project, o.sync_id, at]) + b"\n" for o in observations if o.sync_id
-        )
+        at = _json_string(now_text())
+        data = "".join(
+            f"[{_json_string(o.project)}, {_json_string(o.sync_id)}, {at}]\n"
+            for o in observations
+            if o.sync_id
+        ).encode("utf-8", "replace")
         if not data:
             return
         try:
             size = self._append(data)
         except OSError as exc:
-            log.debug("access log %s not written: %s", self.path, exc)
+            _debug("access log %s not written: %s", self.path, exc)
             return
         if size >= self.fold_bytes:
             try:
                 self.fold()
             except Exception as exc:  # a busy database…: fold next time
-                log.debug("access log not folded yet: %s", exc)
+                _debug("access log not folded yet: %s", exc)
 
     def _append(self, data: bytes) -> int:
         """Append ``data`` to the log file at :attr:`path` (never to one a folder renamed);
@@ -152,9 +149,12 @@ class AccessLog:
                 )
             ids = _apply(conn, hits)
             scoring.rescore_ids(conn, ids)
-            # Names of files deleted by an earlier fold are no longer needed.
+            # Names of files deleted by an earlier fold are no longer needed. Only those whose
+            # file is gone: a file another folder has folded but not deleted yet (and which
+            # this fold did not see, having listed the files before it was taken) must keep
+            # its name, or a third folder would count it again.
             gone = [r[0] for r in conn.execute("SELECT name FROM access_folds")]
-            stale = [n for n in gone if n not in {f.name for f in files}]
+            stale = [n for n in gone if not self.path.with_name(n).exists()]
             conn.executemany("DELETE FROM access_folds WHERE name = ?", [(n,) for n in stale])
         for file in files:
             with contextlib.suppress(FileNotFoundError):
@@ -172,15 +172,33 @@ class AccessLog:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             with contextlib.suppress(FileNotFoundError):  # another folder took it
                 if os.fstat(fd).st_size:
-                    target = f"{self.path.name}.{secrets.token_hex(6)}{FOLDING_SUFFIX}"
+                    target = f"{self.path.name}.{os.urandom(6).hex()}{FOLDING_SUFFIX}"
                     os.rename(self.path, self.path.with_name(target))
         finally:
             os.close(fd)
 
 
+#: JSON string escapes (RFC 8259: the quote, the backslash and control characters).
+_JSON_ESCAPES = {ord('"'): '\\"', ord("\\"): "\\\\"} | {c: f"\\u{c:04x}" for c in range(0x20)}
+
+
+def _json_string(text: str) -> str:
+    """``text`` as a JSON string: a hit line is written at every search that finds something,
+    and importing a JSON library there cost every ``engram search`` process milliseconds."""
+    return '"' + text.translate(_JSON_ESCAPES) + '"'
+
+
+def _debug(message: str, *args: object) -> None:
+    import logging  # (not at import: every engram process opens a store)
+
+    logging.getLogger(__name__).debug(message, *args)
+
+
 def _read_hits(file: Path, hits: dict[tuple[str, str], list[Any]]) -> int:
     """Add the hits of one log file to ``hits`` ((project, key) → [count, last at]); lines that
     are not hits (a torn last line after a crash) are skipped."""
+    import orjson
+
     count = 0
     try:
         data = file.read_bytes()

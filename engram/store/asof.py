@@ -22,6 +22,7 @@ import orjson
 from engram.errors import ValidationError
 from engram.record import full_state
 from engram.store import revisions
+from engram.store.journal import record_text
 from engram.store.models import Observation
 from engram.store.query import build_match
 from engram.store.tiebreak import TIE_EXTRA, break_ties
@@ -69,11 +70,14 @@ def state_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dic
 
 def _journaled_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
     rows = conn.execute(
-        """SELECT record FROM sync_journal WHERE entity = 'observation' AND project = ?
+        """SELECT * FROM sync_journal WHERE entity = 'observation' AND project = ?
              AND key = ? ORDER BY hlc DESC""",
         (project, key),
-    )
-    for (text,) in rows:
+    ).fetchall()
+    for row in rows:
+        text = record_text(conn, row)  # (elided records are rebuilt: engram/store/journal.py)
+        if text is None:
+            continue
         record = orjson.loads(text)
         state = full_state(record)
         if state is None:  # a delete that carries only the key

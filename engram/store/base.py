@@ -6,13 +6,11 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
-
 from engram.record import KEY_FIELD, STATE_FIELDS, compact_payload, moved_key
 from engram.settings import Config
 from engram.store import fts
 from engram.store.db import Database
-from engram.store.journal import Journal
+from engram.store.journal import ENTITY_TABLES, Journal
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -20,16 +18,19 @@ if TYPE_CHECKING:
     from engram.store.access import AccessLog
     from engram.store.models import Observation, Prompt, Session
 
-TABLES = {
-    "session": "sessions",
-    "observation": "observations",
-    "prompt": "user_prompts",
-    "relation": "memory_relations",
-}
+#: Every replicated entity's table (relations are journaled with their text: see
+#: _journal_state; the others elided, engram/store/journal.py).
+TABLES = {**ENTITY_TABLES, "relation": "memory_relations"}
 _STATE_SQL = {
     entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {TABLES[entity]} "
     f"WHERE project = ? AND {KEY_FIELD[entity]} = ?"
     for entity in STATE_FIELDS
+}
+#: What journaling a row's state needs to know of it: its clock, scope and deletion.
+_HEAD_SQL = {
+    "session": "SELECT hlc, 'project', NULL FROM sessions WHERE project = ? AND id = ?",
+    "observation": "SELECT hlc, scope, deleted_at FROM observations WHERE project = ? AND sync_id = ?",
+    "prompt": "SELECT hlc, 'project', NULL FROM user_prompts WHERE project = ? AND sync_id = ?",
 }
 
 
@@ -123,7 +124,9 @@ class StoreParts(Protocol):
         self, project: str | None = None, *, scope: str | None = None, limit: Any = 20
     ) -> list[Observation]: ...
 
-    def annotate_results(self, results: list[Observation]) -> list[Observation]: ...
+    def annotate_results(
+        self, results: list[Observation], *, check_conflicts: bool = False
+    ) -> list[Observation]: ...
 
     def _observation_filters(
         self,
@@ -171,6 +174,7 @@ class StoreBase(StoreParts):
     journal: Journal
     config: Config
     access: AccessLog
+    known_projects: set[str]
 
     # --- replicated state -------------------------------------------------------------------
 
@@ -194,6 +198,8 @@ class StoreBase(StoreParts):
                 (project, key),
             ).fetchone()
             if extra[0]:
+                import orjson  # (relations only: a plain save or search never loads it)
+
                 unknown = orjson.loads(extra[0])
                 state.update((k, v) for k, v in unknown.items() if k not in state)
             state["scope"] = extra[1]
@@ -209,9 +215,45 @@ class StoreBase(StoreParts):
         key: str,
         hlc: str,
         origin: str,
+        *,
+        scope: str | None = None,
+        deleted: bool = False,
     ) -> int:
-        """Journal the entity's state after a local write: an upsert, or for a soft-deleted
-        observation a delete that still carries the full state."""
+        """Journal the entity's state after a local write (its row, now stamped ``hlc``): an
+        upsert, or for a soft-deleted observation a delete that still carries the full state.
+        Sessions, memories and prompts are stored elided (engram/store/journal.py: the row is
+        the payload); relations, whose payload also carries fields a newer version wrote (the
+        row's ``extra``), keep their text.
+
+        ``scope`` (with ``deleted``): what the caller just wrote, which saves reading it back."""
+        if entity not in ENTITY_TABLES:
+            return self._journal_text(conn, entity, project, key, hlc, origin)
+        if scope is None:
+            row = conn.execute(_HEAD_SQL[entity], (project, key)).fetchone()
+            assert row is not None, f"{entity} {project}/{key} vanished inside its own write"
+            assert row[0] == hlc, f"{entity} {project}/{key} is not stamped with its record's hlc"
+            scope, deleted = row[1], row[2] is not None
+        return self.journal.append_current(
+            conn,
+            hlc=hlc,
+            origin=origin,
+            entity=entity,
+            key=key,
+            op="delete" if entity == "observation" and deleted else "upsert",
+            project=project,
+            scope=scope,
+        )
+
+    def _journal_text(
+        self,
+        conn: sqlite3.Connection,
+        entity: str,
+        project: str,
+        key: str,
+        hlc: str,
+        origin: str,
+    ) -> int:
+        """Journal the entity's state after a local write with its full text."""
         state = self._state(conn, entity, project, key)
         assert state is not None, f"{entity} {project}/{key} vanished inside its own write"
         op = "upsert"

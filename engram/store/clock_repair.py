@@ -36,7 +36,7 @@ from engram.record import (
 )
 from engram.store import quarantine
 from engram.store.identity import insert_stub_session
-from engram.store.journal import now_ms
+from engram.store.journal import entries, now_ms, record_text
 from engram.store.replication import STUB_STARTED_AT, _ApplyBatch
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class ClockRepair:
 
 def clock_poisoned(store: Store) -> bool:
     """Whether the persisted clock is beyond now + the allowed drift (cheap: one row)."""
-    return store.journal.clock_wall_ms() > now_ms() + store.journal.max_drift_ms
+    return store.journal.clock_poisoned()
 
 
 def _order(hlc: str) -> tuple[int, int]:
@@ -98,8 +98,7 @@ def repair(store: Store) -> ClockRepair:
             conn.execute("SELECT wall_ms FROM sync_clock WHERE id = 1").fetchone()[0]
         )
         insane = conn.execute(
-            """SELECT seq, hlc, entity, project, key, record, source FROM sync_journal
-               WHERE hlc > ? OR length(hlc) != ?""",
+            """SELECT * FROM sync_journal WHERE hlc > ? OR length(hlc) != ?""",
             (bound, _HLC_LENGTH),
         ).fetchall()
         addresses: set[Address] = {(r["entity"], r["project"], r["key"]) for r in insane}
@@ -121,12 +120,15 @@ def repair(store: Store) -> ClockRepair:
         received: set[Address] = set()
         for row in insane:
             address = (row["entity"], row["project"], row["key"])
+            text = record_text(conn, row)  # before the row changes (elided records need it)
             _forget_journal_row(conn, row["seq"])
+            if text is None:  # an elided record a newer write superseded: nothing to keep
+                continue
             if row["source"] == "local":
-                local[address].append(orjson.loads(row["record"]))
+                local[address].append(orjson.loads(text))
                 continue
             received.add(address)
-            record = orjson.loads(row["record"])
+            record = orjson.loads(text)
             valid = is_valid_hlc(row["hlc"])
             quarantine.hold(
                 conn,
@@ -134,7 +136,7 @@ def repair(store: Store) -> ClockRepair:
                 error=f"hlc {row['hlc']} is beyond this clock + the allowed drift (applied "
                 "before the clock bound existed; moved here by the clock repair)",
                 source=row["source"],
-                text=row["record"],
+                text=text,
                 record=record,
             )
             report.quarantined += 1
@@ -145,11 +147,11 @@ def repair(store: Store) -> ClockRepair:
                 _restamp(store, conn, address, unjournaled[address])
                 report.rejournaled += 1
                 continue
-            records = [orjson.loads(t) for (t,) in conn.execute(
-                """SELECT record FROM sync_journal WHERE entity = ? AND project = ? AND key = ?
+            records = [orjson.loads(e.record) for e in entries(conn, conn.execute(
+                """SELECT * FROM sync_journal WHERE entity = ? AND project = ? AND key = ?
                    ORDER BY hlc""",
                 address,
-            )]  # fmt: skip
+            ))]  # fmt: skip
             sane = bool(records)
             if local.get(address):
                 # This machine's own latest write there, journaled again under a fresh clock

@@ -6,7 +6,6 @@ busy timeout instead of failing with "database is locked" when a reader upgrades
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import sys
 import threading
@@ -24,7 +23,6 @@ Params = tuple[Any, ...] | list[Any] | dict[str, Any]
 BUSY_TIMEOUT_MS = 10_000
 #: The largest integer SQLite stores (64-bit signed): ids and counts above it cannot exist.
 MAX_INTEGER = 2**63 - 1
-log = logging.getLogger(__name__)
 
 
 #: Files SQLite keeps beside the database (it gives new ones the database file's mode).
@@ -152,7 +150,9 @@ class Database:
             try:
                 listener()
             except Exception:  # a listener's bug must never fail a committed write
-                log.exception("write listener failed")
+                import logging  # (not at import: every engram process opens a store)
+
+                logging.getLogger(__name__).exception("write listener failed")
 
     @contextmanager
     def without_waiting(self) -> Iterator[None]:

@@ -16,8 +16,6 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from engram.errors import InvalidMutationError, UnsupportedFormatError, ValidationError
 from engram.project import project_name
 from engram.record import (
@@ -39,7 +37,7 @@ from engram.record import (
 from engram.store import fts, links, scoring
 from engram.store.base import StoreBase
 from engram.store.identity import copy_session_into, insert_stub_session
-from engram.store.journal import now_ms
+from engram.store.journal import ELIDED, now_ms, state_text
 from engram.store.models import ImportResult
 from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash, unstorable_reason
@@ -271,6 +269,8 @@ class ExchangeMixin(StoreBase):
     ) -> bytes:
         """Every entity keyed by its replicated id, sorted, without local ids or local-only
         state, tombstones included. Two stores converged exactly when these bytes are equal."""
+        import orjson
+
         names = None if projects is None else sorted({project_name(p) for p in projects})
 
         def keep(row: dict[str, Any]) -> bool:
@@ -349,15 +349,20 @@ class ImportRun:
         return False
 
     def _journal(self, entity: str, op: str, state: dict[str, Any], updated_at: str) -> str:
+        import orjson
+
         # A row dated in the future is stamped no later than now (docs/architecture.md, "Trust boundaries").
         record = legacy_record(
             entity=entity, op=op, payload=state if op == "upsert" else {**state, "hard": False},
             updated_at=updated_at, project=state["project"], scope=state.get("scope", "project"),
             not_after_ms=self.now_ms,
         )  # fmt: skip
+        text = orjson.dumps(record).decode()
+        if text == state_text(record, state):  # the row written next is the payload: elided
+            text = ELIDED
         self.records.append(
             (record["mid"], record["hlc"], record["origin"], entity, record["key"], op,
-             record["project"], record["scope"], orjson.dumps(record).decode(), self.now)
+             record["project"], record["scope"], text, self.now)
         )  # fmt: skip
         self.newest = max(self.newest, record["hlc"])
         return str(record["hlc"])
@@ -480,6 +485,8 @@ class ImportRun:
         item, else found from its source memory). One whose memories are not both in that
         project — missing, or in two projects — is skipped: a relation never links two
         projects."""
+        import orjson
+
         source, target = item["source_id"].strip(), item["target_id"].strip()
         project = project_name(item["project"]) if item.get("project") else None
         if project is None:

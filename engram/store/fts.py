@@ -86,29 +86,49 @@ class DeferredIndex:
     every edit or delete of an older row does that: applying a batch with edits spent most of its
     time in those flushes. So a batch notes each changed row's indexed values the first time it
     touches it and, at :meth:`flush`, removes those and adds the rows' final values in rowid order.
-    New rows are still indexed at once (their rowids only grow).
+    New rows are indexed at once (their rowids only grow), or at :meth:`flush` when noted with
+    :meth:`inserted` (a bulk apply, whose new rows' session context is derived at its end).
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self._old: dict[str, dict[int, tuple[Any, ...]]] = {table: {} for table in _INDEXES}
+        #: Observations inserted but not indexed yet (indexed at flush, if still there).
+        self._fresh: set[int] = set()
+
+    def inserted(self, rowid: int) -> None:
+        """An observation just inserted, to be indexed (and queued for a vector) at flush."""
+        self._fresh.add(rowid)
 
     def before_change(
         self, table: str, column: str, value: object, *, own_text: bool = True
     ) -> None:
         """Call before updating or deleting the row(s) where ``column = value`` (``own_text``
         as in :func:`remove`)."""
+        if table == "observations" and column == "id" and value in self._fresh:
+            if own_text:  # not indexed yet, and no vector yet either: nothing to note
+                vector_queue.forget(self.conn, [value])
+            return
         old = self._old[table]
         rows = self.conn.execute(_select(table, column), (value,)).fetchall()
         for row in rows:
-            old.setdefault(row[0], tuple(row))
+            if not (table == "observations" and row[0] in self._fresh):  # not in the index yet
+                old.setdefault(row[0], tuple(row))
         if table == "observations" and own_text:
             vector_queue.forget(self.conn, [row[0] for row in rows])
             graph_rows.forget(self.conn, [row[0] for row in rows])
 
     def flush(self) -> None:
+        fresh, self._fresh = self._fresh, set()
         for table, old in self._old.items():
-            for rowid in sorted(old):
-                self.conn.execute(_REMOVE[table], old[rowid])
+            for rowid in sorted(old.keys() | fresh if table == "observations" else old):
+                if rowid in old:
+                    self.conn.execute(_REMOVE[table], old[rowid])
                 restore(self.conn, table, "id", rowid)
             old.clear()
+        for part in vector_queue.chunks(sorted(fresh)):
+            marks = ", ".join("?" * len(part))
+            live = self.conn.execute(
+                f"SELECT id FROM observations WHERE id IN ({marks}) AND deleted_at IS NULL", part
+            ).fetchall()
+            vector_queue.queue(self.conn, [r[0] for r in live])

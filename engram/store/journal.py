@@ -5,6 +5,21 @@ Every local write appends its mutation here in the same transaction as the write
 Transports ask for what a target does not hold yet (:meth:`Journal.pending`) and mark rows
 delivered only once the target durably has them (invariant 4).
 
+A local write's record is stored *elided* (:data:`ELIDED`): its payload is the entity's row at
+the record's ``hlc``, so the journal does not keep a second copy of every memory; the record's
+text is rebuilt from the row when a transport reads it (always the same bytes: a row's
+replicated fields only ever change together with its ``hlc``). A record received from
+elsewhere is stored elided too when its exact text is what its row rebuilds to, else verbatim.
+
+When the row moves on (a newer write from here or elsewhere, a move to another project) or goes
+(a hard delete), triggers keep its state for the elided records written at it, in the
+``sync_kept_*`` tables (:func:`engram.store.schema.kept_states_sql`), and the record is rebuilt
+from that copy: the journal still holds every state it replicated, as it did with every text
+stored, while the current state of every memory is stored once.
+
+(``orjson`` is imported where records are encoded or decoded: loading it costs a few
+milliseconds, and a plain ``engram save`` or ``search`` process never needs it.)
+
 Size: over 500 lines on purpose: the clock, appending, delivery and the outbound quarantine
 share the invariants above, which are easier to check read together in one class.
 """
@@ -13,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -21,14 +35,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from engram.platform import machine_id
 from engram.record import (
     DEFAULT_MAX_CLOCK_DRIFT_MS,
+    FIELDS,
+    INTENT_DEFAULTS,
+    KEY_FIELD,
     MAX_WALL_MS,
+    STATE_FIELDS,
     build_record,
     check_clock,
+    compact_payload,
     format_hlc,
     new_mid,
     new_origin,
@@ -40,6 +57,98 @@ from engram.times import now_text
 MAX_COUNTER = 99_999
 #: What a deleted memory's text becomes in older journal entries (still a valid record).
 BLANKED = "[deleted]"
+#: The ``record`` of a local mutation whose payload is its entity's row at the record's hlc.
+ELIDED = ""
+#: The table of each entity (the replicated rows elided records are rebuilt from).
+ENTITY_TABLES = {"session": "sessions", "observation": "observations", "prompt": "user_prompts"}
+_STATE_AT = {
+    entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {table} "
+    f"WHERE project = ? AND {KEY_FIELD[entity]} = ? AND hlc = ?"
+    for entity, table in ENTITY_TABLES.items()
+}
+#: Where the state of an elided record is kept once its row moved on (see the module docstring).
+KEPT_TABLES = {entity: f"sync_kept_{table}" for entity, table in ENTITY_TABLES.items()}
+_KEPT_AT = {
+    entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {KEPT_TABLES[entity]} WHERE seq = ?"
+    for entity in ENTITY_TABLES
+}
+#: The fields a hard delete blanks in earlier records (:meth:`Journal.blank_deleted_payloads`).
+BLANKED_FIELDS = ("title", "content", "summary")
+
+
+def sendable(alias: str = "j") -> str:
+    """SQL condition on journal rows ``alias``: the record can be sent (it has its text, or it
+    is elided and its state is still there: its row at its hlc, or the kept copy). Only an
+    elided record whose state is nowhere (a journal written before states were kept) is not."""
+    current = " ".join(
+        f"WHEN '{entity}' THEN EXISTS (SELECT 1 FROM {table} e WHERE e.project = {alias}.project"
+        f" AND e.{KEY_FIELD[entity]} = {alias}.key AND e.hlc = {alias}.hlc)"
+        f" OR EXISTS (SELECT 1 FROM {KEPT_TABLES[entity]} k WHERE k.seq = {alias}.seq)"
+        for entity, table in ENTITY_TABLES.items()
+    )
+    return f"({alias}.record != '' OR CASE {alias}.entity {current} ELSE 0 END)"
+
+
+def elided_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
+    """The record text of an elided journal row, rebuilt from its entity's row, or from the
+    state kept when that row moved on (``None`` when neither is there)."""
+    entity = row["entity"]
+    found = conn.execute(_STATE_AT[entity], (row["project"], row["key"], row["hlc"])).fetchone()
+    if found is None:
+        found = conn.execute(_KEPT_AT[entity], (row["seq"],)).fetchone()
+        if found is None:
+            return None
+    return state_text(row, dict(zip(STATE_FIELDS[entity], tuple(found), strict=True)))
+
+
+def state_text(header: Any, state: dict[str, Any]) -> str:
+    """The text of the record ``header`` (its mid, hlc, origin, entity and key) whose payload
+    is the entity state ``state`` (its row's replicated fields): an upsert, or for a
+    soft-deleted observation a delete. Intent fields at their default are left out
+    (:func:`engram.record.compact_payload`), as every local write's payload leaves them."""
+    import orjson
+
+    entity = header["entity"]
+    payload: dict[str, Any] = {name: state[name] for name in FIELDS[entity]}
+    op = "upsert"
+    if entity == "observation":
+        # (a state may leave out intent fields at their default, as a compacted payload does)
+        payload.update(
+            (name, state.get(name, default)) for name, default in INTENT_DEFAULTS.items()
+        )
+        payload["pinned"] = bool(payload["pinned"])  # stored as 0/1, replicated as a boolean
+        if payload["deleted_at"] is not None:
+            op = "delete"
+            payload["hard"] = False
+        payload = compact_payload(entity, payload)
+    record = build_record(
+        mid=header["mid"],
+        hlc=header["hlc"],
+        origin=header["origin"],
+        entity=entity,
+        key=header["key"],
+        op=op,
+        project=payload["project"],
+        scope=payload.get("scope", "project"),
+        payload=payload,
+    )
+    return orjson.dumps(record).decode()
+
+
+def record_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
+    """A journal row's record text (rebuilt when elided; ``None`` when its state is nowhere)."""
+    text = row["record"]
+    return text if text != ELIDED else elided_text(conn, row)
+
+
+def _hostname() -> str:
+    """This machine's host name, as ``socket.gethostname()`` gives it (which is the kernel's
+    node name where ``os.uname`` exists: importing ``socket`` is kept off every start-up)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def machine_fingerprint(db_path: Path) -> str:
@@ -54,7 +163,7 @@ def machine_fingerprint(db_path: Path) -> str:
         inode = f"{stat.st_dev}:{stat.st_ino}"
     except OSError:
         inode = ""
-    raw = f"{socket.gethostname()}\0{machine}\0{db_path.resolve()}\0{inode}"
+    raw = f"{_hostname()}\0{machine}\0{db_path.resolve()}\0{inode}"
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
@@ -74,11 +183,14 @@ class JournalEntry:
     source: str
 
     def as_record(self) -> dict[str, Any]:
+        import orjson
+
         record: dict[str, Any] = orjson.loads(self.record)
         return record
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> JournalEntry:
+    def from_row(cls, row: sqlite3.Row, text: str | None = None) -> JournalEntry:
+        """The entry of a journal row (``text``: its record text, when the row is elided)."""
         return cls(
             row["seq"],
             row["mid"],
@@ -88,9 +200,20 @@ class JournalEntry:
             row["op"],
             row["project"],
             row["scope"],
-            row["record"],
+            row["record"] if text is None else text,
             row["source"],
         )
+
+
+def entries(conn: sqlite3.Connection, rows: Iterable[sqlite3.Row]) -> list[JournalEntry]:
+    """The entries of these journal rows, elided records rebuilt (any whose state is nowhere left out)."""
+    found = []
+    for row in rows:
+        if row["record"] != ELIDED:
+            found.append(JournalEntry.from_row(row))
+        elif (text := elided_text(conn, row)) is not None:
+            found.append(JournalEntry.from_row(row, text))
+    return found
 
 
 def insert_record(
@@ -101,9 +224,19 @@ def insert_record(
     text: str | None = None,
     record_delivery: bool = True,
     recorded_at: str | None = None,
+    elide: bool = False,
 ) -> int:
     """Insert one journal row (the one statement every journaling path uses, migrations
-    included); a record that arrived through a target is marked as held by it."""
+    included); a record that arrived through a target is marked as held by it. ``elide``: a
+    local record whose payload is its entity's row at its hlc is stored without its text."""
+    if elide:
+        stored = ELIDED
+    elif text is not None:
+        stored = text
+    else:
+        import orjson
+
+        stored = orjson.dumps(record).decode()
     cursor = conn.execute(
         """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
                                     record, source, recorded_at)
@@ -117,7 +250,7 @@ def insert_record(
             record["op"],
             record["project"],
             record["scope"],
-            text if text is not None else orjson.dumps(record).decode(),
+            stored,
             source,
             recorded_at or now_text(),
         ),
@@ -130,6 +263,21 @@ def insert_record(
             (source, seq, now_text()),
         )
     return seq
+
+
+def _blank_kept(conn: sqlite3.Connection, entity: str, project: str, key: str, hlc: str) -> int:
+    """Blank the kept states of the elided records of ``(project, key)`` older than ``hlc``
+    (see :meth:`Journal.blank_deleted_payloads`); how many were blanked."""
+    names = [n for n in BLANKED_FIELDS if n in STATE_FIELDS[entity]]
+    sets = ", ".join(f"{n} = CASE WHEN COALESCE({n}, '') = '' THEN {n} ELSE ? END" for n in names)
+    unblanked = " OR ".join(f"COALESCE({n}, '') NOT IN ('', ?)" for n in names)
+    return conn.execute(
+        f"""UPDATE {KEPT_TABLES[entity]} SET {sets}
+            WHERE seq IN (SELECT seq FROM sync_journal WHERE entity = ? AND project = ?
+                            AND key = ? AND hlc < ? AND record = '')
+              AND ({unblanked})""",
+        [*([BLANKED] * len(names)), entity, project, key, hlc, *([BLANKED] * len(names))],
+    ).rowcount
 
 
 def now_ms() -> int:
@@ -203,6 +351,10 @@ class Journal:
         conn.execute("UPDATE sync_clock SET wall_ms = ?, counter = ? WHERE id = 1", (wall, counter))
         return format_hlc(wall, counter, origin), origin
 
+    def clock_poisoned(self) -> bool:
+        """Whether the persisted clock is beyond now + the allowed drift (cheap: one row)."""
+        return self.clock_wall_ms() > now_ms() + self.max_drift_ms
+
     def clock_wall_ms(self) -> int:
         """The persisted clock's wall time (for the poisoned-clock check on open)."""
         return int(self.db.scalar("SELECT wall_ms FROM sync_clock WHERE id = 1") or 0)
@@ -249,6 +401,25 @@ class Journal:
             payload=payload,
         )
         return self.append_record(conn, record, source="local")
+
+    def append_current(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        hlc: str,
+        origin: str,
+        entity: str,
+        key: str,
+        op: str,
+        project: str,
+        scope: str,
+    ) -> int:
+        """Journal a local write whose payload is the entity's row as it now is, at ``hlc``
+        (the row must carry that hlc): stored elided, rebuilt from the row when read (see the
+        module docstring). Returns the journal seq."""
+        header = {"mid": new_mid(), "hlc": hlc, "origin": origin, "entity": entity, "key": key,
+                  "op": op, "project": project, "scope": scope}  # fmt: skip
+        return insert_record(conn, header, source="local", elide=True)
 
     def append_record(
         self,
@@ -307,13 +478,14 @@ class Journal:
         """
         where, params = self._selection(projects, include_personal)
         sql = f"""SELECT j.* FROM sync_journal j
-                  WHERE j.seq > ? AND {where} AND {NOT_YET_DELIVERED}
+                  WHERE j.seq > ? AND {where} AND {sendable("j")} AND {NOT_YET_DELIVERED}
                   ORDER BY j.seq"""
         args: list[Any] = [after_seq, *params, target, target]
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        return [JournalEntry.from_row(r) for r in self.db.rows(sql, args)]
+        with self.db.read() as conn:
+            return entries(conn, conn.execute(sql, args).fetchall())
 
     def iter_pending(
         self,
@@ -349,7 +521,8 @@ class Journal:
         where, params = self._selection(projects, include_personal)
         return int(
             self.db.scalar(
-                f"SELECT COUNT(*) FROM sync_journal j WHERE {where} AND {NOT_YET_DELIVERED}",
+                f"""SELECT COUNT(*) FROM sync_journal j
+                    WHERE {where} AND {sendable("j")} AND {NOT_YET_DELIVERED}""",
                 [*params, target, target],
             )
             or 0
@@ -447,8 +620,10 @@ class Journal:
         return found
 
     def entry(self, seq: int) -> JournalEntry | None:
-        row = self.db.one("SELECT * FROM sync_journal WHERE seq = ?", (seq,))
-        return None if row is None else JournalEntry.from_row(row)
+        """The journal row ``seq`` (``None`` if there is none, or it is elided and its state is nowhere)."""
+        with self.db.read() as conn:
+            found = entries(conn, conn.execute("SELECT * FROM sync_journal WHERE seq = ?", (seq,)))
+        return found[0] if found else None
 
     def quarantine(self, target: str, seq: int, mid: str, error_code: str, error: str) -> None:
         """Keep a row a target rejected out of its push queue, visible in status."""
@@ -474,6 +649,8 @@ class Journal:
         machine; ``engram purge`` then clears the old bytes from the files. Git history keeps
         what was already pushed. Only real deletes count: a row that merely left a selection
         keeps its text."""
+        import orjson
+
         wanted = sorted({int(s) for s in seqs})
         if not wanted:
             return 0
@@ -495,16 +672,18 @@ class Journal:
                 if held < len(targets):
                     continue
                 # Every earlier record of the key: upserts, and soft deletes or selection exits,
-                # which carry the full state too.
+                # which carry the full state too. Elided ones: in the state kept for them.
+                blanked += _blank_kept(conn, entity, project, key, hlc)
                 older = conn.execute(
                     """SELECT seq, record FROM sync_journal
-                       WHERE entity = ? AND project = ? AND key = ? AND hlc < ?""",
+                       WHERE entity = ? AND project = ? AND key = ? AND hlc < ?
+                         AND record != ''""",
                     (entity, project, key, hlc),
                 ).fetchall()
                 for older_seq, text in older:
                     record = orjson.loads(text)
                     payload = record["payload"]
-                    texts = [n for n in ("title", "content", "summary") if payload.get(n)]
+                    texts = [n for n in BLANKED_FIELDS if payload.get(n)]
                     if all(payload[n] == BLANKED for n in texts):
                         continue
                     for name in texts:

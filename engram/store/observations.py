@@ -23,6 +23,7 @@ from engram.store.conflicts import queue_check
 from engram.store.graph_rows import forget as forget_graph
 from engram.store.intent import check_intent, check_window
 from engram.store.models import (
+    NO_INTENT,
     Observation,
     PassiveResult,
     SaveResult,
@@ -98,13 +99,17 @@ class ObservationsMixin(StoreBase):
         )
 
     def similar_project_warning(self, project: str) -> str | None:
-        """Warn when saving into a project with no memories while a similar name has some."""
-        if not project:
+        """Warn when saving into a project with no memories while a similar name has some.
+
+        A project this store has seen holding memories is not looked up again: the warning is
+        a hint for a first save, and one statement less per save counts (issue 18)."""
+        if not project or project in self.known_projects:
             return None
         if self.db.one(
             "SELECT 1 FROM observations WHERE project = ? AND deleted_at IS NULL LIMIT 1",
             (project,),
         ):
+            self.known_projects.add(project)
             return None
         names = [
             r[0]
@@ -200,6 +205,7 @@ class ObservationsMixin(StoreBase):
                        WHERE id = ?""",
                     (now, now, hlc, override, rowid),
                 )
+            inserted = None
             if rowid is None:
                 sync_id, deleted_row = self._new_sync_id(conn, project, scope, topic)
                 hlc, origin = self.journal.tick(conn)
@@ -234,37 +240,64 @@ class ObservationsMixin(StoreBase):
                     )
                     fts.restore(conn, "observations", "id", rowid)
                 else:
+                    # A fresh random key is scored here rather than by an UPDATE after the
+                    # insert (one statement less per save), with the formula every rescore uses;
+                    # a topic's derived key may already be named by relations: rescored below.
+                    score = None if topic else scoring.new_memory_score(values)
                     cursor = conn.execute(
                         """INSERT INTO observations(sync_id, session_id, type, title, content,
                                tool_name, project, scope, topic_key, normalized_hash,
                                revision_count, duplicate_count, last_seen_at, created_at,
-                               updated_at, search_context, hlc, importance_override)
+                               updated_at, search_context, hlc, importance_override,
+                               importance)
                            VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name,
                                :project, :scope, :topic_key, :normalized_hash, 1, 1, :now, :now,
-                               :now, :search_context, :hlc, :importance_override)""",
-                        values,
+                               :now, :search_context, :hlc, :importance_override, :importance)""",
+                        {**values, "importance": score},
                     )
                     rowid = int(cursor.lastrowid or 0)
                     fts.add(conn, "observations", rowid, values)
                     refresh.inserted(rowid, {**values, "created_at": now})
-                    # A hard-deleted key saved again (a topic's derived key): this newer write
-                    # beats the tombstone, here and on every replica.
-                    drop_tombstone(conn, "observation", project, sync_id)
+                    if topic:
+                        # A hard-deleted key saved again (a topic's derived key): this newer
+                        # write beats the tombstone, here and on every replica. (A new random
+                        # key has none.)
+                        drop_tombstone(conn, "observation", project, sync_id)
+                    if score is not None:
+                        inserted = Observation(
+                            **{
+                                **NO_INTENT,
+                                "importance": round(
+                                    override if override is not None else score, 4
+                                ),
+                                "importance_override": override,
+                            },
+                            id=rowid, sync_id=sync_id, session_id=session_id, type=kind,
+                            title=title, content=content, tool_name=tool, project=project,
+                            scope=scope, topic_key=topic, revision_count=1, duplicate_count=1,
+                            last_seen_at=now, created_at=now, updated_at=now, deleted_at=None,
+                        )  # fmt: skip
             if replaced is not None:
                 now_state = self._state(conn, "observation", project, sync_id)
                 assert now_state is not None
                 revisions.keep(conn, replaced[0], replaced[1], now_state, hlc)
             refresh.settle()  # the rows whose session context this save changes
-            scoring.rescore_ids(conn, [rowid], now)
-            self._journal_state(conn, "observation", project, sync_id, hlc, origin)
+            if inserted is None:
+                scoring.rescore_ids(conn, [rowid], now)
+            self._journal_state(
+                conn, "observation", project, sync_id, hlc, origin, scope=scope, deleted=False
+            )
             if action != "deduplicated":
                 # The conflict check runs later, off the save path (engram/store/conflicts.py).
                 queue_check(conn, rowid)
-            row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
+            if inserted is None:
+                row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()
+                inserted = Observation.from_row(row)
+        self.known_projects.add(project)
 
         suggestion = None if topic else suggest_topic_key(kind, title, content)
         return SaveResult(
-            observation=Observation.from_row(row),
+            observation=inserted,
             action=action,
             warnings=warnings,
             truncated=truncation.truncated,
@@ -305,14 +338,15 @@ class ObservationsMixin(StoreBase):
         now: str,
     ) -> tuple[int, str] | None:
         window = max(1, self.config.dedupe_window_minutes)
-        start = (datetime.strptime(now, STORE_FORMAT) - timedelta(minutes=window)).strftime(
-            STORE_FORMAT
-        )
+        # (fromisoformat reads the store's format, far faster than strptime)
+        start = (datetime.fromisoformat(now) - timedelta(minutes=window)).strftime(STORE_FORMAT)
+        # "+created_at": rows with this content hash are few; ordering by the project's time
+        # index instead would read every memory of the project saved within the window.
         row = conn.execute(
             """SELECT id, sync_id FROM observations
                WHERE normalized_hash = ? AND project = ? AND scope = ? AND type = ? AND title = ?
-                 AND created_at >= ? AND deleted_at IS NULL
-               ORDER BY created_at DESC, id DESC LIMIT 1""",
+                 AND +created_at >= ? AND deleted_at IS NULL
+               ORDER BY +created_at DESC, id DESC LIMIT 1""",
             (digest, project, scope, kind, title, start),
         ).fetchone()
         return None if row is None else (int(row[0]), str(row[1]))

@@ -80,7 +80,7 @@ class PurgeMixin(StoreBase):
             return True
         return (
             self.db.one(
-                """SELECT 1 FROM sync_journal WHERE seq > ? AND op = 'delete'
+                """SELECT 1 FROM sync_journal WHERE seq > ? AND op = 'delete' AND record != ''
                      AND json_extract(record, '$.payload.hard') IS 1 LIMIT 1""",
                 (row["journal_seq"],),
             )

@@ -19,13 +19,10 @@ This module stores, lists, counts, releases and discards both; the CLI's ``engra
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
-
-import orjson
 
 from engram.store.db import Database
 from engram.times import now_text
@@ -64,6 +61,10 @@ class QuarantinedRecord:
 def record_text(item: dict[str, Any] | str | bytes) -> str:
     """The text a received item is kept as: the exact text when it is decodable text, else a
     JSON rendering that escapes what SQLite could not store (lone surrogates)."""
+    import json
+
+    import orjson
+
     if isinstance(item, bytes):
         item = item.decode("utf-8", errors="backslashreplace")
     if isinstance(item, str):

@@ -121,6 +121,7 @@ class Ranking:
     complete: bool  # no matching row was left out (by a limit or by pruning)
     steps: int = 0  # ranking statements run
     pruned: bool = False  # stopped before scoring the rows of the most common words
+    provisional: bool = False  # tier 1 may hold prefix-only rows (see rank)
 
 
 @dataclass(slots=True)
@@ -226,19 +227,34 @@ def rank(
     prune: bool = True,
     counts: TermCounts | None = None,
     filters: Filters | None = None,
+    precise: bool = False,
 ) -> Ranking:
     """The best ``fetch`` rows for ``words``, in tier order; pruning stops once the best ``k``
-    cannot change (see the module doc). Run inside a read snapshot."""
+    cannot change (see the module doc). Run inside a read snapshot.
+
+    Without ``precise`` the first statement gives every row it finds tier 1
+    (``Ranking.provisional``), also those holding the query words only in their session
+    context (when it counts) or, with ``match_all``, only as prefixes in their own text. Telling them apart row by row cost a sixth to a third of the query, and the caller
+    can tell from the few rows it explains anyway: when one of them is not a tier-1 row, it
+    ranks again, ``precise``."""
     if not words:
         return Ranking([], True)
     exact = [spec.searched(w.exact) for w in words]
     prefixes = [spec.searched(w.prefix_phrase) for w in words if w.prefix]
     if match_all:
         every = " AND ".join(f"({spec.searched(w.expression)})" for w in words)  # any form
-        found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
-        return Ranking(found, len(found) < fetch, 1)
-    first = _tier_one(conn, spec, words, exact, k, fetch, prune and filters is None,
-                      counts or TermCounts(), filters)  # fmt: skip
+        if precise or not prefixes:
+            found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
+            return Ranking(found, len(found) < fetch, 1)
+        found = _step(conn, spec, every, fetch, filters, provisional=True)
+        return Ranking(found, len(found) < fetch, 1, provisional=True)
+    counts = counts or TermCounts()
+    prune = prune and filters is None
+    provisional = not precise and spec.has_context
+    first = _tier_one(conn, spec, words, exact, k, fetch, prune, counts, filters, provisional)
+    if first.provisional and prefixes and len(first.hits) < k:
+        # Fewer rows than asked for: prefixes come next, which need the true tiers.
+        first = _tier_one(conn, spec, words, exact, k, fetch, prune, counts, filters)
     best = [h for h in first.hits if h.tier == WORDS]
     context = [h for h in first.hits if h.tier == CONTEXT]
     if not prefixes:
@@ -246,7 +262,7 @@ def rank(
     if len(best) >= k:
         # Prefix matches rank below the k best already found; only if filters later reject
         # some of those could they matter: then the ranking is not complete.
-        return Ranking(first.hits, False, first.steps, first.pruned)
+        return Ranking(first.hits, False, first.steps, first.pruned, first.provisional)
     # Prefixes: own text first (tier 2), then context rows with neither a word nor a prefix
     # in their own text. Rows with a word itself somewhere are already in `first`.
     expression, words_expr = _any(prefixes), _any(exact)
@@ -276,12 +292,14 @@ def _tier_one(
     prune: bool,
     counts: TermCounts,
     filters: Filters | None,
+    provisional: bool = False,
 ) -> Ranking:
-    """Rows holding a query word itself: in their own text (tier 1), else in their context."""
+    """Rows holding a query word itself: in their own text (tier 1), else in their context.
+    ``provisional``: the one-statement cases give all of them tier 1 (see :func:`rank`)."""
     total = row_count(conn, spec.fts)
     if not prune or total <= SMALL_QUERY:  # small, or exact: no planning needed
-        found = _step(conn, spec, _any(exact), fetch, filters)
-        return Ranking(found, len(found) < fetch, 1)
+        found = _step(conn, spec, _any(exact), fetch, filters, provisional=provisional)
+        return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     # Words no row holds cannot match: leave them out of every expression.
     stats = sorted(
         (s for s in _statistics(conn, spec, words, total, counts) if s.docs),
@@ -290,8 +308,8 @@ def _tier_one(
     if not stats:
         return Ranking([], True)
     if sum(s.docs for s in stats) <= SMALL_QUERY:
-        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters)
-        return Ranking(found, len(found) < fetch, 1)
+        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters, provisional=provisional)
+        return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     # Step 1: the rows holding one of the rarest words (up to GROUP_BUDGET rows), scored with
     # every word. Step 2, only if rows without them could still be among the best k: the rest.
     group = [stats[0]]
@@ -303,8 +321,8 @@ def _tier_one(
     rest = stats[len(group) :]
     docs = _any([s.phrase for s in group])
     if not rest:
-        found = _step(conn, spec, docs, fetch, filters)
-        return Ranking(found, len(found) < fetch, 1)
+        found = _step(conn, spec, docs, fetch, filters, provisional=provisional)
+        return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     others = _any([s.phrase for s in rest])
     hits = _step(conn, spec, f"({docs}) AND ({others})", fetch, filters)
     complete, steps = len(hits) < fetch, 1
@@ -341,10 +359,11 @@ def _step(
     *,
     tier: int | None = None,
     tier_of: str | None = None,
+    provisional: bool = False,
 ) -> list[Hit]:
     """The best ``fetch`` rows of ``expression`` by BM25, each given its tier: ``tier``, or
     WORDS when its own text matched (``tier_of``, if given, in its own text) and CONTEXT
-    otherwise."""
+    otherwise; ``provisional``: WORDS (one BM25 per row, see :func:`rank`)."""
     fts = spec.fts
     source = f"{fts} WHERE {fts} MATCH ?"
     params: list[object] = [expression]
@@ -356,16 +375,16 @@ def _step(
         )
         params += f.params
     prelude, case = "", f"CASE WHEN own < 0 THEN {WORDS} ELSE {CONTEXT} END"
-    if tier is not None:
-        case = str(tier)
+    if tier is not None or provisional:
+        case = str(WORDS if tier is None else tier)
     elif tier_of is not None:  # strict mode: a word itself in the own text, else a prefix
         prelude = f"WITH t1(r) AS MATERIALIZED (SELECT rowid FROM {fts} WHERE {fts} MATCH ?) "
         params.insert(0, spec.own(tier_of))
         case = f"CASE WHEN id IN t1 THEN {WORDS} WHEN own < 0 THEN {PREFIX} ELSE {CONTEXT} END"
+    own = f", {spec.own_bm25} AS own" if "own" in case else ""  # a second BM25 only if read
     rows = conn.execute(
         f"""{prelude}SELECT id, {case} AS tier, score FROM (
-                SELECT {fts}.rowid AS id, {spec.bm25} AS score, {spec.own_bm25} AS own
-                FROM {source})
+                SELECT {fts}.rowid AS id, {spec.bm25} AS score{own} FROM {source})
             ORDER BY tier, score LIMIT ?""",
         [*params, fetch],
     ).fetchall()

@@ -663,13 +663,17 @@ class RelationsMixin(StoreBase):
 
     # --- what relations mean for search results ---------------------------------------------
 
-    def annotate_results(self, results: list[Observation]) -> list[Observation]:
+    def annotate_results(
+        self, results: list[Observation], *, check_conflicts: bool = False
+    ) -> list[Observation]:
         """The step search applies after ranking: each result gets its active supersessions and
         conflicts as one-line notes (``Observation.relations``), and a superseded memory moves
-        right below its successor when both are in the results."""
+        right below its successor when both are in the results. ``check_conflicts``: run the
+        queued conflict checks first (within the read budget, see :meth:`settle_conflicts`)."""
         if not results:
             return results
-        self.settle_conflicts()  # type: ignore[attr-defined]
+        if check_conflicts:
+            self.settle_conflicts()  # type: ignore[attr-defined]
         by_project: dict[str, list[str]] = {}
         for obs in results:
             by_project.setdefault(obs.project, []).append(obs.sync_id)

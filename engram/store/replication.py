@@ -23,8 +23,6 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from engram.errors import InvalidMutationError
 from engram.record import (
     EPOCH_TEXT,
@@ -38,13 +36,17 @@ from engram.record import (
 from engram.store import fts, graph_rows, links, quarantine, revisions, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
-from engram.store.journal import now_ms
+from engram.store.journal import ENTITY_TABLES, insert_record, now_ms, state_text
 from engram.store.models import ApplyResult
-from engram.store.search_context import ContextRefresh, derive_state
+from engram.store.search_context import ContextRefresh, derive_state, rederive_sessions
 from engram.text import normalized_hash
 from engram.times import now_text
 
 STUB_STARTED_AT = EPOCH_TEXT
+#: A batch of at least this many records inserts its new memories without their session
+#: context and derives the context of their sessions at the end, in a few set-based statements
+#: (a chunk of an import: a fifth of its cost went to deriving contexts one row at a time).
+BULK_RECORDS = 50
 _ROWID = {
     "session": "SELECT rowid, hlc FROM sessions WHERE project = ? AND id = ?",
     "observation": "SELECT id, hlc FROM observations WHERE project = ? AND sync_id = ?",
@@ -62,6 +64,8 @@ def parse_record(
 ) -> tuple[dict[str, Any], str | None]:
     """``(record, exact_text)`` from a dict or the JSON text of one mutation; raises
     :class:`InvalidMutationError` naming the problem."""
+    import orjson
+
     if isinstance(item, dict):
         return validate_record(item, index), None
     try:
@@ -70,7 +74,7 @@ def parse_record(
     except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
         where = f"mutation[{index}]: " if index is not None else ""
         raise InvalidMutationError(f"{where}invalid JSON ({exc})") from None
-    return validate_record(record, index), text
+    return validate_record(record, index, text_checked="\\u0000" not in text), text
 
 
 class ReplicationMixin(StoreBase):
@@ -95,8 +99,7 @@ class ReplicationMixin(StoreBase):
             batch = _ApplyBatch(self, conn, now)
             batch.release_due(result)
             batch.release_waiting(result)
-            for item in items:
-                batch.take(item, source, result)
+            batch.take_all(items, source, result)
             if batch.memories_arrived:
                 # A relation may have waited for a memory this batch brought.
                 batch.release_waiting(result)
@@ -139,6 +142,16 @@ class _ApplyBatch:
         self.context = ContextRefresh(conn, self.index, deferred=True)
         self.now = now_text()
         self.newest = ""
+        #: Journal seq of every mid looked up or journaled in this batch (None: not held);
+        #: every journal row this batch inserts must be noted here.
+        self.mids: dict[str, int | None] = {}
+        #: A bulk batch (see BULK_RECORDS), and the sessions its new memories joined.
+        self.bulk = False
+        self.fresh_sessions: set[tuple[str, str]] = set()
+        #: Whether any address may hold a tombstone (most stores have none: no lookups then).
+        self.tombstones = (
+            conn.execute("SELECT EXISTS (SELECT 1 FROM sync_tombstones)").fetchone()[0] == 1
+        )
         #: Whether this batch created or deleted a memory a waiting relation may name.
         self.memories_arrived = False
         #: Memories written by this batch, and the ends of relations it wrote: scored once at
@@ -167,6 +180,39 @@ class _ApplyBatch:
                 quarantine.release(self.conn, row["id"])
                 result.released += 1
 
+    def take_all(
+        self, items: list[dict[str, Any] | str | bytes], source: str, result: ApplyResult
+    ) -> None:
+        """Apply received items in order; which mids are already held is looked up for all of
+        them at once."""
+        self.bulk = len(items) >= BULK_RECORDS
+        parsed: list[tuple[Any, dict[str, Any] | None, str | None, str]] = []
+        for item in items:
+            try:
+                decoded, text = parse_record(item)
+            except InvalidMutationError as exc:
+                parsed.append((item, None, None, str(exc)))
+                continue
+            parsed.append((item, decoded, text, ""))
+        self._look_up([r["mid"] for _, r, _, _ in parsed if r is not None])
+        for item, record, text, error in parsed:
+            if record is None:
+                self._hold(quarantine.INVALID, error, source, item, result)
+            else:
+                self._take(record, text, source, result)
+
+    def _look_up(self, mids: list[str]) -> None:
+        wanted = [m for m in dict.fromkeys(mids) if m not in self.mids]
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            self.mids.update(dict.fromkeys(part))
+            self.mids.update(
+                self.conn.execute(
+                    f"SELECT mid, seq FROM sync_journal WHERE mid IN ({', '.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+            )
+
     def take(self, item: dict[str, Any] | str | bytes, source: str, result: ApplyResult) -> None:
         """Apply one received item, or quarantine it with its reason."""
         try:
@@ -174,15 +220,20 @@ class _ApplyBatch:
         except InvalidMutationError as exc:
             self._hold(quarantine.INVALID, str(exc), source, item, result)
             return
-        known = self.conn.execute(
-            "SELECT seq FROM sync_journal WHERE mid = ?", (record["mid"],)
-        ).fetchone()
+        self._take(record, text, source, result)
+
+    def _take(
+        self, record: dict[str, Any], text: str | None, source: str, result: ApplyResult
+    ) -> None:
+        if record["mid"] not in self.mids:
+            self._look_up([record["mid"]])
+        known = self.mids[record["mid"]]
         if known is not None:
-            self.delivered.append((source, int(known[0])))
+            self.delivered.append((source, known))
             result.duplicates += 1
             return
         if why := check_clock(record["hlc"], self.now_ms, self.max_drift_ms):
-            self._hold(quarantine.CLOCK_SKEW, why, source, text or item, result, record)
+            self._hold(quarantine.CLOCK_SKEW, why, source, text or record, result, record)
             return
         self.apply(record, text, source, result)
 
@@ -208,6 +259,8 @@ class _ApplyBatch:
         result.hold(reason)
 
     def finish(self) -> None:
+        if self.fresh_sessions:  # before the settles' re-derivations: they then find no change
+            rederive_sessions(self.conn, self.fresh_sessions, self.index)
         self.context.flush()
         self.index.flush()
         if self.rescore:
@@ -221,15 +274,33 @@ class _ApplyBatch:
         if self.newest:
             self.store.journal.observe(self.conn, self.newest)
 
-    def _journal(self, record: dict[str, Any], text: str | None, source: str) -> None:
-        seq = self.store.journal.append_record(
+    def _journal(
+        self,
+        record: dict[str, Any],
+        text: str | None,
+        source: str,
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        """Journal a received record; ``state``: what applying it wrote to its row, when it
+        won. Then, if the record's exact text is what the row rebuilds to, it is stored elided
+        like a local write's (engram/store/journal.py): half the bytes an import writes."""
+        import orjson
+
+        elide = (
+            state is not None
+            and record["entity"] in ENTITY_TABLES  # (relations keep their text)
+            and (text or orjson.dumps(record).decode()) == state_text(record, state)
+        )
+        seq = insert_record(
             self.conn,
             record,
             source=source,
             text=text,
             record_delivery=False,
             recorded_at=self.now,
+            elide=elide,
         )
+        self.mids[record["mid"]] = seq
         self.delivered.append((source, seq))
         self.newest = max(self.newest, record["hlc"])
 
@@ -241,6 +312,8 @@ class _ApplyBatch:
         row = self.conn.execute(_ROWID[entity], (project, key)).fetchone()
         if row is not None:
             return str(row[1]), "row", int(row[0])
+        if not self.tombstones:
+            return "", None, None
         row = self.conn.execute(
             "SELECT hlc FROM sync_tombstones WHERE entity = ? AND project = ? AND key = ?",
             (entity, project, key),
@@ -270,14 +343,15 @@ class _ApplyBatch:
                 record,
             )
             return
-        self._journal(record, text, source)
         if hlc <= current:
+            self._journal(record, text, source)
             result.stale += 1
         else:
             replaced = None
             if entity == "observation" and rowid is not None:
                 replaced = revisions.current_state(self.conn, rowid)
-            self.rewrite(record, where, rowid)
+            state = self.rewrite(record, where, rowid)
+            self._journal(record, text, source, state)
             if replaced is not None:
                 self._kept_revision(record, rowid, *replaced, result)
             result.applied += 1
@@ -307,7 +381,8 @@ class _ApplyBatch:
         if not record or self.store.journal.has_mid(self.conn, record["mid"]):
             return 0
         # Journaled as this machine's own write, so it reaches every target the copy went to.
-        self.store.journal.append_record(self.conn, record, source="local")
+        seq = self.store.journal.append_record(self.conn, record, source="local")
+        self.mids[record["mid"]] = seq  # (the batch's mid lookups must see it)
         self.newest = max(self.newest, record["hlc"])
         current, where, rowid = self.version(entity, project, record["key"])
         if record["hlc"] <= current:
@@ -348,8 +423,11 @@ class _ApplyBatch:
                 return str(key)
         return None
 
-    def rewrite(self, record: dict[str, Any], where: str | None, rowid: int | None) -> None:
-        """Make the record's address hold what the record says (it has won there)."""
+    def rewrite(
+        self, record: dict[str, Any], where: str | None, rowid: int | None
+    ) -> dict[str, Any] | None:
+        """Make the record's address hold what the record says (it has won there); returns
+        the state written to the row (``None`` when the row was deleted or only marked)."""
         entity, project, key = record["entity"], record["project"], record["key"]
         if where == "tombstone":
             drop_tombstone(self.conn, entity, project, key)
@@ -360,15 +438,15 @@ class _ApplyBatch:
             assert state is not None
             # The address is the record's: its project, whatever the payload claimed (a
             # payload naming another project never validates).
+            state = {**state, "project": project}
             if entity == "relation":
                 self._write_relation(
-                    {**state, "project": project, "scope": record["scope"]},
-                    record["hlc"],
-                    record["payload"],
+                    {**state, "scope": record["scope"]}, record["hlc"], record["payload"]
                 )
             else:
-                self._write(entity, {**state, "project": project}, record["hlc"], rowid)
+                self._write(entity, state, record["hlc"], rowid)
         self.context.settle()  # what this record changed may be in other memories' context
+        return state
 
     def clear(self, entity: str, project: str, key: str) -> None:
         """Remove whatever an address holds (row or tombstone), for a re-derivation."""
@@ -471,7 +549,11 @@ class _ApplyBatch:
             )
             self.rescore.add(rowid)
             return
-        values["search_context"] = derive_state(conn, state)
+        live = state.get("deleted_at") is None
+        if self.bulk:  # context and index at the end (finish)
+            values["search_context"] = ""
+        else:
+            values["search_context"] = derive_state(conn, state)
         cursor = conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count,
@@ -486,15 +568,22 @@ class _ApplyBatch:
             values,
         )
         rowid = int(cursor.lastrowid or 0)
+        self.rescore.add(rowid)
+        if self.bulk:
+            self.index.inserted(rowid)
+            if live:
+                self.fresh_sessions.add((state["session_id"], state["project"]))
+            return
         fts.add(conn, "observations", rowid, values)
         self.context.inserted(rowid, state)  # it may arrive out of order
-        self.rescore.add(rowid)
 
     def _write_relation(
         self, state: dict[str, Any], hlc: str, payload: dict[str, Any] | None
     ) -> None:
         """A relation's full state, verbatim; payload fields this version does not know are
         kept beside it (docs/graph.md, "Replication")."""
+        import orjson
+
         unknown = unknown_fields("relation", payload or {})
         extra = orjson.dumps(unknown, option=orjson.OPT_SORT_KEYS).decode() if unknown else None
         self.conn.execute(
@@ -550,11 +639,14 @@ class _ApplyBatch:
         if entity == "observation":
             revisions.forget(self.conn, project, key)  # a hard delete: its past goes too
         put_tombstone(self.conn, entity, project, key, hlc, record["scope"], deleted_at)
+        self.tombstones = True
 
 
 def _loads_or_none(item: Any) -> dict[str, Any] | None:
     """The JSON object in a received item, if there is one (to describe a quarantined
     record by its fields)."""
+    import orjson
+
     try:
         value = orjson.loads(item) if isinstance(item, str | bytes) else item
     except (orjson.JSONDecodeError, UnicodeDecodeError, TypeError):

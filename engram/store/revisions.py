@@ -14,8 +14,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-import orjson
-
 from engram.store.base import StoreBase
 from engram.store.checks import check_id
 from engram.store.models import History, Revision
@@ -48,6 +46,8 @@ def keep(
     whether a revision was kept."""
     if not changed(old, new):
         return False
+    import orjson  # here, not at the top: a plain save or search never loads it (issue 18)
+
     project, key = old["project"], old["sync_id"]
     conn.execute(
         """INSERT INTO observation_revisions(project, sync_id, hlc, state, replaced_at,
@@ -66,6 +66,8 @@ def keep(
 def kept_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
     """The newest kept version of memory ``(project, key)`` written at or before ``when``
     (``None`` when none is that old): what it said then, for search as of a moment."""
+    import orjson
+
     best: dict[str, Any] | None = None
     for (text,) in conn.execute(
         "SELECT state FROM observation_revisions WHERE project = ? AND sync_id = ?",
@@ -97,6 +99,8 @@ class RevisionsMixin(StoreBase):
     def history(self, observation_id: Any, *, include_deleted: bool = True) -> History:
         """A memory (deleted ones too: their past is what one looks for) and its earlier
         versions, newest first."""
+        import orjson
+
         oid = check_id(observation_id)
         current = self.get_observation(oid, include_deleted=include_deleted)
         row = self.db.one("SELECT hlc FROM observations WHERE id = ?", (oid,))

@@ -444,8 +444,8 @@ def migration_8(conn: sqlite3.Connection) -> None:
     )
 
 
-#: FTS5 prefix indexes: the prefix lengths (in characters) prefix queries of that length read
-#: from a ready-made index instead of merging every term that starts with them.
+#: FTS5 prefix indexes of migration 9 (the lean migration, after importance, dropped them again): the prefix lengths (in
+#: characters) prefix queries of that length read from a ready-made index.
 FTS_PREFIX = "4 5 6"
 
 SEARCH_TRUTH = f"""
@@ -649,6 +649,110 @@ def migration_graph(conn: sqlite3.Connection) -> None:
     scoring.rescore_where(conn, "o.importance IS NULL")
 
 
+#: Every index is written by every save: keep only those a read needs (issue 18). A memory's
+#: session (every query by session names its project too) serves the session context, the
+#: timeline and session listings alike; topic keys are indexed only where a memory has one.
+LEAN_INDEXES = """
+DROP INDEX IF EXISTS observations_created;
+DROP INDEX IF EXISTS observations_context;
+DROP INDEX IF EXISTS observations_session;
+CREATE INDEX observations_session ON observations(session_id, project, created_at, sync_id);
+DROP INDEX IF EXISTS observations_topic;
+CREATE INDEX observations_topic ON observations(topic_key, project, scope, updated_at DESC)
+    WHERE topic_key IS NOT NULL;
+DROP INDEX IF EXISTS user_prompts_session;
+"""
+
+
+#: Both FTS indexes without prefix indexes: every save wrote each word four times (the word
+#: and its 4-, 5- and 6-character prefixes), which made saves 1.7x slower and the index 40%
+#: larger, while prefix queries on the main index measured as fast on 5,000 memories and
+#: 0-12% slower at 100,000 (docs/performance.md).
+LEAN_FTS = """
+DROP TABLE IF EXISTS observations_fts_vocab;
+DROP TABLE IF EXISTS prompts_fts_vocab;
+DROP TABLE IF EXISTS observations_fts;
+DROP TABLE IF EXISTS prompts_fts;
+CREATE VIRTUAL TABLE observations_fts USING fts5(
+    title, content, tool_name, type, project, topic_key, search_context,
+    content='observations', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE VIRTUAL TABLE prompts_fts USING fts5(
+    content, project, content='user_prompts', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE VIRTUAL TABLE observations_fts_vocab USING fts5vocab(observations_fts, 'row');
+CREATE VIRTUAL TABLE prompts_fts_vocab USING fts5vocab(prompts_fts, 'row');
+"""
+
+
+#: The replicated fields of each entity when the lean migration was written (the columns of its
+#: kept-state table; tests/store/test_lean_writes.py checks they still match record.STATE_FIELDS).
+KEPT_FIELDS = {
+    "session": ("id", "project", "directory", "started_at", "ended_at", "summary"),
+    "observation": (
+        "sync_id", "session_id", "type", "title", "content", "tool_name", "project", "scope",
+        "topic_key", "revision_count", "duplicate_count", "last_seen_at", "created_at",
+        "updated_at", "deleted_at", "pinned", "importance_override", "valid_from", "valid_to",
+        "delete_reason", "superseded_by", "reviewed_at",
+    ),
+    "prompt": ("sync_id", "session_id", "content", "project", "created_at"),
+}  # fmt: skip
+_KEPT = (("session", "sessions", "id"), ("observation", "observations", "sync_id"),
+         ("prompt", "user_prompts", "sync_id"))  # fmt: skip
+
+
+def kept_states_sql() -> str:
+    """Local journal records are stored elided (engram/store/journal.py): the row at the
+    record's hlc is its payload. When a row moves on (a newer write, from here or elsewhere, a
+    move to another project) or goes (a hard delete), these triggers keep its state, exactly as
+    it was, for every elided record written at it, so the journal still holds every state it
+    replicated (what transports send and as-of search reads). Untyped columns: values are kept
+    as stored. Deleting a journal row (the clock repair) deletes its kept state."""
+    parts = []
+    for entity, table, key in _KEPT:
+        fields = KEPT_FIELDS[entity]
+        kept = f"sync_kept_{table}"
+        keep = f"""INSERT OR IGNORE INTO {kept}(seq, {", ".join(fields)})
+        SELECT seq, {", ".join(f"OLD.{f}" for f in fields)} FROM sync_journal
+        WHERE entity = '{entity}' AND project = OLD.project AND key = OLD.{key}
+          AND hlc = OLD.hlc AND record = '';"""
+        parts.append(f"""
+CREATE TABLE IF NOT EXISTS {kept} (seq INTEGER PRIMARY KEY, {", ".join(fields)});
+CREATE TRIGGER IF NOT EXISTS {table}_keep_moved AFTER UPDATE OF hlc, project, {key} ON {table}
+WHEN OLD.hlc IS NOT NEW.hlc OR OLD.project IS NOT NEW.project OR OLD.{key} IS NOT NEW.{key}
+BEGIN
+    {keep}
+END;
+CREATE TRIGGER IF NOT EXISTS {table}_keep_deleted AFTER DELETE ON {table}
+BEGIN
+    {keep}
+END;
+""")
+    forget = "\n".join(f"    DELETE FROM sync_kept_{t} WHERE seq = OLD.seq;" for _, t, _ in _KEPT)
+    parts.append(f"""
+CREATE TRIGGER IF NOT EXISTS sync_journal_forget_kept AFTER DELETE ON sync_journal
+WHEN OLD.record = ''
+BEGIN
+{forget}
+END;
+""")
+    return "".join(parts)
+
+
+def migration_lean(conn: sqlite3.Connection) -> None:
+    """Faster saves and a smaller file (issue 18): indexes no read needs are dropped or merged,
+    the topic index holds only memories with a topic, and the FTS indexes are rebuilt without
+    prefix indexes. Local journal records written from now on are stored elided (see
+    engram/store/journal.py; older ones keep their text), with their states kept when their
+    rows move on (:func:`kept_states_sql`)."""
+    run_script(conn, LEAN_INDEXES)
+    run_script(conn, kept_states_sql())
+    run_script(conn, LEAN_FTS)
+    conn.execute(_weights_sql())
+    for fts in ("observations_fts", "prompts_fts"):
+        conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+
+
 # --- revisions (issue 17) ---------------------------------------------------------------------
 
 REVISIONS_TABLE = """
@@ -688,6 +792,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_10,
     migration_importance,
     migration_graph,
+    migration_lean,
     migration_revisions,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,7 +10,9 @@ SQL function ``engram_importance`` so single writes and batch re-scoring always 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from engram import importance
 from engram.store import links
@@ -32,6 +34,17 @@ def register(conn: sqlite3.Connection) -> None:
         conn.execute("SELECT engram_importance('', NULL, NULL, 0, NULL, 0, '1970-01-01 00:00:00')")
     except sqlite3.OperationalError:
         conn.create_function("engram_importance", 7, importance.sql_function())
+
+
+def new_memory_score(values: Mapping[str, Any]) -> float:
+    """The computed importance of a memory about to be inserted under a fresh random key with
+    ``values`` (its ``content``, ``topic_key``, ``type`` and ``now``): what :func:`rescore_ids`
+    would write right after the insert (changed now, never read, and no links: nothing can name
+    a key minted this instant), without the extra statement."""
+    moment = datetime.fromisoformat(values["now"]).replace(tzinfo=UTC)
+    return importance.compute(
+        values["content"], values["topic_key"], values["type"], 0, values["now"], 0, moment
+    )
 
 
 def rescore_ids(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:

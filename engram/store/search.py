@@ -27,6 +27,7 @@ from engram.store.ranking import (
     PREFIX,
     WORDS,
     Filters,
+    Hit,
     IndexSpec,
     TermCounts,
     rank,
@@ -109,6 +110,7 @@ class SearchMixin(StoreBase):
         as_of: str | None = None,
         record_access: bool = True,
         include_deleted: bool = False,
+        check_conflicts: bool = False,
     ) -> list[Observation]:
         """Observations matching ``query``, best first (importance breaks near ties), each with
         ``match`` saying why (soft-deleted ones too with ``include_deleted``: their
@@ -122,13 +124,19 @@ class SearchMixin(StoreBase):
         never interpreted. Importance breaks near ties (:mod:`engram.store.tiebreak`).
         ``as_of`` (a date, or a date and time) answers with what was true then, by words (see
         :mod:`engram.store.asof`). Each result counts as an access unless ``record_access`` is
-        false (docs/importance.md).
+        false (docs/importance.md). Results carry their relation notes (issue 20);
+        ``check_conflicts`` first runs the queued conflict checks, newest first, for at most
+        :data:`engram.store.conflicts.READ_BUDGET_S` — what the faces that show people the
+        notes ask for. By default a search takes on no such work: a backlog of checks (after a
+        bulk save) cost every read its whole budget, and a search is a read that writes
+        nothing (the workers of ``engram mcp`` and ``engram serve`` run the queue).
         """
         if not query or not query.strip():
             raise ValidationError("search: query cannot be empty", field="query")
         found = self._search_any(
             query, type=type, project=project, scope=scope, limit=limit, match_mode=match_mode,
             since=since, until=until, mode=mode, as_of=as_of, include_deleted=include_deleted,
+            check_conflicts=check_conflicts,
         )  # fmt: skip
         if self.config.importance_tiebreak and not (as_of and str(as_of).strip()):
             # Within the page the ranking chose: the set of results is the ranking's own, so
@@ -151,7 +159,8 @@ class SearchMixin(StoreBase):
         until: str | None,
         mode: str | None,
         as_of: str | None,
-        include_deleted: bool,
+        include_deleted: bool = False,
+        check_conflicts: bool = False,
     ) -> list[Observation]:
         """The results of :meth:`search`, by the kind of search asked for."""
         if as_of is not None and str(as_of).strip():
@@ -191,7 +200,7 @@ class SearchMixin(StoreBase):
                 include_deleted=include_deleted,
             )
         # After ranking (issue 20): relation notes, and superseded memories below their successor.
-        return self.annotate_results(results)
+        return self.annotate_results(results, check_conflicts=check_conflicts)
 
     def _search_lexical(
         self,
@@ -275,6 +284,7 @@ class SearchMixin(StoreBase):
         limit: int,
         where: str,
         params: list[Any],
+        precise: bool = False,
     ) -> list[Any]:
         """The best ``limit`` rows for ``words`` that pass ``where``, built, each with its tier,
         BM25 (``rank``) and matched words.
@@ -283,44 +293,61 @@ class SearchMixin(StoreBase):
         every match to its row, so rank there first (a few more than needed), then keep the rows
         the filters accept; only when the filters reject too many, rank again with them inside.
         """
-        fetch = limit * 4 + 20
+        # Room for rows the filters reject: plenty when the caller filters (a project, a
+        # type...), a little when only deleted rows can be rejected (a soft delete leaves a
+        # memory in the index); too few kept means ranking again with the filters inside.
+        fetch = limit * 4 + 20 if params else limit + 10
         match_all = mode == "all"
         ranking = rank(
-            conn, spec, words, match_all=match_all, k=limit, fetch=fetch,
+            conn, spec, words, match_all=match_all, k=limit, fetch=fetch, precise=precise,
             prune=self.config.search_pruning, counts=self.term_counts,
         )  # fmt: skip
-        hits = ranking.hits
         a = table.alias
-        if hits:
-            marks = ", ".join("?" for _ in hits)
-            # NOT INDEXED: look the ids up by rowid, never scan a project index.
-            kept = {
-                r[0]
+        rows: dict[int, sqlite3.Row] = {}
+        hits: list[Hit] = []
+        candidates = ranking.hits
+        while candidates and len(hits) < limit:
+            # The best candidates' rows, those the filters keep (NOT INDEXED: by rowid, never
+            # a scan of a project index): only as many as are still needed when just deleted
+            # rows can be rejected, every candidate at once when the caller filters.
+            take = candidates if params else candidates[: limit - len(hits)]
+            candidates = candidates[len(take) :]
+            marks = ", ".join("?" for _ in take)
+            rows.update(
+                (r["id"], r)
                 for r in conn.execute(
-                    f"SELECT {a}.id FROM {table.name} {a} NOT INDEXED"
+                    f"SELECT {a}.* FROM {table.name} {a} NOT INDEXED"
                     f" WHERE {a}.id IN ({marks}) AND {where}",
-                    [*(h.rowid for h in hits), *params],
+                    [*(h.rowid for h in take), *params],
                 )
-            }
-            hits = [h for h in hits if h.rowid in kept]
+            )
+            hits += [h for h in take if h.rowid in rows]
         if len(hits) < limit and not ranking.complete:
             filters = Filters(table.name, a, where, tuple(params))
             hits = rank(
-                conn, spec, words, match_all=match_all, k=limit, fetch=fetch, prune=False,
-                filters=filters,
+                conn, spec, words, match_all=match_all, k=limit, fetch=fetch, precise=precise,
+                prune=False, filters=filters,
             ).hits  # fmt: skip
+            missing = [h.rowid for h in hits[:limit] if h.rowid not in rows]
+            if missing:
+                marks = ", ".join("?" for _ in missing)
+                rows.update(
+                    (r["id"], r)
+                    for r in conn.execute(
+                        f"SELECT * FROM {table.name} NOT INDEXED WHERE id IN ({marks})", missing
+                    )
+                )
         best = hits[:limit]
         if not best:
             return []
-        marks = ", ".join("?" for _ in best)
-        rows = {
-            r["id"]: r
-            for r in conn.execute(
-                f"SELECT * FROM {table.name} NOT INDEXED WHERE id IN ({marks})",
-                [h.rowid for h in best],
-            )
-        }
         found = terms.find([table.texts(rows[h.rowid]) for h in best], [w.probe for w in words])
+        if ranking.provisional and any(
+            h.tier == WORDS and not f.words for h, f in zip(best, found, strict=True)
+        ):
+            # A row holding the words only as prefixes, or only in its session context,
+            # ranked among those holding them themselves: rank precisely (the explanations
+            # just computed tell).
+            return self._ranked(conn, spec, table, words, mode, limit, where, params, True)
         return [
             _built(table, rows[h.rowid], h.tier, h.score, match)
             for h, match in zip(best, found, strict=True)

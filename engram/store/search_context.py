@@ -285,12 +285,16 @@ def rederive(
     return changed
 
 
-def rederive_all(conn: sqlite3.Connection) -> int:
-    """Recompute every observation's context by the rule above, in bulk (migrations, rebuilds).
-
-    Writes only the column: the caller rebuilds the FTS index afterwards. Returns how many rows
-    changed.
-    """
+def _derived(
+    conn: sqlite3.Connection, sessions: list[tuple[str, str]] | None = None
+) -> list[tuple[int, str, str]]:
+    """``(rowid, stored context, context by the rule)`` of every live observation of an agent
+    session (of ``sessions``, ``(session_id, project)`` pairs, when given), by one set-based
+    statement: the rule of :func:`derive` spelled as window functions."""
+    where, params = "", []
+    if sessions is not None:
+        where = f"AND (session_id, project) IN (VALUES {', '.join('(?, ?)' for _ in sessions)})"
+        params = [value for pair in sessions for value in pair]
     rows = conn.execute(
         f"""SELECT id, search_context, prev1, prev2,
                    (SELECT substr(p.content, 1, {PIECE_CHARS}) FROM user_prompts p
@@ -305,15 +309,45 @@ def rederive_all(conn: sqlite3.Connection) -> int:
                   FROM (SELECT id, session_id, project, scope, created_at, sync_id,
                                search_context,
                                substr(title || ' ' || content, 1, {PIECE_CHARS}) AS piece
-                        FROM observations WHERE deleted_at IS NULL AND {_AGENT_SQL})
+                        FROM observations WHERE deleted_at IS NULL AND {_AGENT_SQL} {where})
                   WINDOW win AS (PARTITION BY session_id, project, scope
-                                 ORDER BY created_at, sync_id)) AS w"""
+                                 ORDER BY created_at, sync_id)) AS w""",
+        params,
     ).fetchall()
-    updates = []
-    for rowid, current, prev1, prev2, prompt in rows:
-        context = "\n".join(p for p in (prev1, prev2, prompt) if p is not None)
-        if context != current:
-            updates.append((context, rowid))
+    return [
+        (rowid, current, "\n".join(p for p in (prev1, prev2, prompt) if p is not None))
+        for rowid, current, prev1, prev2, prompt in rows
+    ]
+
+
+def rederive_sessions(
+    conn: sqlite3.Connection, sessions: set[tuple[str, str]], index: fts.DeferredIndex
+) -> int:
+    """Recompute the context of every live observation of these agent sessions
+    (``(session_id, project)``) in a few set-based statements, for a batch that inserted many
+    memories (their rows not indexed yet, see :meth:`fts.DeferredIndex.inserted`); rows whose
+    context changes are re-indexed at the batch's index flush. Returns how many changed."""
+    wanted = sorted(s for s in sessions if is_agent_session(s[0]))
+    changed = 0
+    for start in range(0, len(wanted), 400):
+        for rowid, current, context in _derived(conn, wanted[start : start + 400]):
+            if context == current:
+                continue
+            index.before_change("observations", "id", rowid, own_text=False)
+            conn.execute(
+                "UPDATE observations SET search_context = ? WHERE id = ?", (context, rowid)
+            )
+            changed += 1
+    return changed
+
+
+def rederive_all(conn: sqlite3.Connection) -> int:
+    """Recompute every observation's context by the rule above, in bulk (migrations, rebuilds).
+
+    Writes only the column: the caller rebuilds the FTS index afterwards. Returns how many rows
+    changed.
+    """
+    updates = [(context, rowid) for rowid, current, context in _derived(conn) if context != current]
     updates += [
         ("", r[0])
         for r in conn.execute(

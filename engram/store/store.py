@@ -7,14 +7,13 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram import settings as config_module
 from engram.errors import StoreUnavailableError
 from engram.settings import Config
 from engram.store import scoring
 from engram.store.access import AccessLog
-from engram.store.clock_repair import ClockRepair
 from engram.store.conflicts import ConflictsMixin
 from engram.store.consolidation import ConsolidationMixin
 from engram.store.context import ContextMixin
@@ -36,6 +35,9 @@ from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_versio
 from engram.store.search import SearchMixin
 from engram.store.sessions import SessionsMixin
 from engram.store.vectors import VectorsMixin
+
+if TYPE_CHECKING:
+    from engram.store.clock_repair import ClockRepair
 
 
 class Store(
@@ -66,6 +68,8 @@ class Store(
         self.term_counts = TermCounts()
         #: The vectors held in memory for semantic search (loaded on the first one).
         self.vector_index: Any = None
+        #: Projects seen holding memories (the similar-project hint skips them).
+        self.known_projects: set[str] = set()
         scoring.register(db.conn)
         self.access = AccessLog(db, config)
 
@@ -88,13 +92,11 @@ class Store(
         return store
 
     def _prepare(self) -> None:
-        from engram.store import clock_repair
-
         conn = self.db.conn
         needs_migration = current_version(conn) != SCHEMA_VERSION
         if not needs_migration and self.journal.identity_matches():
-            if clock_repair.clock_poisoned(self):
-                clock_repair.repair(self)
+            if self.journal.clock_poisoned():
+                self.repair_clock()
             return  # the fast path: nothing to write on open
         from engram.store import legacy
 
@@ -104,8 +106,8 @@ class Store(
             with self.db.write() as conn:
                 apply_migrations(conn)
                 self.journal.ensure_identity(conn)
-        if clock_repair.clock_poisoned(self):
-            clock_repair.repair(self)
+        if self.journal.clock_poisoned():
+            self.repair_clock()
 
     def repair_clock(self) -> ClockRepair:
         """Check every record and row for a clock beyond now + the allowed drift and repair

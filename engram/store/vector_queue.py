@@ -21,10 +21,7 @@ def chunks(ids: Iterable[int], size: int = 500) -> Iterator[list[int]]:
 
 def queue(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
     """Queue these observations for (re-)embedding (a new memory, or one about to change)."""
-    for part in chunks(ids):
-        conn.executemany(
-            f"INSERT OR IGNORE INTO {PENDING}(obs_id) VALUES (?)", [(i,) for i in part]
-        )
+    conn.executemany(f"INSERT OR IGNORE INTO {PENDING}(obs_id) VALUES (?)", [(i,) for i in ids])
 
 
 def forget(conn: sqlite3.Connection, ids: Iterable[int]) -> None:

@@ -120,3 +120,33 @@ def test_the_log_is_private(store: Store) -> None:
     store.add_observation(title="Redis", content="eviction", project="acme")
     store.search("redis")
     assert os.stat(store.access.path).st_mode & 0o077 == 0
+
+
+def test_a_file_folded_but_not_yet_deleted_keeps_its_name_through_a_fold_that_missed_it(
+    store: Store, monkeypatch
+) -> None:
+    """The race behind a double count seen under load: folder A folds a file and commits but
+    has not deleted it yet; folder X, which listed the files before A took that one, commits
+    next and used to drop every name it had not seen; folder B then counted A's file again."""
+    from engram.store import access, scoring
+
+    obs = store.add_observation(title="Redis", content="eviction", project="acme").observation
+    store.search("redis")  # one hit, in the current log: folder X takes and folds it
+    taken_by_a = store.access.path.with_name(
+        f"{store.access.path.name}.aaaa{access.FOLDING_SUFFIX}"
+    )
+    real_rescore = scoring.rescore_ids
+
+    def folder_a_commits_meanwhile(conn, ids, now=None):  # inside X's write transaction
+        taken_by_a.write_bytes(f'["acme", "{obs.sync_id}", "2026-01-01 00:00:00"]\n'.encode())
+        conn.execute("UPDATE observations SET access_count = access_count + 1 WHERE id = ?",
+                     (obs.id,))  # fmt: skip
+        conn.execute("INSERT INTO access_folds(name, folded_at) VALUES (?, '')", (taken_by_a.name,))
+        return real_rescore(conn, ids, now)
+
+    monkeypatch.setattr(scoring, "rescore_ids", folder_a_commits_meanwhile)
+    assert store.access.fold() == 1  # folder X: its own hit
+    monkeypatch.setattr(scoring, "rescore_ids", real_rescore)
+    assert store.access.fold() == 0  # folder B: A's file was folded already, only deleted
+    assert not taken_by_a.exists()
+    assert store.get_observation(obs.id).access_count == 2

@@ -44,7 +44,7 @@ def test_a_conflict_is_found_on_the_next_read_not_at_save(store: Store) -> None:
     # Saving only queued the checks: no relation exists yet.
     assert store.pending_conflict_checks() == 2
     assert store.db.scalar("SELECT COUNT(*) FROM memory_relations") == 0
-    results = store.search("session store", project="acme")
+    results = store.search("session store", project="acme", check_conflicts=True)  # as faces do
     assert store.pending_conflict_checks() == 0
     rel = store.list_relations("acme")
     assert [(r.relation, r.state, r.source.id, r.target.id) for r in rel] == [
@@ -162,10 +162,32 @@ def test_a_read_after_a_bulk_save_does_a_bounded_share(store: Store) -> None:
     new = save(store, "Session store", "We keep sessions in PostgreSQL with a 30 minute TTL")
     budget, conflicts.READ_BUDGET_S = conflicts.READ_BUDGET_S, 0.0
     try:
-        results = store.search("session store", project="acme")
+        results = store.search("session store", project="acme", check_conflicts=True)
     finally:
         conflicts.READ_BUDGET_S = budget
     assert store.pending_conflict_checks() == 30  # one check ran: the newest save's
     assert {o.id: [n["note"] for n in o.relations or []] for o in results}[new.id] == [
         f"conflicts with #{old.id} (Session store) — pending review"
     ]
+
+
+def test_a_plain_search_leaves_the_queue_to_the_faces_and_workers(store: Store) -> None:
+    """Issue 18: a backlog of checks (after a bulk save) cost every search up to its whole
+    budget, some milliseconds each; the library's search takes on none of them (the CLI, MCP
+    and HTTP searches ask for them, the workers of ``engram mcp`` and ``serve`` run them), and
+    still shows the relations that exist."""
+    import sqlite3
+
+    old = save(store, "Session store", "We keep sessions in Redis with a 30 minute TTL")
+    new = save(store, "Session store", "We keep sessions in PostgreSQL with a 30 minute TTL")
+    watcher = sqlite3.connect(store.path)
+    version = watcher.execute("PRAGMA data_version").fetchone()[0]
+    results = store.search("session store", project="acme")
+    assert watcher.execute("PRAGMA data_version").fetchone()[0] == version  # nothing written
+    assert store.pending_conflict_checks() == 2
+    assert all(o.relations == [] for o in results)
+    store.detect_conflicts()
+    notes = {o.id: [n["note"] for n in o.relations or []]
+             for o in store.search("session store", project="acme")}  # fmt: skip
+    assert notes[new.id] == [f"conflicts with #{old.id} (Session store) — pending review"]
+    watcher.close()

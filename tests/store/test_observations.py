@@ -33,6 +33,7 @@ def test_private_text_never_reaches_the_database(store: Store) -> None:
     assert saved.observation.content == "token [REDACTED]!"
     raw = store.db.rows("SELECT record FROM sync_journal")
     assert all("sk-123" not in r[0] for r in raw)
+    assert all("sk-123" not in e.record for e in store.journal.pending("t"))  # the text sent
 
 
 def test_oversized_content_is_truncated_with_a_warning(store: Store) -> None:

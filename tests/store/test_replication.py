@@ -117,6 +117,29 @@ def test_deleted_text_leaves_the_journal_once_every_target_has_the_delete(make_s
     exchange(a, b)
     records = "".join(e.record for e in a.journal.pending("y"))
     assert "secret two" not in records and "secret but only moved" in records
+    for replica in (a, b):  # nor in what either keeps for its elided records (issue 18)
+        assert "secret two" not in "".join(e.record for e in replica.journal.pending("z"))
+        kept = replica.db.rows("SELECT title, content FROM sync_kept_observations")
+        assert not any("secret two" in str(tuple(r)) for r in kept)
+
+
+def test_a_received_text_kept_verbatim_is_blanked_once_every_target_has_the_delete(
+    make_store,
+) -> None:
+    """A received record whose text is not what its row rebuilds to (another writer's
+    formatting) is kept verbatim; once a hard delete of its key is held by every target this
+    replica knows, its text is blanked."""
+    a, b = make_store("a"), make_store("b")
+    obs = a.add_observation(title="t", content="secret three", project="p").observation
+    spaced = [orjson.dumps(orjson.loads(e.record), option=orjson.OPT_INDENT_2).decode()
+              for e in a.journal.pending("b")]  # fmt: skip
+    b.apply_mutations(spaced, source="peer:a")
+    kept = [r[0] for r in b.db.rows("SELECT record FROM sync_journal") if "secret three" in r[0]]
+    assert len(kept) == 1 and kept[0] in spaced  # the exact text, not what b would write
+    a.delete_observation(obs.id, hard=True)
+    delete = [e.record for e in a.journal.pending("b") if e.op == "delete"]
+    b.apply_mutations(delete, source="peer:a")  # peer:a, b's one target, holds the delete
+    assert not any("secret three" in r[0] for r in b.db.rows("SELECT record FROM sync_journal"))
 
 
 def test_stub_session_is_replaced_by_the_real_one(make_store) -> None:

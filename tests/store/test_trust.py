@@ -233,11 +233,12 @@ def poison(data_dir: Path) -> dict[str, object]:
         late = victim.add_observation(title="late", content="late memory", project="p")
         rolled = f"10000000000000.00000.{victim.origin}"  # what the old clock produced next
         with victim.db.write() as conn:
-            seq, text = conn.execute(
-                "SELECT seq, record FROM sync_journal WHERE key = ? ORDER BY seq DESC LIMIT 1",
+            seq = conn.execute(
+                "SELECT seq FROM sync_journal WHERE key = ? ORDER BY seq DESC LIMIT 1",
                 (late.observation.sync_id,),
-            ).fetchone()
-            record = {**orjson.loads(text), "hlc": rolled}
+            ).fetchone()[0]
+            # The versions that rolled over stored every record's full text.
+            record = {**victim.journal.entry(seq).as_record(), "hlc": rolled}
             conn.execute(
                 "UPDATE sync_journal SET hlc = ?, record = ? WHERE seq = ?",
                 (rolled, orjson.dumps(record).decode(), seq),

@@ -278,12 +278,14 @@ def local_mids(
     store: Store, target: str, project: str, *, include_personal: bool = False
 ) -> dict[str, int]:
     """``{mid: seq}`` of the project's journal rows that belong on the server (not personal
-    unless asked, not quarantined)."""
+    unless asked, not quarantined, not superseded before they were sent)."""
+    from engram.store.journal import sendable
+
     rows = store.db.rows(
-        """SELECT j.mid, j.seq FROM sync_journal j
-           WHERE j.project = ? AND (? OR j.scope != 'personal')
-             AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
-                             WHERE q.target = ? AND q.seq = j.seq)""",
+        f"""SELECT j.mid, j.seq FROM sync_journal j
+            WHERE j.project = ? AND (? OR j.scope != 'personal') AND {sendable("j")}
+              AND NOT EXISTS (SELECT 1 FROM sync_quarantine q
+                              WHERE q.target = ? AND q.seq = j.seq)""",
         (project, int(include_personal), target),
     )
     return {r[0]: int(r[1]) for r in rows}

@@ -12,8 +12,18 @@ import orjson
 import psycopg
 import pytest
 
+from engram.store import Store
 from tests.support import free_port, run_engram
 from tests.support.sync_cloud import TOKEN, CloudServer
+
+
+def write_full_journal_text(db: Path) -> None:
+    """Store every elided journal record with its full text, as versions before elided records
+    did (so a test can corrupt a record's text in place)."""
+    with Store.open(db) as store, store.db.write() as conn:
+        for (seq,) in conn.execute("SELECT seq FROM sync_journal WHERE record = ''").fetchall():
+            text = store.journal.entry(seq).record
+            conn.execute("UPDATE sync_journal SET record = ? WHERE seq = ?", (text, seq))
 
 
 class Machine:
@@ -167,6 +177,7 @@ def test_repair_retries_the_quarantine(
         assert conn.execute("SELECT count(*) FROM cloud_mutations").fetchone()[0] == 2
     import sqlite3
 
+    write_full_journal_text(db)
     with sqlite3.connect(db) as conn:  # corrupt one sent record, and make it pending again
         seq = conn.execute(
             "SELECT MAX(seq) FROM sync_journal WHERE entity = 'observation'"
@@ -249,6 +260,7 @@ def test_records_the_server_cannot_store_are_quarantined_and_the_rest_pushed(
     a.ok("cloud", "enroll", "acme")
     for title in ("first", "second", "third", "fourth"):
         a.ok("save", title, f"the {title} memory", "--project", "acme")
+    write_full_journal_text(a.home / "engram.db")
     with sqlite3.connect(a.home / "engram.db") as db:
         for title, bad in (("second", "sec\\u0000ond"), ("third", "th\\ud800ird")):
             changed = db.execute(

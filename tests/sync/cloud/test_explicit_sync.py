@@ -104,11 +104,12 @@ def test_only_exact_mids_are_acknowledged_and_rejections_are_quarantined(
     seq = max(
         e.seq for e in a.journal.pending("nowhere", projects=[project]) if e.key == first.sync_id
     )
+    text = a.journal.entry(seq).record  # (a local record is stored elided: its full text)
     with a.db.write() as conn:
         conn.execute(
-            "UPDATE sync_journal SET record = json_set(record, '$.payload.title', 'tampered')"
+            "UPDATE sync_journal SET record = json_set(?, '$.payload.title', 'tampered')"
             " WHERE seq = ?",
-            (seq,),
+            (text, seq),
         )
     cloud_state.forget_delivery(a, config.target, [seq])
     a.add_observation(title="Two", content="second memory", project=project)
