@@ -216,7 +216,8 @@ def _observation_reader(keys: tuple[str, ...]) -> Callable[[sqlite3.Row], Observ
     if "pinned" not in at:
 
         def read_plain(row: sqlite3.Row) -> Observation:
-            return Observation(
+            # (mypy cannot count the fields a getter gives: 16, id to deleted_at)
+            return Observation(  # type: ignore[misc]
                 *row_fields(row), **NO_INTENT, rank=None if rank is None else row[rank]
             )
 
@@ -227,7 +228,7 @@ def _observation_reader(keys: tuple[str, ...]) -> Callable[[sqlite3.Row], Observ
 
     def read(row: sqlite3.Row) -> Observation:
         own = row[override]
-        return Observation(
+        return Observation(  # type: ignore[call-arg]
             *row_fields(row),
             round(float(own if own is not None else row[importance] or 0), 4),  # as _intent
             own,
