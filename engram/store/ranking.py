@@ -35,6 +35,7 @@ import math
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from engram.store.query import QueryWord
 
@@ -53,9 +54,10 @@ SCORE_DECIMALS = 9
 WORDS, PREFIX, CONTEXT = 1, 2, 3
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class IndexSpec:
-    """One FTS5 index as ranking sees it."""
+    """One FTS5 index as ranking sees it (its SQL fragments are built once per spec: a search
+    asks for them several times)."""
 
     fts: str
     vocab: str
@@ -63,11 +65,11 @@ class IndexSpec:
     own_columns: tuple[str, ...]
     weights: tuple[float, ...]
 
-    @property
+    @cached_property
     def bm25(self) -> str:
         return f"bm25({self.fts}, {', '.join(repr(float(w)) for w in self.weights)})"
 
-    @property
+    @cached_property
     def own_bm25(self) -> str:
         """BM25 of the row's own text only: below 0 exactly when a query phrase is in it."""
         weights = (
@@ -76,7 +78,7 @@ class IndexSpec:
         )
         return f"bm25({self.fts}, {', '.join(repr(float(w)) for w in weights)})"
 
-    @property
+    @cached_property
     def has_context(self) -> bool:
         """Whether some weighted column is not the row's own text."""
         return any(
@@ -85,11 +87,15 @@ class IndexSpec:
             if c not in self.own_columns
         )
 
+    @cached_property
+    def _own_filter(self) -> str:
+        if set(self.own_columns) == set(self.columns):
+            return ""
+        return f"{{{' '.join(self.own_columns)}}} : "
+
     def own(self, expression: str) -> str:
         """``expression`` restricted to the row's own text."""
-        if set(self.own_columns) == set(self.columns):
-            return expression
-        return f"{{{' '.join(self.own_columns)}}} : ({expression})"
+        return f"{self._own_filter}({expression})" if self._own_filter else expression
 
     def searched(self, expression: str) -> str:
         """``expression`` over the columns that count (the own text only when the context

@@ -431,3 +431,27 @@ def test_memories_built_from_rows_by_position_equal_those_built_by_name(store: S
     pinned = Observation.from_rows(conn.execute("SELECT * FROM observations").fetchall())[1]
     assert pinned.importance == 0.75 and pinned.pinned is True
     assert Observation.from_rows([]) == []
+
+
+def test_the_write_ahead_log_is_checkpointed_every_few_thousand_pages(store: Store) -> None:
+    """A save writes ~25 pages: checkpointing at SQLite's default 1,000 cost a burst of saves a
+    tenth of its CPU; a log grown by one large transaction is cut back after its checkpoint."""
+    from engram.store.db import WAL_CHECKPOINT_PAGES, WAL_LIMIT_BYTES
+
+    assert store.db.one("PRAGMA wal_autocheckpoint")[0] == WAL_CHECKPOINT_PAGES >= 4000
+    assert store.db.one("PRAGMA journal_size_limit")[0] == WAL_LIMIT_BYTES > 0
+
+
+def test_a_search_reads_its_ranking_and_relation_notes_in_one_transaction(
+    store: Store,
+) -> None:
+    for i in range(5):
+        store.add_observation(title=f"redis note {i}", content="pool size", project="acme")
+    seen: list[str] = []
+    store.db.conn.set_trace_callback(seen.append)
+    try:
+        found = store.search("redis pool", mode="lexical", record_access=False)
+    finally:
+        store.db.conn.set_trace_callback(None)
+    assert len(found) == 5
+    assert [s for s in seen if s.startswith("BEGIN")] == ["BEGIN"], seen
