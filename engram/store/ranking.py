@@ -36,6 +36,8 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
+from typing import NamedTuple
 
 from engram.store.query import QueryWord
 
@@ -114,8 +116,7 @@ class Filters:
     params: tuple[object, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):  # (a tuple: built from each ranked row as it comes, 20 per search)
     rowid: int
     tier: int  # WORDS, PREFIX or CONTEXT
     score: float  # BM25 (lower is better) within its tier
@@ -392,12 +393,25 @@ def _step(
         params.insert(0, spec.own(tier_of))
         case = f"CASE WHEN id IN t1 THEN {WORDS} WHEN own < 0 THEN {PREFIX} ELSE {CONTEXT} END"
     own = f", {spec.own_bm25} AS own" if "own" in case else ""  # a second BM25 only if read
-    rows = conn.execute(
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples, made Hits as they are
+    hits = list(map(Hit._make, cursor.execute(
         f"""{prelude}SELECT id, {case} AS tier, score FROM (
                 SELECT {fts}.rowid AS id, {spec.bm25} AS score{own} FROM {source})
             ORDER BY tier, score LIMIT ?""",
         [*params, fetch],
-    ).fetchall()
-    # Ties (to SCORE_DECIMALS) are ordered here, on the few rows kept: rounding every row in
-    # SQL cost a fifth of the query.
-    return sorted((Hit(int(r[0]), int(r[1]), float(r[2])) for r in rows), key=_order)
+    )))  # fmt: skip
+    return tie_ordered(hits)
+
+
+def tie_ordered(hits: list[Hit]) -> list[Hit]:
+    """``hits`` in (tier, BM25) order with ties (to :data:`SCORE_DECIMALS`) by rowid. Ordered
+    here, on the few rows kept (rounding every row in SQL cost a fifth of the query), and only
+    when two of them tie: the statement's order is otherwise the final one (rounding keeps it,
+    so rows that tie are next to each other)."""
+    for before, after in pairwise(hits):
+        if before.tier == after.tier and round(before.score, SCORE_DECIMALS) == round(
+            after.score, SCORE_DECIMALS
+        ):
+            return sorted(hits, key=_order)
+    return hits

@@ -228,3 +228,14 @@ def test_every_explanation_is_what_the_index_itself_matches(store: Store) -> Non
                     assert (word.text in found.match.context_words) == context
                     checked += 1
     assert checked > 200
+
+
+def test_scores_equal_to_nine_decimals_tie_and_rowids_order_them() -> None:
+    """The same phrases summed in another order differ in the last bits: such rows tie, and
+    tied rows come in rowid order whatever order the ranking statement gave them."""
+    hits = [ranking.Hit(9, 1, -2.5), ranking.Hit(5, 1, -1.0000000001), ranking.Hit(3, 1, -1.0)]
+    assert [h.rowid for h in ranking.tie_ordered(hits)] == [9, 3, 5]
+    plain = [ranking.Hit(5, 1, -2.0), ranking.Hit(3, 1, -1.0), ranking.Hit(1, 3, -3.0)]
+    assert ranking.tie_ordered(plain) is plain  # nothing ties: kept as the statement gave it
+    tiers = [ranking.Hit(5, 1, -1.0), ranking.Hit(3, 2, -1.0)]
+    assert ranking.tie_ordered(tiers) is tiers  # equal scores in two tiers do not tie
