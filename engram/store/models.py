@@ -292,7 +292,19 @@ class SaveResult:
     truncated: bool = False
     original_bytes: int = 0
     limit_bytes: int = 0
-    suggested_topic_key: str | None = None
+    #: (type, title, content) of a memory saved without a topic key: what
+    #: :attr:`suggested_topic_key` suggests one from.
+    topic_hint: tuple[str, str, str] | None = None
+
+    @property
+    def suggested_topic_key(self) -> str | None:
+        """A topic key for a memory saved without one, worked out when asked (not on the save
+        path: most saves are never shown one)."""
+        if self.topic_hint is None:
+            return None
+        from engram.text import suggest_topic_key
+
+        return suggest_topic_key(*self.topic_hint)
 
     def to_dict(self) -> dict[str, Any]:
         data = self.observation.to_dict()

@@ -141,10 +141,10 @@ class PurgeMixin(StoreBase):
         each (5,000 saves: 14 segments, searches ~6% slower than over one). Off the save
         path: no save waits for it. Returns whether it merged; a busy database is left as it
         is (the next bulk writer merges)."""
-        if self.db.conn.total_changes < MERGE_AFTER_CHANGES:
-            return False
         started = time.perf_counter()
         try:
+            if self.db.conn.total_changes < MERGE_AFTER_CHANGES:  # (closed: raises)
+                return False
             with self.db.without_waiting():
                 for fts in FTS_INDEXES:
                     spent = time.perf_counter() - started

@@ -7,6 +7,7 @@ the lookups on the save path read the index meant for them."""
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from engram.record import STATE_FIELDS, build_record, compact_payload
 from engram.store import Store
@@ -455,3 +456,29 @@ def test_a_search_reads_its_ranking_and_relation_notes_in_one_transaction(
         store.db.conn.set_trace_callback(None)
     assert len(found) == 5
     assert [s for s in seen if s.startswith("BEGIN")] == ["BEGIN"], seen
+
+
+def test_a_save_suggests_a_topic_key_only_when_asked(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suggestion (for saves without a topic key) is shown by some faces, never needed by
+    the save itself: worked out when read, off the save path."""
+    import engram.text
+
+    calls: list[tuple[str, ...]] = []
+    real = engram.text.suggest_topic_key
+
+    def counted(*args: str) -> str:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(engram.text, "suggest_topic_key", counted)
+    saved = store.add_observation(
+        title="Fixed login timeout", content="raised the TTL", type="bugfix", project="acme"
+    )
+    assert calls == []
+    assert saved.suggested_topic_key == real("bugfix", "Fixed login timeout", "raised the TTL")
+    assert saved.to_dict()["suggested_topic_key"] == saved.suggested_topic_key
+    assert calls and set(calls) == {("bugfix", "Fixed login timeout", "raised the TTL")}
+    topic = store.add_observation(title="a", content="b", project="acme", topic_key="x/y")
+    assert topic.suggested_topic_key is None and topic.to_dict()["suggested_topic_key"] is None

@@ -203,3 +203,10 @@ def test_closing_after_a_burst_of_saves_leaves_the_indexes_merged(
     assert _segments(many / "engram.db", "prompts_fts") == 1
     with Store.open(config=Config(data_dir=many)) as store:
         assert store.search("note 59", match_mode="all")[0].title == "note 59"
+
+
+def test_a_store_closed_twice_closes_quietly(tmp_path: Path) -> None:
+    store = Store.open(config=Config(data_dir=tmp_path / "d"))
+    store.add_observation(title="a", content="b", project="p")
+    store.close()
+    store.close()  # (the merge check must not touch the closed connection)
