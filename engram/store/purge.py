@@ -35,6 +35,8 @@ MERGE_PAGES = 2000
 #: merge the full-text indexes, and the time it may spend doing so.
 MERGE_AFTER_CHANGES = 10_000
 CLOSE_MERGE_BUDGET_S = 0.5
+#: Segments an index must have for that merge to be worth it.
+MERGE_SEGMENTS = 8
 FTS_INDEXES = ("observations_fts", "prompts_fts")
 CHECKPOINT_ATTEMPTS = 20
 
@@ -138,20 +140,25 @@ class PurgeMixin(StoreBase):
         rows (:data:`MERGE_AFTER_CHANGES`), within :data:`CLOSE_MERGE_BUDGET_S`: called as the
         store closes. FTS5 writes a segment per transaction and merges them only in steps, so
         a burst of saves leaves a dozen or more, and every search then looks each word up in
-        each (5,000 saves: 14 segments, searches ~6% slower than over one). Off the save
-        path: no save waits for it. Returns whether it merged; a busy database is left as it
-        is (the next bulk writer merges)."""
-        started = time.perf_counter()
+        each (5,000 saves: 14 segments, searches ~6% slower than over one); an index of fewer
+        than :data:`MERGE_SEGMENTS` (a bulk import writes few, large ones) is left as it is.
+        Off the save path: no save waits for it. Returns whether it merged; a busy database is
+        left as it is (the next bulk writer merges)."""
+        started, merged = time.perf_counter(), False
         try:
             if self.db.conn.total_changes < MERGE_AFTER_CHANGES:  # (closed: raises)
                 return False
             with self.db.without_waiting():
                 for fts in FTS_INDEXES:
+                    segments = self.db.scalar(f"SELECT count(DISTINCT segid) FROM {fts}_idx")
+                    if int(segments or 0) < MERGE_SEGMENTS:
+                        continue
                     spent = time.perf_counter() - started
                     self._merge(fts, budget_s=max(CLOSE_MERGE_BUDGET_S - spent, 0.0))
+                    merged = True
         except (StoreUnavailableError, sqlite3.Error):  # closing must not fail over it
             return False
-        return True
+        return merged
 
     def _truncate_wal(self) -> bool:
         """Checkpoint every frame and truncate the log to zero bytes; another process's open

@@ -191,18 +191,22 @@ def test_closing_after_a_burst_of_saves_leaves_the_indexes_merged(
     looks each word up in each. The process that wrote them merges them as it closes the store
     (not on the save path); one that changed few rows leaves them to FTS5."""
     monkeypatch.setattr(purge, "MERGE_AFTER_CHANGES", 300)
-    few, many = tmp_path / "few", tmp_path / "many"
-    for data_dir, saves in ((few, 12), (many, 60)):
+    monkeypatch.setattr(purge, "MERGE_SEGMENTS", 3)
+    few, many, merged = tmp_path / "few", tmp_path / "many", tmp_path / "merged"
+    for data_dir, saves in ((few, 12), (many, 60), (merged, 60)):
+        if data_dir == merged:  # an index already in few segments is left alone
+            monkeypatch.setattr(purge, "MERGE_SEGMENTS", 10_000)
         with Store.open(config=Config(data_dir=data_dir)) as store:
             for i in range(saves):
                 store.add_observation(title=f"note {i}", content=f"words {i} here", project="p")
             store.add_prompt("a prompt to index", session_id="s1", project="p")
-            assert _segments(store.path) > 1
-    assert _segments(few / "engram.db") > 1
+            assert _segments(store.path) > 3
+    assert _segments(few / "engram.db") > 3
     assert _segments(many / "engram.db") == 1
-    assert _segments(many / "engram.db", "prompts_fts") == 1
+    assert _segments(merged / "engram.db") > 3
     with Store.open(config=Config(data_dir=many)) as store:
         assert store.search("note 59", match_mode="all")[0].title == "note 59"
+        assert store.merge_after_bulk_writes() is False  # this process changed nothing
 
 
 def test_a_store_closed_twice_closes_quietly(tmp_path: Path) -> None:
