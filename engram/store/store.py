@@ -135,10 +135,7 @@ class Store(
         return self.journal.origin
 
     def close(self) -> None:
-        try:
-            self.merge_after_bulk_writes()  # (a burst of writes leaves many FTS segments)
-        finally:
-            self.db.close()
+        self.db.close()
 
     def __enter__(self) -> Store:
         return self

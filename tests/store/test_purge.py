@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import orjson
 import pytest
 
 from engram.settings import Config
-from engram.store import Store, purge
+from engram.store import Store
 from engram.store.purge_worker import PurgeWorker
 from tests.support import run_engram
 
@@ -174,43 +173,3 @@ def test_engram_mcp_runs_the_worker_unless_turned_off(data_dir: Path, monkeypatc
     # The purge worker, and only it, is turned off (the conflict checker of issue 20 runs in
     # both).
     assert len(running) == len(quiet) + 1 == 2
-
-
-def _segments(path: Path, fts: str = "observations_fts") -> int:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(f"SELECT count(DISTINCT segid) FROM {fts}_idx").fetchone()[0]
-    finally:
-        conn.close()
-
-
-def test_closing_after_a_burst_of_saves_leaves_the_indexes_merged(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """FTS5 writes a segment per transaction: a burst of saves leaves many, and every search
-    looks each word up in each. The process that wrote them merges them as it closes the store
-    (not on the save path); one that changed few rows leaves them to FTS5."""
-    monkeypatch.setattr(purge, "MERGE_AFTER_CHANGES", 300)
-    monkeypatch.setattr(purge, "MERGE_SEGMENTS", 3)
-    few, many, merged = tmp_path / "few", tmp_path / "many", tmp_path / "merged"
-    for data_dir, saves in ((few, 12), (many, 60), (merged, 60)):
-        if data_dir == merged:  # an index already in few segments is left alone
-            monkeypatch.setattr(purge, "MERGE_SEGMENTS", 10_000)
-        with Store.open(config=Config(data_dir=data_dir)) as store:
-            for i in range(saves):
-                store.add_observation(title=f"note {i}", content=f"words {i} here", project="p")
-            store.add_prompt("a prompt to index", session_id="s1", project="p")
-            assert _segments(store.path) > 3
-    assert _segments(few / "engram.db") > 3
-    assert _segments(many / "engram.db") == 1
-    assert _segments(merged / "engram.db") > 3
-    with Store.open(config=Config(data_dir=many)) as store:
-        assert store.search("note 59", match_mode="all")[0].title == "note 59"
-        assert store.merge_after_bulk_writes() is False  # this process changed nothing
-
-
-def test_a_store_closed_twice_closes_quietly(tmp_path: Path) -> None:
-    store = Store.open(config=Config(data_dir=tmp_path / "d"))
-    store.add_observation(title="a", content="b", project="p")
-    store.close()
-    store.close()  # (the merge check must not touch the closed connection)
