@@ -35,6 +35,7 @@ from engram.record import (
 )
 from engram.store import fts, graph_rows, links, quarantine, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
+from engram.store.fresh_lane import FreshLane
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import ENTITY_TABLES, insert_record, now_ms, state_text
 from engram.store.models import ApplyResult
@@ -200,11 +201,21 @@ class _ApplyBatch:
                 continue
             parsed.append((item, decoded, text, ""))
         self._look_up([r["mid"] for _, r, _, _ in parsed if r is not None])
-        for item, record, text, error in parsed:
+        lane = FreshLane(self, source, result) if self.bulk else None
+        fresh = lane.plan([r for _, r, _, _ in parsed]) if lane else [None] * len(parsed)
+        for (item, record, text, error), state in zip(parsed, fresh, strict=True):
+            if lane is not None:
+                if state is not None:
+                    assert record is not None
+                    lane.add(record, text, state)
+                    continue
+                lane.flush()  # what the record may see is written first
             if record is None:
                 self._hold(quarantine.INVALID, error, source, item, result)
             else:
                 self._take(record, text, source, result)
+        if lane is not None:
+            lane.flush()
 
     def _look_up(self, mids: list[str]) -> None:
         wanted = [m for m in dict.fromkeys(mids) if m not in self.mids]
