@@ -61,12 +61,15 @@ def _progress(message: str) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from engram.cli.cmd_serve import bind
     from engram_cloud.migrate import schema_status, upgrade
 
     settings = _settings()
     if args.host:
         settings = replace(settings, host=args.host)
-    if args.port:
+    if args.port is not None:  # 0 is a port too: any free one, as for `engram serve`
+        if not 0 <= args.port <= 65535:
+            raise CloudCommandError(f"port must be between 0 and 65535, got {args.port}")
         settings = replace(settings, port=args.port)
     engine = _engine(settings.database_url)
     status = schema_status(engine)
@@ -82,11 +85,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _progress(
             "[engram-cloud] WARNING: insecure mode, no authentication (local development only)"
         )
+    # The socket is bound here, before uvicorn starts: a taken port is one clear line, and with
+    # port 0 the free port the system picked is the one announced (and given to the workers).
+    sock = bind(settings.host, settings.port, who="engram cloud serve", setting="ENGRAM_CLOUD_PORT")
+    settings = replace(settings, port=int(sock.getsockname()[1]))
     projects = "*" if settings.allows_every_project else ",".join(sorted(settings.allowed_projects))
     _progress(
         f"[engram-cloud] listening on {settings.host}:{settings.port} "
         f"({settings.mode} mode, projects: {projects})"
     )
+    try:
+        _run_uvicorn(args, settings, engine, sock)
+    finally:
+        sock.close()
+    return 0
+
+
+def _run_uvicorn(args: argparse.Namespace, settings: Any, engine: Any, sock: Any) -> None:
     import uvicorn
 
     options: dict[str, Any] = {
@@ -108,20 +123,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
             + ", ".join(settings.trusted_proxies)
         )
     if args.workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
         engine.dispose()
-        # Each worker process builds its own app (and pool) from the same environment.
+        # Each worker process builds its own app (and pool) from the same environment, and
+        # serves the socket bound above (as uvicorn.run does with the one it binds).
         os.environ["ENGRAM_CLOUD_HOST"], os.environ["ENGRAM_CLOUD_PORT"] = (
             settings.host,
             str(settings.port),
         )
-        uvicorn.run(
-            "engram_cloud.app:create_app_from_env", factory=True, workers=args.workers, **options
+        config = uvicorn.Config(
+            "engram_cloud.app:create_app_from_env",
+            factory=True,
+            workers=args.workers,
+            **options,
         )
+        Multiprocess(config, sockets=[sock]).run()
     else:
         from engram_cloud.app import create_app
 
-        uvicorn.run(create_app(settings, engine=engine), **options)
-    return 0
+        server = uvicorn.Server(uvicorn.Config(create_app(settings, engine=engine), **options))
+        server.run(sockets=[sock])
+        if not server.started:
+            raise CloudCommandError("the server failed to start (see the messages above)")
 
 
 def proxy_options(settings: Any) -> dict[str, Any]:

@@ -259,6 +259,28 @@ def _token_problem(token: str) -> str | None:
     return None
 
 
+def check_forwarded_allow_ips(raw: str | None, trusted: tuple[str, ...]) -> None:
+    """``FORWARDED_ALLOW_IPS`` is uvicorn's own variable; the server passes its trust from
+    ``ENGRAM_CLOUD_TRUSTED_PROXIES`` explicitly, so a different value there would only
+    mislead whoever reads the deployment. Refuse to start unless both say the same (or it is
+    unset)."""
+    if raw is None or not raw.strip():
+        return
+    if raw.strip() == "*":
+        theirs: tuple[str, ...] = ("*",)
+    else:
+        try:
+            theirs = parse_trusted_proxies(raw)
+        except SettingsError:
+            theirs = (raw.strip()[:60],)
+    if set(theirs) != set(trusted):
+        raise SettingsError(
+            f"FORWARDED_ALLOW_IPS={raw.strip()[:60]!r} differs from ENGRAM_CLOUD_TRUSTED_PROXIES="
+            f"{','.join(trusted)!r}: the server trusts forwarded headers only from "
+            "ENGRAM_CLOUD_TRUSTED_PROXIES; give both the same value (or unset FORWARDED_ALLOW_IPS)"
+        )
+
+
 def parse_trusted_proxies(raw: str) -> tuple[str, ...]:
     """Comma list of IP addresses or networks (CIDR), normalized; ``SettingsError`` names the
     first entry that is neither (a host name would be looked up by nobody: refuse it)."""
@@ -330,6 +352,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             "or * for every project"
         )
     port_default = _int(env, "ENGRAM_PORT", DEFAULT_PORT, 1, 65535)
+    trusted = parse_trusted_proxies(raw("ENGRAM_CLOUD_TRUSTED_PROXIES", env))
+    # uvicorn's own variable, not one of ours (docs/settings.md says so below the table)
+    check_forwarded_allow_ips(env.get("FORWARDED_ALLOW_IPS"), trusted)
     unhealthy_s = _int(
         env, "ENGRAM_CLOUD_WORKER_UNHEALTHY_S", DEFAULT_WORKER_UNHEALTHY_S, 1, 366 * 86_400
     )
@@ -356,7 +381,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_clock_drift_s=_int(
             env, "ENGRAM_CLOUD_MAX_CLOCK_DRIFT_S", DEFAULT_MAX_CLOCK_DRIFT_S, 1, 366 * 86_400
         ),
-        trusted_proxies=parse_trusted_proxies(raw("ENGRAM_CLOUD_TRUSTED_PROXIES", env)),
+        trusted_proxies=trusted,
         audit_retention_days=_int(
             env, "ENGRAM_CLOUD_AUDIT_RETENTION_DAYS", DEFAULT_AUDIT_RETENTION_DAYS, 1, 36_500
         ),

@@ -23,6 +23,7 @@ import orjson
 
 from engram.errors import ValidationError
 from engram.files import write_atomic
+from engram.platform import lock_file
 
 FILE_NAME = "bindings.json"
 VERSION = 1
@@ -114,10 +115,7 @@ class Bindings:
         lock_path = self.path.with_name(FILE_NAME + ".lock")
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
-            with contextlib.suppress(ImportError):
-                import fcntl
-
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            lock_file(fd)  # one writer at a time (unguarded where the system has no locks)
             entries = self._read()
             yield entries
             document = {

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from engram.platform import private_directory
+from engram.platform import private_directory, set_mode
 
 #: Temp files are hidden (``.name.XXXX.tmp``) so listings and .gitignore can skip them.
 TEMP_SUFFIX = ".tmp"
@@ -46,7 +46,7 @@ def write_atomic(
                 mode = os.stat(path).st_mode & 0o7777
             except FileNotFoundError:
                 mode = NEW_FILE_MODE
-        os.fchmod(fd, mode)
+        set_mode(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             if midway is not None:
                 handle.write(data[: len(data) // 2])

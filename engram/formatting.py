@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from engram.store.models import (
+    ApplyResult,
+    History,
     MemoryRelations,
     Observation,
     Relation,
@@ -15,6 +17,7 @@ from engram.store.models import (
     Stats,
     Timeline,
 )
+from engram.text import plural
 
 if TYPE_CHECKING:
     from engram.consolidate.report import ConsolidationReport
@@ -61,16 +64,17 @@ def search_results(
     """Numbered results with previews; ``cut_hint`` ends the text when a preview was cut."""
     if not results:
         return f"No memories found for: {quoted(query)}"
-    lines = [f"Found {len(results)} memories:", ""]
+    lines = [f"Found {plural(len(results), 'memory')}:", ""]
     cut_any = False
     for i, obs in enumerate(results, 1):
         body = " ".join(obs.content.split())
         short = cut_bytes(body, preview_bytes)
         cut_any = cut_any or short != body
         where = f" | project: {obs.project}" if obs.project else ""
+        gone = f" [{gone_word(obs)} {obs.deleted_at}]" if obs.deleted_at else ""
         found = f" | found by: {found_by(obs)}" if obs.found_by else ""
         lines += [
-            f"[{i}] #{obs.id} ({obs.type}) — {obs.title}",
+            f"[{i}] #{obs.id} ({obs.type}) — {obs.title}{gone}",
             f"    {short}",
             f"    {obs.created_at}{where} | scope: {obs.scope}{found} | {importance_label(obs)}",
         ]
@@ -81,6 +85,68 @@ def search_results(
     if cut_any:
         lines.append(cut_hint)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def memory_page(found: Sequence[Observation], total: int, offset: int = 0) -> str:
+    """A page of memories, newest first: one line each, then where it came from."""
+    if not found:
+        return "No memories." if total == 0 else f"No memories past the first {total}."
+    lines = [f"Memories {offset + 1}–{offset + len(found)} of {total}:", ""]
+    for obs in found:
+        gone = f" [{gone_word(obs)} {obs.deleted_at}]" if obs.deleted_at else ""
+        where = f" | project: {obs.project}" if obs.project else ""
+        lines += [
+            f"#{obs.id} ({obs.type}) — {obs.title}{gone}",
+            f"    {obs.created_at}{where} | scope: {obs.scope}",
+        ]
+    return "\n".join(lines)
+
+
+def machine(origin: str, here: bool) -> str:
+    """Who wrote a version: this machine, or another by its origin (short)."""
+    return "this machine" if here else (f"machine {origin[:8]}" if origin else "an older import")
+
+
+def history(h: History) -> str:
+    """A memory as it is now, then each earlier version (newest first), indented."""
+    obs = h.observation
+    count = len(h.revisions)
+    lines = [
+        f"#{obs.id} [{obs.type}] {obs.title}",
+        f"Now: updated {obs.updated_at} on {machine(h.origin, h.written_here)}"
+        + (f" ({gone_word(obs)} {obs.deleted_at})" if obs.deleted_at else ""),
+        *("    " + line for line in obs.content.splitlines() or [""]),
+    ]
+    if not count:
+        lines += ["", "No earlier versions kept on this machine."]
+        return "\n".join(lines)
+    lines += ["", f"{plural(count, 'earlier version')}, newest first:"]
+    for n, rev in enumerate(h.revisions, 1):
+        lines += [
+            "",
+            f"[{n}] updated {rev.updated_at} on {machine(rev.origin, rev.written_here)}; "
+            f"replaced {rev.replaced_at} by {machine(rev.replaced_by_origin, rev.replaced_here)}",
+        ]
+        if rev.title != obs.title:
+            lines.append(f"    title: {rev.title}")
+        if rev.type != obs.type:
+            lines.append(f"    type: {rev.type}")
+        if rev.topic_key != obs.topic_key:
+            lines.append(f"    topic: {rev.topic_key or '(none)'}")
+        lines += ["    " + line for line in rev.content.splitlines() or [""]]
+    return "\n".join(lines)
+
+
+def superseded(applied: ApplyResult) -> list[str]:
+    """One line per memory whose edit made here was replaced by another machine's newer one
+    (both stay readable in the memory's history)."""
+    return [
+        f"Your edit of #{s['id']} {quoted(str(s['title']))} was replaced by a newer edit from "
+        f"machine {str(s['by'])[:8]}"
+        + (f" (now {quoted(str(s['new_title']))})" if s.get("new_title") != s["title"] else "")
+        + f": engram history {s['id']} shows both"
+        for s in applied.superseded
+    ]
 
 
 VIA_CONTEXT = "via session context"
@@ -198,6 +264,12 @@ def graph_relationships(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def gone_word(obs: Observation) -> str:
+    """How a memory that is not live went: ``archived`` (consolidation, by hand) or
+    ``deleted``."""
+    return "archived" if obs.delete_reason == "archived" else "deleted"
+
+
 def importance_label(obs: Observation) -> str:
     """``importance: 0.42`` (``, set by hand`` for an override), ``| pinned`` when pinned."""
     how = ", set by hand" if obs.importance_override is not None else ""
@@ -223,8 +295,10 @@ def intent_lines(obs: Observation) -> list[str]:
     if obs.reviewed_at:
         lines.append(f"Reviewed: {obs.reviewed_at}")
     if obs.deleted_at:
-        why = "archived" if obs.delete_reason == "archived" else "deleted"
-        lines.append(f"{why.capitalize()}: {obs.deleted_at} (engram restore {obs.id} brings it back)")
+        lines.append(
+            f"{gone_word(obs).capitalize()}: {obs.deleted_at} "
+            f"(engram restore {obs.id} brings it back)"
+        )
     if obs.superseded_by:
         lines.append(f"Superseded by: {obs.superseded_by}")
     return lines
@@ -236,8 +310,9 @@ def consolidation(report: ConsolidationReport) -> str:
     where = f"project {quoted(report.project)}" if report.project else "every project"
     lines = [
         f"Consolidation of {where}{' (dry run: nothing was changed)' if report.dry_run else ''}",
-        f"- Examined: {report.processed} memories (re-scored {report.rescored})",
-        f"- {verb} merge: {report.merged} near-duplicates into {report.merged_into} memories",
+        f"- Examined: {plural(report.processed, 'memory')} (re-scored {report.rescored})",
+        f"- {verb} merge: {plural(report.merged, 'near-duplicate')} into "
+        f"{plural(report.merged_into, 'memory')}",
         f"- {verb} archive: {report.archived} below importance {report.threshold:g}",
     ]
     if report.pinned_kept:
@@ -245,7 +320,7 @@ def consolidation(report: ConsolidationReport) -> str:
     if report.skipped:
         lines.append(f"- Skipped {report.skipped} that changed meanwhile (run it again)")
     if report.over_max:
-        lines.append(f"- Left {report.over_max} steps for a later run (--max)")
+        lines.append(f"- Left {plural(report.over_max, 'step')} for a later run (--max)")
     lines += [f"- Warning: {w}" for w in report.warnings]
     lines.append(f"- Took {report.elapsed_ms / 1000:.2f} s")
     for step in report.merges:
@@ -310,7 +385,7 @@ def timeline(tl: Timeline) -> str:
     lines += [
         "",
         f">>> #{focus.id} [{focus.type}] {focus.title} <<<",
-        f"    {cut_bytes(focus.content, 500)}",
+        *("    " + line for line in cut_bytes(focus.content, 500).splitlines() or [""]),
         f"    {focus.created_at}",
         "",
         "─── After ───",

@@ -293,6 +293,21 @@ def load(env: Mapping[str, str] | None = None) -> Config:
     )
 
 
+def editor_command(env: Mapping[str, str] | None = None) -> list[str] | None:
+    """The user's editor command (the system's ``$VISUAL``, else ``$EDITOR``; not settings of
+    Engram's own), split like a shell would; ``None`` when neither names one."""
+    import shlex
+
+    for name in ("VISUAL", "EDITOR"):
+        text = (os.environ if env is None else env).get(name, "").strip()
+        if text:
+            try:
+                return shlex.split(text)
+            except ValueError:
+                continue
+    return None
+
+
 def settings_page() -> str:
     """docs/settings.md: both programs' variables (the server's need the ``cloud`` extra)."""
     from engram_cloud.settings import VARIABLES as SERVER_VARIABLES
@@ -305,9 +320,14 @@ def settings_page() -> str:
         "the same as an unset one. A bad value is refused with a message naming the variable.\n\n"
         "## The local program (`engram`)\n\n"
         + markdown_table(VARIABLES)
+        + "\nThe TUI also honours the system's `VISUAL` (else `EDITOR`): `E` edits a memory's\n"
+        "content in that editor (without one, in the TUI's own text area).\n"
         + "\n## The team server (`engram cloud serve`)\n\n"
         "Read once at start-up; `docs/cloud.md` explains the modes and `docs/cloud.env.example`\n"
         "is a commented template.\n\n" + markdown_table(SERVER_VARIABLES)
+        + "\n`FORWARDED_ALLOW_IPS` is uvicorn's own variable: the server passes its proxy trust\n"
+        "from `ENGRAM_CLOUD_TRUSTED_PROXIES` and refuses to start when `FORWARDED_ALLOW_IPS` is\n"
+        "set to anything else (`docker-compose.cloud.yml` sets both alike).\n"
     )
 
 

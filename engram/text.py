@@ -351,3 +351,13 @@ def one_line(text: str, limit: int = 400) -> str:
     ``limit`` characters (for previews)."""
     flat = " ".join(_EMPHASIS.sub("", text[: limit * 4]).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``"1 memory"``, ``"2 memories"``: a count with its noun in the right number
+    (``words`` when the plural is not ``word + "s"``)."""
+    if count == 1:
+        return f"{count} {word}"
+    if words is None:
+        words = word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+    return f"{count} {words}"

@@ -162,6 +162,7 @@ def observation_page(
             "title": found.title,
             "obs": found,
             "related": memories_q.related_observations(db, found),
+            "history": memories_q.observation_history(db, found),
             "relations": relations,
             "needs_review": needs_review,
             "standing": memories_q.standing(db, found, dgraph.link_count(relations)),

@@ -53,10 +53,16 @@ def _optional_project(args: argparse.Namespace) -> str | None:
 
 def fail(args: argparse.Namespace, exc: CloudError, **extra: Any) -> int:
     """Report a cloud failure in one line (and as JSON with ``--json``); exit status 1."""
-    line = f"cloud sync {exc.reason_code}: {exc}"
+    return fail_with(args, {**exc.to_dict(), **extra}, str(exc), exc.reason_code)
+
+
+def fail_with(args: argparse.Namespace, data: dict[str, Any], error: str, reason: str) -> int:
+    """The one failure shape: with ``--json`` ``{"error": "<text>", "reason_code": …, …}``
+    (flat, as the README promises) on stdout only, else one line on stderr; exit status 1."""
     if wants_json(args):
-        emit(args, None, {"error": line, **exc.to_dict(), **extra})
-    warn(line, kind="error")
+        emit(args, None, {**data, "error": error, "reason_code": reason})
+    else:
+        warn(f"cloud sync {reason}: {error}", kind="error")
     return EXIT_FAILED
 
 
@@ -166,25 +172,57 @@ def cmd_unenroll(args: argparse.Namespace) -> int:
 # --- engram cloud status -----------------------------------------------------------------------
 
 
-def _probe_daemon(port: int, project: str | None) -> tuple[str, dict[str, Any] | None]:
-    """Is ``engram serve`` answering on this machine? (and its /sync/status for the project)"""
+def _find_daemon(store: Store, port: int, project: str | None) -> dict[str, Any]:
+    """The ``engram serve`` of this data directory, whatever its port: the servers it recorded
+    (:mod:`engram.local_servers`), then the configured port. Only one whose ``/health`` names
+    this store's origin counts (a stale record or another data directory's server does not).
+    The answer: ``state`` (running, not running, other), ``url``, ``pid``, ``autosync`` and its
+    ``/sync/status`` for ``project``."""
     import httpx
 
-    base = f"http://127.0.0.1:{port}"
-    try:
-        health = httpx.get(f"{base}/health", timeout=1.0)
-    except httpx.HTTPError:
-        return "not running", None
-    if health.status_code != 200:
-        return "unreachable", None
-    status = None
-    if project:
+    from engram.local_servers import LocalServer, running
+
+    recorded = running(store.config.data_dir)
+    candidates: list[tuple[str, LocalServer | None]] = [(s.url, s) for s in recorded]
+    default = f"http://127.0.0.1:{port}"
+    if default not in {url for url, _ in candidates}:
+        candidates.append((default, None))
+    found: dict[str, Any] = {"state": "not running", "url": None, "pid": None, "autosync": None}
+    for url, record in candidates:
         try:
-            answer = httpx.get(f"{base}/sync/status", params={"project": project}, timeout=2.0)
-            status = answer.json() if answer.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            status = None
-    return f"running on port {port}", status
+            health = httpx.get(f"{url}/health", timeout=1.0)
+            instance = health.json().get("instance_id") if health.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            continue
+        if instance != store.origin:
+            if found["state"] == "not running":
+                found.update(state="other", url=url)  # something answers, for another store
+            continue
+        found.update(
+            state="running",
+            url=url,
+            pid=record.pid if record else None,
+            autosync=record.autosync if record else None,
+        )
+        if project:
+            try:
+                answer = httpx.get(f"{url}/sync/status", params={"project": project}, timeout=2.0)
+                if answer.status_code == 200:
+                    found["sync_status"] = answer.json()
+            except (httpx.HTTPError, ValueError):
+                pass
+        return found
+    return found
+
+
+def _daemon_text(daemon: dict[str, Any]) -> str:
+    if daemon["state"] == "running":
+        who = f"pid {daemon['pid']}, " if daemon.get("pid") else ""
+        sync = {True: "autosync on", False: "autosync off", None: "autosync unknown"}
+        return f"engram serve at {daemon['url']} ({who}{sync[daemon.get('autosync')]})"
+    if daemon["state"] == "other":
+        return f"not running (an engram serve at {daemon['url']} serves another data directory)"
+    return "not running"
 
 
 def _probe_server(cloud: CloudConfig) -> tuple[dict[str, Any] | None, CloudError | None]:
@@ -240,16 +278,51 @@ def collect_status(store: Store, project: str | None, *, probe: bool = True) -> 
                     "admin to add it (ENGRAM_CLOUD_ALLOWED_PROJECTS or a grant)",
                 )
     port = config_module.load().http_port
-    daemon, daemon_status = _probe_daemon(port, project)
-    data["daemon"] = daemon
+    daemon = _find_daemon(store, port, project)
+    daemon_status = daemon.pop("sync_status", None)
+    data["daemon"] = _daemon_text(daemon)
+    data["local_daemon"] = daemon
     if daemon_status is not None:
         data["daemon_sync_status"] = daemon_status
+    data["autosync_process"] = _autosync_process(store, cloud.target, daemon)
     if project:
         data["sync"] = project_status(store, project)
         if reason == (None, None) and data["sync"]["reason_code"]:
             reason = (data["sync"]["reason_code"], data["sync"]["reason_message"])
     data["reason_code"], data["reason_message"] = reason
     return data
+
+
+def _autosync_process(store: Store, target: str, daemon: dict[str, Any]) -> dict[str, Any] | None:
+    """Which process on this machine runs the autosync loop: the holder of its lease (its pid,
+    and whether it is the ``engram serve`` found above, else another one such as an
+    ``engram mcp``), or the daemon that says it runs autosync (between two renewals the lease
+    may have lapsed while it waits on a long poll)."""
+    from engram.sync.cloud.state import lease_holder
+    from engram.sync.cloud.status import lease_pid
+
+    owner = lease_holder(store, target)
+    running = daemon["state"] == "running"
+    if owner is None:
+        if running and daemon.get("autosync"):
+            return {"owner": None, "pid": daemon.get("pid"), "engram_serve": daemon["url"]}
+        return None
+    pid = lease_pid(owner)
+    in_daemon = running and pid is not None and daemon.get("pid") == pid
+    return {"owner": owner, "pid": pid, "engram_serve": daemon["url"] if in_daemon else None}
+
+
+def _autosync_text(data: dict[str, Any], sync: dict[str, Any]) -> str:
+    """Where the autosync loop runs, and this project's phase."""
+    holder = data.get("autosync_process")
+    if holder is None:
+        where = "off (no process on this machine runs it: ENGRAM_CLOUD_AUTOSYNC=1 engram serve)"
+    elif holder.get("engram_serve"):
+        where = f"running in engram serve at {holder['engram_serve']} (pid {holder['pid']})"
+    else:
+        pid = f" (pid {holder['pid']})" if holder.get("pid") else ""
+        where = f"running in another engram process on this machine{pid}"
+    return f"Autosync: {where}; project phase: {sync['phase']}"
 
 
 def _status_lines(data: dict[str, Any]) -> list[str]:
@@ -297,7 +370,7 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
     lines.append(f"Local daemon: {data.get('daemon')}")
     if sync is not None:
         lines += [
-            f"Autosync: {sync.get('autosync', 'off')} (phase {sync['phase']})",
+            _autosync_text(data, sync),
             f"Last sync: {sync['last_sync_at'] or 'never'}"
             + (
                 f" (last push {sync['last_push_at'] or 'never'}, last pull "
@@ -320,8 +393,25 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _status_project(args: argparse.Namespace) -> str | None:
+    """``--project``, ``ENGRAM_PROJECT``, else the project of the repository the command runs
+    in, detected like every command does. Outside a repository (where the guess would only be
+    the folder's name) and in a folder of several repositories none is checked, and the
+    status says how to name one."""
+    if explicit := _optional_project(args):
+        return explicit
+    from engram.cli.common import resolve_project
+    from engram.errors import ProjectResolutionError
+
+    try:
+        found = resolve_project(None)
+    except ProjectResolutionError:
+        return None
+    return found.project if found.project and found.source != "dir_basename" else None
+
+
 def cmd_status(args: argparse.Namespace) -> int:
-    project = _optional_project(args)
+    project = _status_project(args)
     with open_store() as store:
         data = collect_status(store, project, probe=not args.offline)
     emit(args, "\n".join(_status_lines(data)), data)
@@ -496,12 +586,10 @@ def cloud_export(args: argparse.Namespace) -> int:
             return fail(args, exc, project=project)
     data = report.to_dict()
     if report.error:
-        error = report.error
-        line = f"cloud sync {error['reason_code']}: {error['error']}"
-        if wants_json(args):
-            emit(args, None, {"error": line, **data})
-        warn(line, kind="error")
-        return EXIT_FAILED
+        failure = dict(report.error)
+        error, reason = str(failure.pop("error")), str(failure.pop("reason_code"))
+        # the failure's other fields (status, error_class…) beside the report's, never nested
+        return fail_with(args, {**data, **failure}, error, reason)
     if not report.sent and not report.rejected:
         emit(
             args,
@@ -526,6 +614,7 @@ def cloud_export(args: argparse.Namespace) -> int:
 
 
 def cloud_import(args: argparse.Namespace) -> int:
+    from engram import formatting
     from engram.sync.cloud.client import CloudError
     from engram.sync.cloud.sync import CloudSync
 
@@ -565,6 +654,7 @@ def cloud_import(args: argparse.Namespace) -> int:
     ]
     if report.dead:
         lines.append(f"  Not applicable: {report.dead} malformed record(s) (kept on the server)")
+    lines += formatting.superseded(applied)
     if applied.quarantined:
         held = ", ".join(f"{n} {reason}" for reason, n in sorted(applied.quarantined.items()))
         lines.append(f"  Quarantined:  {held} (engram sync --quarantine lists them)")

@@ -44,8 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_flag(p)
     p.set_defaults(func=cmd_archive)
 
-    p = sub.add_parser("restore", help="bring back an archived or soft-deleted memory")
-    p.add_argument("id", help="the memory's #id")
+    p = sub.add_parser(
+        "restore",
+        help="bring back archived or soft-deleted memories",
+        description="Bring archived or soft-deleted memories back, here and (through sync) on "
+        "every machine: all of them or, when one cannot be restored, none. A hard delete cannot "
+        "be undone.",
+    )
+    p.add_argument("ids", nargs="+", metavar="id", help="the memories' #ids")
     add_json_flag(p)
     p.set_defaults(func=cmd_restore)
 
@@ -140,8 +146,12 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     with open_store() as store:
-        obs = store.restore_observation(args.id)
-    return _changed(args, obs, f"Memory #{obs.id} restored")
+        back = store.restore_observations(args.ids)
+    if len(back) == 1:  # the memory itself, like every other curation command
+        return _changed(args, back[0], f"Memory #{back[0].id} restored: {back[0].title}")
+    human = "\n".join(f"Memory #{o.id} restored: {o.title}" for o in back)
+    emit(args, human, {"restored": [o.to_dict() for o in back], "count": len(back)})
+    return 0
 
 
 def cmd_archived(args: argparse.Namespace) -> int:

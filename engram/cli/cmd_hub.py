@@ -47,7 +47,7 @@ def cmd_hub(args: argparse.Namespace) -> int:
     if not 0 <= port <= 65535:
         raise ValidationError(f"port must be between 0 and 65535, got {port}", field="port")
     host = (args.host or config.hub_host).strip()
-    sock = bind(host, port)
+    sock = bind(host, port, who="engram hub", setting="ENGRAM_HUB_PORT")
     try:
         if not config.api_token:
             sys.stderr.write(

@@ -7,6 +7,7 @@ import argparse
 
 from engram import settings
 from engram.cli.common import add_json_flag, emit, open_store, wants_json
+from engram.text import plural
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -77,9 +78,9 @@ def cmd_ingest_git(args: argparse.Namespace) -> int:
         )
     lines = [
         f"{report.repo} (project {report.project!r}), last {report.days} days: "
-        f"{report.commits_read} commits in {report.change_sets} change sets",
-        f"  {len(report.added)} memories added, {report.already_present} already present, "
-        f"{report.skipped_bots} bot change sets skipped",
+        f"{plural(report.commits_read, 'commit')} in {plural(report.change_sets, 'change set')}",
+        f"  {plural(len(report.added), 'memory')} added, {report.already_present} already present, "
+        f"{plural(report.skipped_bots, 'bot change set')} skipped",
     ]
     lines += [f"  + #{a['id']} {a['sha'][:12]} {a['title']}" for a in report.added[:50]]
     if len(report.added) > 50:

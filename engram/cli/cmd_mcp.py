@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--tools",
         default="",
         metavar="LIST",
-        help="tools to expose: profiles agent, admin, all (default) and/or tool names, "
+        help="tools to expose: profiles agent (default: the agent tools, listed compactly), "
+        "admin, all (every tool, with full descriptions and output schemas) and/or tool names, "
         "comma-separated",
     )
     p.add_argument(

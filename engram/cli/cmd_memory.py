@@ -13,6 +13,7 @@ from engram.cli.common import (
     wants_json,
 )
 
+DELETED_HELP = "include soft-deleted memories (marked as such; engram restore brings one back)"
 TYPES_HELP = "bugfix, decision, architecture, discovery, pattern, config, learning, manual…"
 
 
@@ -71,6 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="words, meaning, or both (default: hybrid with the semantic extra, else lexical; "
         "ENGRAM_SEARCH_MODE changes it)",
     )
+    p.add_argument("--deleted", action="store_true", help=DELETED_HELP)
     p.add_argument(
         "--as-of",
         help="what was true then: a date (YYYY-MM-DD, the end of that day) or an ISO 8601 "
@@ -79,10 +81,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_flag(p)
     p.set_defaults(func=cmd_search)
 
+    p = sub.add_parser("list", help="the newest memories, a page at a time")
+    p.add_argument("--project", help="only this project (default: every project)")
+    p.add_argument("--type", help="only memories of this type")
+    p.add_argument("--scope", choices=["project", "personal"])
+    p.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many first")
+    p.add_argument("--deleted", action="store_true", help=DELETED_HELP)
+    add_json_flag(p)
+    p.set_defaults(func=cmd_list)
+
     p = sub.add_parser("get", help="show one memory in full")
     p.add_argument("id", help="the memory's #id")
+    p.add_argument("--deleted", action="store_true", help="show it even if it was deleted")
     add_json_flag(p)
     p.set_defaults(func=cmd_get)
+
+    p = sub.add_parser(
+        "history",
+        help="a memory's earlier versions",
+        description="Show a memory as it is now and the earlier versions this machine kept "
+        "(the last 20: its own edits, topic saves and edits that arrived by git or cloud sync).",
+    )
+    p.add_argument("id", help="the memory's #id")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_history)
 
     p = sub.add_parser("context", help="recent sessions, prompts and memories of a project")
     p.add_argument("project_arg", nargs="?", metavar="project")
@@ -120,14 +143,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "delete",
-        help="delete a memory, session or prompt",
-        description="engram delete <id> [--hard] | delete session <id> | delete prompt <id>",
+        help="delete memories, a session or a prompt",
+        description="engram delete <id> [<id> …] [--hard] | delete session <id> | "
+        "delete prompt <id>. Several memory ids are deleted together: if one of them is not "
+        "a memory, none is deleted. A soft delete (the default) is undone by engram restore.",
     )
     p.add_argument(
         "target",
         nargs="+",
         metavar="[kind] id",
-        help="a memory id, or 'session <id>' or 'prompt <id>'",
+        help="memory ids, or 'session <id>' or 'prompt <id>'",
     )
     p.add_argument(
         "--hard",
@@ -178,16 +203,20 @@ def cmd_search(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
+        project = None
+        if not args.all and args.project:
+            project = store.require_project(args.project)  # a typo gets a did-you-mean
         results = store.search(
             args.query,
             type=args.type,
-            project=None if args.all else args.project,
+            project=project,
             scope=args.scope,
             limit=args.limit,
             match_mode=args.match_mode,
             since=args.since,
             until=args.until,
             mode=args.mode,
+            include_deleted=args.deleted,
             as_of=args.as_of,
             check_conflicts=True,  # what was saved just before shows its conflicts
         )
@@ -195,26 +224,64 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    from engram import formatting
+    from engram.store.checks import check_count
+
+    limit = check_count(args.limit, "limit", default=20, maximum=1000)
+    offset = check_count(args.offset, "offset", default=0, minimum=0)
+    with open_store() as store:
+        project = store.require_project(args.project) if args.project else None
+        found = store.recent_observations(
+            project, args.scope, limit, type=args.type, offset=offset,
+            include_deleted=args.deleted,
+        )  # fmt: skip
+        total = store.count_observations(
+            project, args.scope, type=args.type, include_deleted=args.deleted
+        )
+    data = {
+        "observations": [o.to_dict() for o in found],
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+    }
+    emit(args, formatting.memory_page(found, total, offset), data)
+    return 0
+
+
 def cmd_get(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
-        obs = store.get_observation(args.id, record_access=True)
-        found = store.relations_for(obs.id)
+        obs = store.get_observation(args.id, include_deleted=args.deleted, record_access=True)
+        # relations link live memories: a deleted one (shown with --deleted) has none to show
+        found = store.relations_for(obs.id) if obs.deleted_at is None else None
     data = {
         **obs.to_dict(),
-        "needs_review": found.needs_review,
-        "relations": [r.to_dict() for r in found.relations],
+        "needs_review": bool(found and found.needs_review),
+        "relations": [r.to_dict() for r in found.relations] if found else [],
     }
     emit(args, formatting.observation(obs, blocks=True, relations=found), data)
     return 0
 
 
-def cmd_context(args: argparse.Namespace) -> int:
-    project = None
-    if not args.all:
-        project = args.project or args.project_arg or resolve_project(None).project
+def cmd_history(args: argparse.Namespace) -> int:
+    from engram import formatting
+
     with open_store() as store:
+        found = store.history(args.id)
+    emit(args, formatting.history(found), found.to_dict())
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    project, named = None, None
+    if not args.all:
+        named = args.project or args.project_arg
+        project = named or resolve_project(None).project
+    with open_store() as store:
+        if named:  # a name given on purpose must exist (this directory's may be new)
+            project = store.require_project(named)
         text = store.context(project, args.scope, max_bytes=args.max_bytes)
     emit(args, text or "No previous session memories found.", {"project": project, "context": text})
     return 0
@@ -233,8 +300,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from engram import formatting
 
     with open_store() as store:
-        st = store.stats(args.project)
-        vectors = store.vector_coverage(args.project)
+        project = store.require_project(args.project) if args.project else None
+        st = store.stats(project)
+        vectors = store.vector_coverage(project)
         path = str(store.path)
     emit(
         args,
@@ -268,24 +336,29 @@ def cmd_delete(args: argparse.Namespace) -> int:
     from engram.errors import ValidationError
 
     target = args.target
-    kind, ident = ("observation", target[0]) if len(target) == 1 else (target[0], target[1])
-    if len(target) > 2 or kind not in ("observation", "session", "prompt"):
-        raise ValidationError(
-            "usage: engram delete <id> | delete session <id> | delete prompt <id>"
-        )
+    kind = target[0] if target[0] in ("session", "prompt", "observation", "memory") else None
+    idents = target[1:] if kind else target
+    if kind in ("session", "prompt") and len(idents) != 1:
+        raise ValidationError(f"usage: engram delete {kind} <id> (one {kind} at a time)")
+    if not idents:
+        raise ValidationError("usage: engram delete <id> [<id> …] | delete session <id> | "
+                              "delete prompt <id>")  # fmt: skip
     with open_store() as store:
         if kind == "session":
-            store.delete_session(ident)
-            message, data = f'Session "{ident}" deleted', {"session_id": ident, "status": "deleted"}
+            store.delete_session(idents[0])
+            message = f'Session "{idents[0]}" deleted'
+            data: dict = {"session_id": idents[0], "status": "deleted"}
         elif kind == "prompt":
-            prompt = store.delete_prompt(ident)
+            prompt = store.delete_prompt(idents[0])
             message = f"Prompt #{prompt.id} deleted"
             data = {"id": prompt.id, "status": "deleted"}
         else:
-            obs = store.delete_observation(ident, hard=args.hard)
+            gone = store.delete_observations(idents, hard=args.hard)
             how = "permanently deleted" if args.hard else "soft-deleted"
-            message = f"Memory #{obs.id} {how}"
-            data = {"id": obs.id, "status": "deleted", "hard_delete": bool(args.hard)}
+            message = "\n".join(f"Memory #{obs.id} {how}" for obs in gone)  # the Go tool's words
+            rows = [{"id": o.id, "status": "deleted", "hard_delete": bool(args.hard)} for o in gone]
+            # one id answers as before (one object); several answer with a list of them
+            data = rows[0] if len(rows) == 1 else {"deleted": rows, "count": len(rows)}
     emit(args, message, data)
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from engram.cli.common import add_json_flag, emit, open_store
+from engram.text import plural
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,11 +41,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not projects:
         human = "No projects yet."
     else:
-        width = max(len(p.name) for p in projects)
-        human = "\n".join(
-            f"{p.name.ljust(width)}  {p.observation_count:>6} memories  {p.session_count:>4} "
-            f"sessions  {p.prompt_count:>4} prompts"
+        # The name goes last: however long it is, or however wide its characters, the number
+        # columns before it stay aligned (and a narrow terminal wraps only the name).
+        rows = [("MEMORIES", "SESSIONS", "PROMPTS", "PROJECT")] + [
+            (str(p.observation_count), str(p.session_count), str(p.prompt_count), p.name)
             for p in projects
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        human = "\n".join(
+            "  ".join(cell.rjust(width) for cell, width in zip(row[:3], widths, strict=True))
+            + "  "
+            + row[3]
+            for row in rows
         )
     emit(args, human, {"projects": [p.to_dict() for p in projects], "count": len(projects)})
     return 0
@@ -55,8 +63,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
         result = store.merge_projects(args.sources, args.to)
     human = (
         f"Merged {', '.join(result.sources_merged)} into {result.canonical}: "
-        f"{result.observations_updated} memories, {result.sessions_updated} sessions, "
-        f"{result.prompts_updated} prompts moved"
+        f"{plural(result.observations_updated, 'memory')}, "
+        f"{plural(result.sessions_updated, 'session')}, "
+        f"{plural(result.prompts_updated, 'prompt')} moved"
     )
     emit(args, human, result.to_dict())
     return 0
@@ -70,8 +79,9 @@ def cmd_prune(args: argparse.Namespace) -> int:
     else:
         verb = "Would remove" if args.dry_run else "Removed"
         human = (
-            f"{verb} {len(result.projects)} project(s): {', '.join(result.projects)} "
-            f"({result.sessions_deleted} sessions, {result.prompts_deleted} prompts)"
+            f"{verb} {plural(len(result.projects), 'project')}: {', '.join(result.projects)} "
+            f"({plural(result.sessions_deleted, 'session')}, "
+            f"{plural(result.prompts_deleted, 'prompt')})"
         )
     emit(args, human, result.to_dict())
     return 0

@@ -55,8 +55,12 @@ def _choose_port(args: argparse.Namespace, default: int) -> int:
     return port
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port``, or an error that says what to do about it."""
+def bind(
+    host: str, port: int, *, who: str = "engram serve", setting: str = "ENGRAM_PORT"
+) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one, which ``getsockname`` names), or an
+    error that says what to do about it (``who`` and ``setting`` name the command and its port
+    variable in that error)."""
     import errno
     import socket
 
@@ -75,8 +79,8 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise EngramError(
-                f"port {port} on {host} is already in use: is another 'engram serve' running? "
-                "Stop it, or pick another port with --port N (or ENGRAM_PORT)"
+                f"port {port} on {host} is already in use: is another '{who}' running? "
+                f"Stop it, or pick another port with --port N (or {setting}; 0 picks a free one)"
             ) from None
         if exc.errno == errno.EACCES:
             raise EngramError(
@@ -153,10 +157,13 @@ def run_server(
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import os
 
     from engram import settings as config_module
     from engram.errors import ValidationError
+    from engram.local_servers import LocalServer, announce, withdraw
     from engram.store import Store
+    from engram.times import now_text
 
     try:
         config = config_module.load()
@@ -209,14 +216,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
             services=services,
             sync_source=CloudStatus(autosync),
         )
-        run_server(
-            app,
-            sock,
-            args,
-            listening=f"engram serve: listening on {_url(sock)} (database {store.path}; "
-            f"API description at {_url(sock)}/schema)",
-            what="the HTTP server",
-        )
+        # Other commands (engram cloud status) find this server whatever its port; a record
+        # left by a process that died is recognised as stale (engram/local_servers.py).
+        announce(config.data_dir, LocalServer(os.getpid(), _url(sock), now_text(), bool(autosync)))
+        try:
+            run_server(
+                app,
+                sock,
+                args,
+                listening=f"engram serve: listening on {_url(sock)} (database {store.path}; "
+                f"API description at {_url(sock)}/schema)",
+                what="the HTTP server",
+            )
+        finally:
+            withdraw(config.data_dir)
     finally:
         sock.close()
         store.close()

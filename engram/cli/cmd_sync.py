@@ -28,6 +28,7 @@ from engram.cli.common import (
     wants_json,
     warn,
 )
+from engram.text import plural
 
 if TYPE_CHECKING:
     from engram.sync.git.sync import ChunkProblem, GitSync
@@ -188,6 +189,7 @@ def git_export(args: argparse.Namespace) -> int:
             projects=projects, include_personal=args.include_personal, go_compat=go_compat
         )
         shown = sync.dir.display()
+        tracked = sync.dir.in_repository()
         unknown = (
             projects[0] if projects is not None and not store.project_exists(projects[0]) else None
         )
@@ -211,7 +213,7 @@ def git_export(args: argparse.Namespace) -> int:
                 "(no Go-format chunk needed)"
             )
         if tending:
-            human += "\n" + "\n".join([*tending, "", *_add_to_git(shown)])
+            human += "\n" + "\n".join([*tending, "", *_add_to_git(shown, tracked)])
         emit(args, human, data)
         return 0
     lines: list[str] = []
@@ -234,20 +236,27 @@ def git_export(args: argparse.Namespace) -> int:
 
         go_ids = ", ".join(c.id for c in report.go_chunks)
         lines += [
-            f'For Go teammates: Go-format chunk(s) {go_ids} of project "{report.go_project}", '
+            f"For Go teammates: Go-format {'chunk' if len(report.go_chunks) == 1 else 'chunks'} "
+            f'{go_ids} of project "{report.go_project}", '
             "listed in manifest.json",
             f"  Sessions:     {sum(c.sessions for c in report.go_chunks)}",
             f"  Observations: {sum(c.observations for c in report.go_chunks)}",
             f"  Prompts:      {sum(c.prompts for c in report.go_chunks)}",
             f"  Note: {CREATIONS_ONLY}.",
         ]
-    lines += [*tending, "", *_add_to_git(shown)]
+    lines += [*tending, "", *_add_to_git(shown, tracked)]
     emit(args, "\n".join(lines), data)
     return 0
 
 
-def _add_to_git(shown: str) -> list[str]:
-    return ["Add to git:", f'  git add {shown} && git commit -m "sync engram memories"']
+def _add_to_git(shown: str, tracked: bool) -> list[str]:
+    """How to share the chunks: commit them, or (no repository here) say there is none."""
+    if tracked:
+        return ["Add to git:", f'  git add {shown} && git commit -m "sync engram memories"']
+    return [
+        f"{shown} is not in a git repository: share it your own way, or run engram sync "
+        "inside the repository (or pass --dir)."
+    ]
 
 
 def _tending_lines(report, shown: str) -> list[str]:
@@ -255,7 +264,7 @@ def _tending_lines(report, shown: str) -> list[str]:
     lines = []
     if report.moved:
         lines.append(
-            f"Moved {len(report.moved)} chunk(s) an earlier Engram wrote into chunks/ to log/, "
+            f"Moved {plural(len(report.moved), 'chunk')} an earlier Engram wrote into chunks/ to log/, "
             "where the Go tool never reads"
         )
     change = report.manifest
@@ -272,7 +281,7 @@ def _tending_lines(report, shown: str) -> list[str]:
         )
     if change.relisted:
         lines.append(
-            f"Listed {len(change.relisted)} Go chunk file(s) again that a merge had dropped from "
+            f"Listed {plural(len(change.relisted), 'Go chunk file')} again that a merge had dropped from "
             "manifest.json"
         )
     for path in change.nested_repaired:
@@ -281,6 +290,8 @@ def _tending_lines(report, shown: str) -> list[str]:
 
 
 def git_import(args: argparse.Namespace) -> int:
+    from engram import formatting
+
     with open_store() as store:
         sync = _git(args, store)
         if args.dir and not sync.dir.exists():
@@ -301,10 +312,10 @@ def git_import(args: argparse.Namespace) -> int:
     if not report.chunks_imported and not report.chunks_reread and not report.failures:
         lines.append("Already up to date — no new chunks to import.")
         if report.chunks_already:
-            lines.append(f"({report.chunks_already} chunks already imported)")
+            lines.append(f"({plural(report.chunks_already, 'chunk')} already imported)")
     if report.chunks_imported or report.chunks_reread:
         applied = report.applied
-        head = f"Imported {len(report.chunks_imported)} new chunk(s) from {shown}"
+        head = f"Imported {plural(len(report.chunks_imported), 'new chunk')} from {shown}"
         if report.go_dirs:  # the Go tool's directories elsewhere in the repository
             head += " and " + ", ".join(f"{path}/" for path in report.go_dirs)
         if report.chunks_reread:
@@ -323,6 +334,7 @@ def git_import(args: argparse.Namespace) -> int:
                 f"Skipped {report.skipped_relations} mutation(s) of entities this version does "
                 "not know"
             )
+    lines += formatting.superseded(report.applied)
     if report.held:
         lines.append(f"Not applied on this machine (the chunks stay in {shown}):")
         lines += [f"  {held}" for held in report.held]
@@ -389,11 +401,20 @@ def git_status(args: argparse.Namespace) -> int:
         *[f"  Held back:       {held}" for held in report.held],
     ]
     if report.chunks:
-        who = ", ".join(f"{name} ({count} chunks)" for name, count in report.contributors.items())
-        lines.append(
-            f"{report.chunks} chunks, {report.memories} memories, {report.sessions} sessions"
-            f" — contributors: {who}"
+        who = ", ".join(
+            f"{name} ({plural(count, 'chunk')})" for name, count in report.contributors.items()
         )
+        if report.project_memories is None:  # --all: the chunks' totals are the answer
+            inside = f"{plural(report.memories, 'memory')}, {plural(report.sessions, 'session')}"
+        else:
+            # the headers count every project's: the selected one's are counted from what
+            # this machine exported there or imported from there
+            so_far = " imported so far" if report.pending_import else ""
+            inside = (
+                f"{plural(report.project_memories, 'memory')} of {_describe(projects)}{so_far} "
+                f"(all projects: {plural(report.memories, 'memory')})"
+            )
+        lines.append(f"{plural(report.chunks, 'chunk')}, {inside} — contributors: {who}")
     else:
         lines.append("No chunks synced yet.")
     lines += [f"  problem: {p}" for p in report.problems]

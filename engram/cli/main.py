@@ -1,5 +1,7 @@
 """Entry point of the ``engram`` command: builds the parser from the ``cmd_*`` modules and runs
-the chosen handler, mapping errors to one line on stderr and a non-zero exit."""
+the chosen handler, mapping errors to one line on stderr and a non-zero exit — or, with
+``--json``, to one ``{"error": ...}`` object on stdout (usage errors included) and nothing on
+stderr, so a script reads every outcome from one stream."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from engram import __version__
 from engram.cli.common import add_json_flag, dumps, wants_json, warn
@@ -14,6 +17,25 @@ from engram.errors import EngramError, ProjectResolutionError
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A command line argparse refused: its message and the usage of the (sub)command."""
+
+    def __init__(self, prog: str, message: str, usage: str) -> None:
+        super().__init__(f"{prog}: {message}")
+        self.prog = prog
+        self.message = message
+        self.usage = usage
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are raised (as :class:`UsageError`) instead of
+    printed, so :func:`main` reports them like every other error (as JSON with ``--json``).
+    Subcommand parsers are of this class too (argparse builds them from the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message, self.format_usage())
 
 
 #: The module that registers each command. Running a command builds only its module's parser:
@@ -26,6 +48,7 @@ COMMAND_MODULES = {
     "import": "cmd_exchange", "hub": "cmd_hub", "ingest-git": "cmd_ingest",
     "summarize": "cmd_ingest", "mcp": "cmd_mcp", "setup": "cmd_mcp", "protocol": "cmd_mcp",
     "save": "cmd_memory", "search": "cmd_memory", "get": "cmd_memory", "context": "cmd_memory",
+    "list": "cmd_memory", "history": "cmd_memory",
     "timeline": "cmd_memory", "stats": "cmd_memory", "vectorize": "cmd_memory",
     "delete": "cmd_memory", "version": "cmd_memory", "projects": "cmd_projects",
     "purge": "cmd_purge", "serve": "cmd_serve", "sync": "cmd_sync", "tui": "cmd_tui",
@@ -49,7 +72,7 @@ def command_modules() -> list[str]:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``engram`` parser: with ``command``, only the module registering it, else all."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="engram",
         description="Persistent memory for AI coding agents (local SQLite, full-text search).",
         epilog="Data lives in $ENGRAM_DATA_DIR (default ~/.engram). "
@@ -75,19 +98,38 @@ def _command(argv: Sequence[str]) -> str | None:
 
 
 def report_error(args: argparse.Namespace | None, exc: BaseException) -> None:
+    """One line on stderr, or with ``--json`` the error object on stdout only."""
     message = str(exc) or exc.__class__.__name__
     if args is not None and wants_json(args):
         data: dict[str, object] = {"error": message}
         if isinstance(exc, ProjectResolutionError):
             data.update(error_code=exc.code, available_projects=exc.available_projects)
         sys.stdout.write(dumps(data) + "\n")
+        return
     warn(message, kind="error")
+
+
+def json_requested(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` is among the options (before a ``--``), read before parsing: a
+    command line argparse refuses has no parsed flags to ask."""
+    words = list(argv)
+    if "--" in words:
+        words = words[: words.index("--")]
+    return "--json" in words
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command(words))
-    args = parser.parse_args(words)
+    try:
+        args = parser.parse_args(words)
+    except UsageError as exc:
+        if json_requested(words):
+            sys.stdout.write(dumps({"error": str(exc), "usage": exc.usage.strip()}) + "\n")
+        else:
+            sys.stderr.write(exc.usage)
+            sys.stderr.write(f"{exc.prog}: error: {exc.message}\n")  # argparse's own form
+        return EXIT_USAGE
     handler = getattr(args, "func", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -12,6 +12,7 @@ from litestar.params import JSONBody, QueryParameter
 from litestar.types import ControllerRouterHandler
 from msgspec import Meta, Struct
 
+from engram.errors import ValidationError
 from engram.http.lenient import whole_number
 from engram.http.models import MAX_INT, Observation, to_wire
 from engram.http.routes import (
@@ -32,6 +33,23 @@ class MemoryRef(Struct):
     """The memory a ``POST`` acts on (restore, archive, mark reviewed), by its #id."""
 
     id: Annotated[int, Meta(ge=1, le=MAX_INT)]
+
+
+class RestoreRequest(Struct, kw_only=True):
+    """The memories to bring back: ``id`` (one) or ``ids`` (several, all or none)."""
+
+    id: Annotated[int, Meta(ge=1, le=MAX_INT)] | None = None
+    ids: (
+        Annotated[
+            list[Annotated[int, Meta(ge=1, le=MAX_INT)]], Meta(min_length=1, max_length=1000)
+        ]
+        | None
+    ) = None
+
+
+class RestoredOut(Struct):
+    restored: list[Observation]
+    count: int
 
 
 class ConsolidateRequest(Struct, kw_only=True):
@@ -118,11 +136,18 @@ def unpin(store: StoreArg, observation_id: ObservationId) -> Observation:
     "/observations/restore",
     status_code=200,
     tags=["observations"],
-    responses=_errors(400, 404, 413),
-    summary="Bring back an archived or soft-deleted memory",
+    responses=_errors(400, 404, 409, 413),
+    summary="Bring back archived or soft-deleted memories",
 )
-def restore(store: StoreArg, data: JSONBody[MemoryRef]) -> Observation:
-    return store.restore_observation(data.id)
+def restore(store: StoreArg, data: JSONBody[RestoreRequest]) -> Observation | RestoredOut:
+    """``{"id": N}`` answers with the memory; ``{"ids": [...]}`` with every memory restored, or
+    none when one cannot be (404: hard-deleted, 409: not deleted)."""
+    if (data.id is None) == (data.ids is None):
+        raise ValidationError("give id (one memory) or ids (several), not both", field="id")
+    if data.id is not None:
+        return store.restore_observation(data.id)
+    back = store.restore_observations(data.ids)
+    return RestoredOut(restored=back, count=len(back))
 
 
 @_post(

@@ -16,6 +16,7 @@ from msgspec import Meta, Struct, field
 
 from engram.store.db import MAX_INTEGER
 from engram.store.models import (
+    History,
     ImportResult,
     MergeResult,
     Observation,
@@ -24,6 +25,7 @@ from engram.store.models import (
     Prompt,
     Relation,
     RelationEnd,
+    Revision,
     SearchMatch,
     Session,
     Stats,
@@ -32,6 +34,7 @@ from engram.store.models import (
 )
 
 __all__ = [  # the store's models, answered as they are
+    "History",
     "ImportResult",
     "MergeResult",
     "Observation",
@@ -40,6 +43,7 @@ __all__ = [  # the store's models, answered as they are
     "Prompt",
     "Relation",
     "RelationEnd",
+    "Revision",
     "SearchMatch",
     "Session",
     "Stats",

@@ -33,6 +33,7 @@ from engram.http.models import (
     ErrorBody,
     ExportDocument,
     Health,
+    History,
     ImportResult,
     MergeResult,
     Observation,
@@ -74,12 +75,41 @@ LIST_MAX = 1000  # longest page any list route returns
 WIRE_NAMES = {"scope_filter": "scope"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ServerContext:
-    """What handlers need besides the store."""
+    """What handlers need besides the store: the settings, the cloud status source, and the
+    server's own project (detected once from its directory, as the MCP server does; ``GET
+    /project/current`` detects it again)."""
 
     config: Config
     sync_source: StatusSource | None = None
+    detected: ProjectResolution | None = None
+
+    def project(self, *, refresh: bool = False) -> ProjectResolution:
+        if self.detected is None or refresh:
+            self.detected = _current_project(self.config)
+        return self.detected
+
+    def write_project(self, store: Store, project: str | None, session_id: str | None) -> str:
+        """Where a save that may name no project goes: the named project; else the named
+        session's (see ``Store.project_of_session``); else the server's — never project "",
+        which no project list, context or sync would ever show. A directory holding several
+        repositories names none: the save is refused, nothing written."""
+        if project is not None and project.strip():
+            return project
+        if session_id and session_id.strip() and (joined := store.project_of_session(session_id)):
+            return joined
+        here = self.project()
+        if here.ambiguous or not here.project:
+            raise ProjectResolutionError(
+                f"{here.cwd} holds several repositories, so the server's project is ambiguous "
+                f"and nothing was written: send project (one of: "
+                f"{', '.join(here.available_projects)}), or start engram serve with "
+                "ENGRAM_PROJECT set",
+                code="ambiguous_project",
+                available_projects=here.available_projects,
+            )
+        return here.project
 
 
 # --- shared parameter types ---------------------------------------------------------------------
@@ -133,7 +163,7 @@ def _errors(*codes: int) -> dict[int, ResponseSpec]:
         400: "Invalid input: the message names the field",
         401: "Missing or wrong bearer token (only when ENGRAM_HTTP_TOKEN is set)",
         403: "Refused: sent from a web page (an Origin that is not this machine)",
-        404: "No such id",
+        404: "No such id (or, for a project, nothing is stored under that name)",
         409: "Conflicts with stored data",
         413: "Request body too large",
         415: "The body is not JSON: send Content-Type: application/json",
@@ -178,9 +208,13 @@ class SessionRoutes(Controller):
     tags = ("sessions",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Start a session")
-    def create(self, store: StoreArg, data: JSONBody[SessionCreate]) -> SessionStatus:
-        """Create a session, or fill in the blank project/directory of an existing one."""
-        session = store.create_session(data.id, data.project or "", data.directory or "")
+    def create(
+        self, store: StoreArg, server: ServerArg, data: JSONBody[SessionCreate]
+    ) -> SessionStatus:
+        """Create a session, or fill in the blank project/directory of an existing one.
+        Without ``project``: the session's own (if this machine has it), else the server's."""
+        project = server.write_project(store, data.project, data.id)
+        session = store.create_session(data.id, project, data.directory or "")
         return SessionStatus(id=session.id, status="created")
 
     @_post(
@@ -224,15 +258,18 @@ class ObservationRoutes(Controller):
     tags = ("observations",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save a memory")
-    def create(self, store: StoreArg, data: JSONBody[ObservationCreate]) -> ObservationSaved:
+    def create(
+        self, store: StoreArg, server: ServerArg, data: JSONBody[ObservationCreate]
+    ) -> ObservationSaved:
         """Same topic key ⇒ that memory is updated; same content within 15 minutes ⇒ a
-        duplicate is counted; otherwise a new memory."""
+        duplicate is counted; otherwise a new memory. Without ``project``: the named session's
+        project, else the server's (``GET /project/current``)."""
         result = store.add_observation(
             title=data.title,
             content=data.content,
             type=data.type,
             session_id=data.session_id,
-            project=data.project,
+            project=server.write_project(store, data.project, data.session_id),
             scope=data.scope,
             topic_key=data.topic_key,
             tool_name=data.tool_name,
@@ -257,11 +294,13 @@ class ObservationRoutes(Controller):
         responses=_errors(400, 413),
         summary="Save the items of a 'Key Learnings' section",
     )
-    def passive(self, store: StoreArg, data: JSONBody[PassiveCapture]) -> PassiveResult:
+    def passive(
+        self, store: StoreArg, server: ServerArg, data: JSONBody[PassiveCapture]
+    ) -> PassiveResult:
         result = store.capture_passive(
             data.content,
             session_id=data.session_id,
-            project=data.project,
+            project=server.write_project(store, data.project, data.session_id),
             source=data.source or "http-passive",
         )
         return result
@@ -307,6 +346,16 @@ class ObservationRoutes(Controller):
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
     def one(self, store: StoreArg, observation_id: ObservationId) -> Observation:
         return store.get_observation(observation_id, record_access=True)
+
+    @_get(
+        "/{observation_id:int}/history",
+        responses=_errors(400, 404),
+        summary="A memory and its earlier versions",
+    )
+    def history(self, store: StoreArg, observation_id: ObservationId) -> History:
+        """The memory as it is now (a deleted one too) and the earlier versions this machine
+        kept (the last 20), newest first."""
+        return store.history(observation_id)
 
     @_patch(
         "/{observation_id:int}",
@@ -400,11 +449,13 @@ class PromptRoutes(Controller):
     tags = ("prompts",)
 
     @_post("/", status_code=201, responses=_errors(400, 413), summary="Save what the user asked")
-    def create(self, store: StoreArg, data: JSONBody[PromptCreate]) -> PromptSaved:
+    def create(
+        self, store: StoreArg, server: ServerArg, data: JSONBody[PromptCreate]
+    ) -> PromptSaved:
         prompt = store.add_prompt(
             data.content,
             session_id=data.session_id,
-            project=data.project,
+            project=server.write_project(store, data.project, data.session_id),
             allow_secrets=data.allow_secrets,
         )
         return PromptSaved(id=prompt.id, status="saved", prompt=prompt)
@@ -489,8 +540,15 @@ def projects(store: StoreArg) -> ProjectList:
     responses=_errors(),
     summary="The project of the server's working directory",
 )
-def current_project(server: ServerArg) -> CurrentProject:
-    return to_wire(_current_project(server.config).to_dict(), CurrentProject)
+def current_project(store: StoreArg, server: ServerArg) -> CurrentProject:
+    """Where saves without a project go, and every project a request may name (as MCP's
+    mem_current_project answers)."""
+    here = server.project(refresh=True)
+    data = here.to_dict()
+    if not here.ambiguous:
+        data["available_projects"] = sorted({*store.project_names(), *(
+            n for n in (here.project,) if n)})  # fmt: skip
+    return to_wire(data, CurrentProject)
 
 
 @_post(
@@ -523,7 +581,7 @@ def sync_state(
             "sync status is per project: pass ?project=<name> instead of all_projects",
             code="unsupported_project_scope",
         )
-    name = normalize_project(project)[0] if project else _current_project(server.config).project
+    name = normalize_project(project)[0] if project else server.project().project
     return to_wire(sync_status(store, name, source=server.sync_source), SyncStatus)
 
 
@@ -601,7 +659,7 @@ def import_(store: StoreArg, data: JSONBody[ExportDocument]) -> ImportResult:
     "/projects/merge",
     tags=["projects"],
     status_code=200,
-    responses=_errors(400, 401, 413),
+    responses=_errors(400, 401, 404, 413),
     summary="Move every memory of some projects into another",
 )
 def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResult:
@@ -612,7 +670,7 @@ def merge_projects(store: StoreArg, data: JSONBody[ProjectMerge]) -> MergeResult
     "/projects/migrate",
     tags=["projects"],
     status_code=200,
-    responses=_errors(400, 401, 413),
+    responses=_errors(400, 401, 404, 413),
     summary="Rename a project (moves everything of old_project into new_project)",
 )
 def migrate_project(store: StoreArg, data: JSONBody[ProjectMigrate]) -> MergeResult:

@@ -17,6 +17,7 @@ from engram.mcp.tools import (
     ProjectArg,
     ToolResult,
     envelope,
+    said,
 )
 from engram.store.models import Observation
 
@@ -44,32 +45,41 @@ class CurationTools(MemoryTools):
         gotcha): it is listed first in every mem_context and consolidation never archives it.
         The pin syncs with the memory."""
         resolved = self.workspace.resolve(None, write=True)
-        return envelope(resolved, _pin_result(self.store.pin_observation(id, True)))
+        obs = self.store.pin_observation(id, True)
+        return envelope(resolved, _pin_result(obs), data=obs.to_dict())  # as engram pin --json
 
     def mem_unpin(self, id: MemoryId) -> ToolResult:
         """Unpin a memory (it stays; it is just no longer always in mem_context)."""
         resolved = self.workspace.resolve(None, write=True)
-        return envelope(resolved, _pin_result(self.store.pin_observation(id, False)))
+        obs = self.store.pin_observation(id, False)
+        return envelope(resolved, _pin_result(obs), data=obs.to_dict())
 
     def mem_review(
         self,
         action: Annotated[
             Literal["list", "mark_reviewed"],
-            Field(description="'list' the memories due for review, or 'mark_reviewed' one"),
+            Field(
+                **said(
+                    "'list' the memories due for review, or 'mark_reviewed' one",
+                    "list, or mark_reviewed one",
+                )
+            ),
         ] = "list",
         project: ProjectArg = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="how many (default 10)")] = 10,
+        limit: Annotated[int, Field(ge=1, le=100, **said("how many (default 10)", "how many"))] = 10,
         observation_id: Annotated[
             int | None,
             Field(
                 ge=1,
-                description="the memory to mark as still right (mark_reviewed)",
+                **said("the memory to mark as still right (mark_reviewed)", "for mark_reviewed"),
                 validation_alias=AliasChoices("observation_id", "id"),
             ),
         ] = None,
         days: Annotated[
             int | None,
-            Field(ge=1, le=36500, description="idle for at least this many days (default 90)"),
+            Field(
+                ge=1, le=36500, **said("idle for at least this many days (default 90)", "idle days")
+            ),
         ] = None,
     ) -> ToolResult:
         """Memories nobody changed, confirmed or read for a long time may be stale: 'list'
@@ -78,24 +88,34 @@ class CurationTools(MemoryTools):
         if action == "mark_reviewed":
             if observation_id is None:
                 raise ValidationError(
-                    "mark_reviewed needs observation_id: the #id of the memory that is still "
-                    "right",
+                    "mark_reviewed needs observation_id: the #id of the memory that is still right",
                     field="observation_id",
                 )
             resolved = self.workspace.resolve(None, write=True)
             obs = self.store.mark_reviewed(observation_id)
-            return envelope(resolved, f"Memory #{obs.id} marked reviewed ({obs.reviewed_at})")
+            return envelope(
+                resolved,
+                f"Memory #{obs.id} marked reviewed ({obs.reviewed_at})",
+                data=obs.to_dict(),
+            )
         resolved = self.workspace.resolve(project, write=False)
         span = days if days is not None else self.store.config.review_after_days
         found = self.store.needs_review(resolved.project or None, days=span, limit=limit)
-        return envelope(resolved, formatting.review_list(found, span))
+        return envelope(
+            resolved, formatting.review_list(found, span), data=[o.to_dict() for o in found]
+        )
 
     def mem_restore(self, id: MemoryId) -> ToolResult:
-        """Bring back an archived or deleted memory (consolidation archives; nothing is ever
-        silently lost)."""
+        """Bring back an archived or soft-deleted memory (consolidation archives, mem_delete
+        soft-deletes by default; nothing is ever silently lost): it is live again here and,
+        through sync, everywhere. A hard delete cannot be undone."""
         resolved = self.workspace.resolve(None, write=True)
         obs = self.store.restore_observation(id)
-        return envelope(resolved, f"Memory #{obs.id} restored: {formatting.quoted(obs.title)}")
+        return envelope(
+            resolved,
+            f"Memory #{obs.id} restored: {formatting.quoted(obs.title)}",
+            data=obs.to_dict(),  # as engram restore --json
+        )
 
     def mem_consolidate(
         self,

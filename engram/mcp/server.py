@@ -5,6 +5,10 @@ hints, and how failures become MCP tool errors (``is_error``) whose text is JSON
 on — ``{"error", "error_code"[, "available_projects"]}`` — so a bad call never stops the
 server. The tools themselves live in :mod:`engram.mcp.tools`.
 
+What ``tools/list`` costs an agent is context it pays on every session, so by default the
+server lists the agent profile (no admin tools) *compactly* (:mod:`engram.mcp.listing`);
+``--tools all`` lists every tool with its full description and output schema.
+
 Start-up matters (agents start this process often): import only the SDK and the store here.
 """
 
@@ -38,7 +42,13 @@ from engram.errors import (
 )
 from engram.mcp.curation_tools import CurationTools
 from engram.mcp.instructions import INSTRUCTIONS
-from engram.mcp.tools import MERGE_DESCRIPTION, Envelope, MemoryTools, Workspace
+from engram.mcp.listing import compact_tools, full_tools
+from engram.mcp.tools import (
+    MERGE_DESCRIPTION,
+    Envelope,
+    MemoryTools,
+    Workspace,
+)
 from engram.mcp.transport import AnsweringReadStream
 from engram.store import Store
 from engram.store.db import MAX_INTEGER
@@ -67,6 +77,7 @@ AGENT_TOOLS = (
 )
 ADMIN_TOOLS = (
     "mem_delete",
+    "mem_restore",
     "mem_stats",
     "mem_timeline",
     "mem_merge_projects",
@@ -74,7 +85,6 @@ ADMIN_TOOLS = (
     "mem_summarize",
     "mem_graph_ingest",
     "mem_consolidate",
-    "mem_restore",
 )
 ALL_TOOLS = AGENT_TOOLS + ADMIN_TOOLS
 #: The seeds' names (the second seed's ingest tools, the first seed's graph tools), served only
@@ -145,13 +155,20 @@ ANNOTATIONS["graph_relationships"] = _hints(
 ANNOTATIONS["graph_ingest"] = ANNOTATIONS["mem_graph_ingest"]
 
 
+def full_listing(spec: str | Iterable[str] | None) -> bool:
+    """Whether ``--tools`` asks for the full listing (the ``all`` profile)."""
+    tokens = spec.split(",") if isinstance(spec, str) else list(spec or [])
+    return "all" in {t.strip() for t in tokens if t}
+
+
 def select_tools(spec: str | Iterable[str] | None) -> list[str]:
     """Tool names for a ``--tools`` value: profiles (agent, admin, all) and/or tool names,
-    comma-separated. Empty means every tool. Unknown names are an error (nothing starts)."""
+    comma-separated. Empty means the agent profile. Unknown names are an error (nothing
+    starts)."""
     tokens = spec.split(",") if isinstance(spec, str) else list(spec or [])
     tokens = [t.strip() for t in tokens if t and t.strip()]
     if not tokens:
-        return list(ALL_TOOLS)
+        return list(AGENT_TOOLS)
     chosen: set[str] = set()
     for token in tokens:
         if token in PROFILES:
@@ -201,7 +218,11 @@ def engram_error_result(exc: EngramError) -> CallToolResult:
 
 def _describe_problem(arg: str, error: Any) -> str:
     kind, received = error["type"], error.get("input")
-    shown = repr(received)
+    # JSON's words for what arrived (a client sends null, not None); strings as the CLI and
+    # the store quote them ('abc'), so every face names a bad value the same way.
+    names = {None: "null", True: "true", False: "false"}
+    literal = isinstance(received, bool) or received is None
+    shown = names[received] if literal else repr(received)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     if kind == "missing":
         return f"{arg} is required"
@@ -233,9 +254,17 @@ def invalid_arguments_result(tool: str, exc: pydantic.ValidationError) -> CallTo
 class EngramMCPServer(MCPServer):
     """MCPServer whose tool failures are JSON tool errors, never protocol errors or crashes."""
 
-    def __init__(self, *args: Any, tool_names: Sequence[str], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, tool_names: Sequence[str], full: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.tool_names = tuple(tool_names)
+        self.full = full
+
+    async def list_tools(self) -> list[Any]:
+        """The listing: compact unless the server runs with ``--tools all`` (module doc)."""
+        tools = await super().list_tools()
+        return full_tools(tools) if self.full else compact_tools(tools)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
@@ -315,13 +344,17 @@ def build_server(
     tools: Sequence[str] | None = None,
     cwd: str | None = None,
     project: str | None = None,
+    full: bool | None = None,
 ) -> EngramMCPServer:
-    """The ``engram`` server exposing ``tools`` (default: all) over ``store``.
+    """The ``engram`` server exposing ``tools`` (default: every tool) over ``store``.
 
     ``cwd`` is the directory the project is detected from (default: the process's);
-    ``project`` overrides detection (``--project`` / ``ENGRAM_PROJECT``).
+    ``project`` overrides detection (``--project`` / ``ENGRAM_PROJECT``); ``full`` lists the
+    tools with full descriptions and output schemas (default: when every tool is exposed).
     """
     names = list(tools) if tools is not None else list(ALL_TOOLS)
+    if full is None:
+        full = set(names) >= set(ALL_TOOLS)
     workspace = Workspace(store, cwd or os.getcwd(), project)
     impl = CurationTools(store, workspace)
     registered: list[Tool] = []
@@ -347,6 +380,7 @@ def build_server(
         version=__version__,
         tools=registered,
         tool_names=names,
+        full=full,
         log_level="WARNING",
     )
 
@@ -402,7 +436,7 @@ def run(tools: str | None = None, project: str | None = None) -> None:
     store = Store.open()
     try:
         override = project or store.config.project_override
-        server = build_server(store, tools=names, project=override)
+        server = build_server(store, tools=names, project=override, full=full_listing(tools))
         anyio.run(serve, server, store)
     finally:
         store.close()

@@ -2,8 +2,11 @@
 
 Each tool validates what only the MCP face knows about (which project a call means, how big an
 argument may be), calls one store method, and returns the envelope
-``{"project", "project_source", "project_path", "result"}``. Failures are raised as
-``engram.errors`` exceptions; ``engram.mcp.server`` turns them into tool errors.
+``{"project", "project_source", "project_path", "result"}`` as text; its structured content is
+that envelope plus ``data``, the same JSON object ``engram … --json`` prints for that operation
+(for ``mem_save`` the memory with its ``id``, ``sync_id`` and ``action``), so a program never
+parses the text. Failures are raised as ``engram.errors`` exceptions; ``engram.mcp.server``
+turns them into tool errors.
 
 Which project a call means (docs/mcp.md, "Which project a memory goes to"): write tools
 (saves, prompts, summaries, passive capture, session start, updates) always use the process
@@ -33,8 +36,9 @@ from engram.errors import EngramError, NotFoundError, ProjectResolutionError, Va
 from engram.mcp.lenient import Truncated, count_or_default, flag_or_default
 from engram.project import ProjectResolution, detect_project, normalize_project
 from engram.store import Store
+from engram.store.checks import unknown_project
 from engram.store.db import MAX_INTEGER
-from engram.text import find_similar, strip_private, suggest_topic_key
+from engram.text import strip_private, suggest_topic_key
 
 CONTEXT_DEFAULT_BYTES = 16 * 1024
 CONTEXT_MAX_BYTES = 64 * 1024
@@ -56,6 +60,10 @@ class Envelope(BaseModel):
     )
     project_path: str = Field(description="the directory that project was detected from")
     result: str | dict[str, Any] = Field(description="the tool's output")
+    data: Any = Field(
+        default=None,
+        description="the same JSON object `engram ... --json` prints (structured content only)",
+    )
 
 
 #: The return annotation of every tool: a CallToolResult whose structured content is validated
@@ -82,17 +90,23 @@ class Resolved:
     path: str
 
 
-def envelope(resolved: Resolved, result: str | dict[str, Any], **extra: Any) -> CallToolResult:
-    """The JSON envelope as text, mirrored in ``structured_content``."""
-    data: dict[str, Any] = {
+def envelope(
+    resolved: Resolved, result: str | dict[str, Any], *, data: Any = None, **extra: Any
+) -> CallToolResult:
+    """The JSON envelope as text; the structured content is the envelope plus ``data`` (what
+    the CLI prints with ``--json``), which the text leaves out (an agent reads ``result``)."""
+    body: dict[str, Any] = {
         "project": resolved.project,
         "project_source": resolved.source,
         "project_path": resolved.path,
         "result": result,
         **extra,
     }
-    text = orjson.dumps(data).decode()
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+    text = orjson.dumps(body).decode()
+    structured = {**body, "data": result if data is None else data}
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=structured
+    )
 
 
 def check_size(value: str | None, field: str, limit: int) -> None:
@@ -176,16 +190,13 @@ class Workspace:
         return resolved
 
     def unknown_project(self, name: str) -> ProjectResolutionError:
-        known = self.known_projects()
-        similar = find_similar(name, known, max_distance=2)
-        hint = f' Did you mean "{similar[0]}"?' if similar else ""
+        """The store's unknown-project error (its did-you-mean), with what to do here."""
         here = self.default().project
         fallback = f' or omit project to use this directory\'s project "{here}"' if here else ""
-        return ProjectResolutionError(
-            f'Unknown project "{name}": nothing is stored under that name.{hint} Use one of '
-            f"available_projects{fallback}. Nothing was written.",
-            code="unknown_project",
-            available_projects=known,
+        return unknown_project(
+            name,
+            self.known_projects(),
+            hint=f"Use one of available_projects{fallback}. Nothing was written.",
         )
 
     def resolve_write(self, ignored: str | None) -> tuple[Resolved, dict[str, Any]]:
@@ -219,41 +230,66 @@ class Workspace:
 
 # --- argument types (descriptions are what agents read in the schema) ----------------------
 
+#: The key of an argument's schema that holds what the compact listing says of it instead of
+#: its description (engram.mcp.listing.compact_schema; neither listing sends the key itself).
+COMPACT = "x-engram-compact"
+
+
+def said(full: str, short: str) -> dict[str, Any]:
+    """``Field`` keywords for an argument described in ``full`` words in the full listing
+    (``--tools all``) and in ``short`` ones in the compact default listing."""
+    return {"description": full, "json_schema_extra": {COMPACT: short}}
+
+
 MemoryId = Annotated[
     int,
     Field(
         strict=True,
         ge=1,
         le=MAX_INTEGER,
-        description="the memory's #id (from mem_search or mem_save)",
+        **said("the memory's #id (from mem_search or mem_save)", "the memory's #id"),
     ),
     Truncated,
 ]
 ProjectArg = Annotated[
     str | None,
-    Field(description="an existing project to use instead of this directory's; omit it normally"),
+    Field(
+        **said(
+            "an existing project to use instead of this directory's; omit it normally",
+            "another project's name",
+        )
+    ),
 ]
 #: Write tools accept ``project`` (agents set up for the Go tool send it) and discard it.
 IgnoredProjectArg = Annotated[
     str | None,
     Field(
-        description="ignored: writes always go to this directory's project (see "
-        "mem_current_project); accepted so agents that send it keep working"
+        **said(
+            "ignored: writes always go to this directory's project (see mem_current_project); "
+            "accepted so agents that send it keep working",
+            "ignored: this directory's project",
+        )
     ),
 ]
 SessionArg = Annotated[
     str | None,
     Field(
-        description="a session id (one not seen yet is created, in this directory's project); "
-        "omit for the session started with mem_session_start"
+        **said(
+            "a session id (one not seen yet is created, in this directory's project); omit "
+            "for the session started with mem_session_start",
+            "omit normally",
+        )
     ),
 ]
 ScopeArg = Literal["project", "personal"]
 ImportanceArg = Annotated[
     float | None,
     Field(
-        description="how much it matters, 0-1, when you know better than the computed score "
-        "(length, topics, links, recency, reads); omit it normally"
+        **said(
+            "how much it matters, 0-1, when you know better than the computed score (length, "
+            "topics, links, recency, reads); omit it normally",
+            "0-1, only to overrule the computed score",
+        )
     ),
 ]
 TYPE_HELP = "bugfix, decision, architecture, discovery, pattern, config, preference, learning"
@@ -280,8 +316,11 @@ class MemoryTools:
         content: Annotated[
             str,
             Field(
-                description="**What**: what was done or found. **Why**: the reason or problem. "
-                "**Where**: files, functions, commands. **Learned**: the gotcha worth keeping.",
+                **said(
+                    "**What**: what was done or found. **Why**: the reason or problem. "
+                    "**Where**: files, functions, commands. **Learned**: the gotcha worth keeping.",
+                    "**What**: done or found. **Why**. **Where**: files, commands. **Learned**",
+                ),
                 validation_alias=AliasChoices("content", "observation"),
             ),
         ],
@@ -294,15 +333,21 @@ class MemoryTools:
         topic_key: Annotated[
             str | None,
             Field(
-                description="stable key for a subject that evolves (e.g. architecture/auth): "
-                "saving with the same key updates that memory instead of adding one"
+                **said(
+                    "stable key for a subject that evolves (e.g. architecture/auth): saving with "
+                    "the same key updates that memory instead of adding one",
+                    "e.g. architecture/auth: the same key updates that memory",
+                )
             ),
         ] = None,
         allow_secrets: Annotated[
             bool,
             Field(
-                description="keep text that looks like a secret; by default API keys, tokens, "
-                "private keys and passwords are saved as [REDACTED:kind]"
+                **said(
+                    "keep text that looks like a secret; by default API keys, tokens, private "
+                    "keys and passwords are saved as [REDACTED:kind]",
+                    "keep secrets (default: [REDACTED:kind])",
+                )
             ),
         ] = False,
         importance: ImportanceArg = None,
@@ -328,7 +373,7 @@ class MemoryTools:
             allow_secrets=allow_secrets,
             importance=importance,
         )
-        return envelope(resolved, formatting.save_result(saved), **extra)
+        return envelope(resolved, formatting.save_result(saved), data=saved.to_dict(), **extra)
 
     def mem_save_prompt(
         self,
@@ -343,7 +388,7 @@ class MemoryTools:
         session = self.workspace.write_session(resolved.project, session_id)
         prompt = self.store.add_prompt(content, session_id=session, project=resolved.project)
         shown = formatting.quoted(formatting.cut_bytes(prompt.content, 80))
-        return envelope(resolved, f"Prompt saved: {shown}", **extra)
+        return envelope(resolved, f"Prompt saved: {shown}", data=prompt.to_dict(), **extra)
 
     def mem_session_summary(
         self,
@@ -363,7 +408,7 @@ class MemoryTools:
         check_size(content, "content", self.max_content)
         resolved, extra = self.workspace.resolve_write(project)
         session = self.workspace.write_session(resolved.project, session_id)
-        self.store.add_observation(
+        saved = self.store.add_observation(
             title=f"Session summary: {resolved.project or 'no project'}",
             content=content,
             type="session_summary",
@@ -373,6 +418,7 @@ class MemoryTools:
         return envelope(
             resolved,
             f"Session summary saved for project {formatting.quoted(resolved.project)}",
+            data=saved.to_dict(),
             **extra,
         )
 
@@ -383,7 +429,7 @@ class MemoryTools:
         ],
         session_id: SessionArg = None,
         source: Annotated[
-            str | None, Field(description="what produced the text (default mcp-passive)")
+            str | None, Field(**said("what produced the text (default mcp-passive)", "what produced the text"))
         ] = None,
         project: IgnoredProjectArg = None,
     ) -> ToolResult:
@@ -399,6 +445,7 @@ class MemoryTools:
             resolved,
             f"Passive capture complete: extracted={result.extracted} saved={result.saved} "
             f"duplicates={result.duplicates}",
+            data=result.to_dict(),
             **extra,
         )
 
@@ -408,7 +455,7 @@ class MemoryTools:
         self,
         id: Annotated[str, Field(min_length=1, description="a unique session id of your choice")],
         directory: Annotated[
-            str | None, Field(description="the working directory (default: the server's)")
+            str | None, Field(**said("the working directory (default: the server's)", "default: the server's"))
         ] = None,
         project: IgnoredProjectArg = None,
     ) -> ToolResult:
@@ -431,6 +478,7 @@ class MemoryTools:
             resolved,
             f"Session {formatting.quoted(session.id)} started for project "
             f"{formatting.quoted(session.project)}",
+            data=session.to_dict(),
             **extra,
         )
 
@@ -456,7 +504,9 @@ class MemoryTools:
             ) from None
         self.workspace.live_sessions.pop(session.id, None)
         resolved = Resolved(session.project, "session", session.directory)
-        return envelope(resolved, f"Session {formatting.quoted(session.id)} completed")
+        return envelope(
+            resolved, f"Session {formatting.quoted(session.id)} completed", data=session.to_dict()
+        )
 
     # --- finding ----------------------------------------------------------------------------
 
@@ -465,33 +515,41 @@ class MemoryTools:
         query: Annotated[
             str, Field(description="words or a question: 'how did we fix the login timeout?'")
         ],
-        type: Annotated[str | None, Field(description=f"only this kind: {TYPE_HELP}")] = None,
+        type: Annotated[
+            str | None, Field(**said(f"only this kind: {TYPE_HELP}", "only this kind"))
+        ] = None,
         project: ProjectArg = None,
         scope: ScopeArg | None = None,
         limit: Annotated[
             int | None,
-            Field(description="results (default 10, at most 20)"),
+            Field(**said("results (default 10, at most 20)", "results (at most 20)")),
             count_or_default(None),
         ] = None,
         all_projects: Annotated[
-            bool, Field(description="search every project, not only this one")
+            bool, Field(**said("search every project, not only this one", "every project"))
         ] = False,
         match_mode: Annotated[
             Literal["any", "all"],
-            Field(description="'any' word (ranked, default) or 'all' words"),
+            Field(**said("'any' word (ranked, default) or 'all' words", "any or all words")),
         ] = "any",
         mode: Annotated[
             Literal["lexical", "semantic", "hybrid"] | None,
             Field(
-                description="'hybrid': words and meaning (the default when semantic search is "
-                "installed), 'semantic': meaning only, 'lexical': words only"
+                **said(
+                    "'hybrid': words and meaning (the default when semantic search is "
+                    "installed), 'semantic': meaning only, 'lexical': words only",
+                    "words, meaning or both (default)",
+                )
             ),
         ] = None,
         as_of: Annotated[
             str | None,
             Field(
-                description="answer with what was true then: a date (YYYY-MM-DD) or an ISO 8601 "
-                "date and time; earlier texts of edited memories included"
+                **said(
+                    "answer with what was true then: a date (YYYY-MM-DD) or an ISO 8601 date and "
+                    "time; earlier texts of edited memories included",
+                    "what was true then: YYYY-MM-DD or ISO 8601",
+                )
             ),
         ] = None,
     ) -> ToolResult:
@@ -517,25 +575,48 @@ class MemoryTools:
             check_conflicts=True,  # what was saved just before shows its conflicts
         )
         return envelope(
-            resolved, formatting.search_results(query, results, cut_hint=SEARCH_CUT_HINT)
+            resolved,
+            formatting.search_results(query, results, cut_hint=SEARCH_CUT_HINT),
+            data=[o.to_dict() for o in results],
         )
 
-    def mem_get_observation(self, id: MemoryId) -> ToolResult:
+    def mem_get_observation(
+        self,
+        id: MemoryId,
+        include_history: Annotated[
+            bool,
+            Field(**said("also its earlier versions (kept on this machine)", "with earlier versions")),
+            flag_or_default(False),
+        ] = False,
+    ) -> ToolResult:
         """Get one memory in full (search results only show previews), with its relations to
-        other memories (supersedes, contested by …) and whether it needs review."""
+        other memories (supersedes, contested by …) and whether it needs review;
+        include_history adds its earlier versions, newest first."""
         obs = self.store.get_observation(id, record_access=True)
-        found = self.store.relations_for(obs.id)
-        return envelope(self.workspace.default(), formatting.observation(obs, relations=found))
+        if include_history:
+            found = self.store.history(id)
+            return envelope(
+                self.workspace.default(), formatting.history(found), data=found.to_dict()
+            )
+        related = self.store.relations_for(obs.id)
+        data = {  # as engram get --json prints it
+            **obs.to_dict(),
+            "needs_review": related.needs_review,
+            "relations": [r.to_dict() for r in related.relations],
+        }
+        return envelope(
+            self.workspace.default(), formatting.observation(obs, relations=related), data=data
+        )
 
     def mem_context(
         self,
         project: ProjectArg = None,
         scope: ScopeArg | None = None,
         compact: Annotated[
-            bool, Field(description="titles only, without content previews")
+            bool, Field(**said("titles only, without content previews", "titles only"))
         ] = False,
         max_bytes: Annotated[
-            int | None, Field(description="size cap of the text (default 16384, max 65536)")
+            int | None, Field(**said("size cap of the text (default 16384, max 65536)", "text size cap"))
         ] = None,
     ) -> ToolResult:
         """Recent sessions, prompts and memories of the project. Call it at the start of every
@@ -543,9 +624,10 @@ class MemoryTools:
         resolved = self.workspace.resolve(project, write=False)
         size = CONTEXT_DEFAULT_BYTES if max_bytes is None else min(max_bytes, CONTEXT_MAX_BYTES)
         text = self.store.context(resolved.project or None, scope, max_bytes=size, compact=compact)
+        data = {"project": resolved.project or None, "context": text}  # as engram context
         if not text:
-            return envelope(resolved, "No previous session memories found.")
-        return envelope(resolved, text + formatting.context_footer(self.store.stats()))
+            return envelope(resolved, "No previous session memories found.", data=data)
+        return envelope(resolved, text + formatting.context_footer(self.store.stats()), data=data)
 
     def mem_timeline(
         self,
@@ -570,11 +652,13 @@ class MemoryTools:
                 f'"{resolved.project}".',
                 code="project_mismatch",
             )
-        return envelope(resolved, formatting.timeline(timeline))
+        return envelope(resolved, formatting.timeline(timeline), data=timeline.to_dict())
 
     def mem_suggest_topic_key(
         self,
-        type: Annotated[str, Field(description=f"kind of memory: {TYPE_HELP}")] = "",
+        type: Annotated[
+            str, Field(**said(f"kind of memory: {TYPE_HELP}", "the memory's type"))
+        ] = "",
         title: Annotated[str, Field(description="the memory's title")] = "",
         content: Annotated[str, Field(description="the memory's content")] = "",
     ) -> ToolResult:
@@ -586,7 +670,9 @@ class MemoryTools:
             raise ValidationError(
                 "give a title or content (or both) to suggest a topic key", field="title"
             ) from None
-        return envelope(self.workspace.default(), f"Suggested topic_key: {key}")
+        return envelope(
+            self.workspace.default(), f"Suggested topic_key: {key}", data={"topic_key": key}
+        )
 
     # --- changing ---------------------------------------------------------------------------
 
@@ -600,18 +686,24 @@ class MemoryTools:
         topic_key: Annotated[str | None, Field(description="new topic key ('' removes it)")] = None,
         project: IgnoredProjectArg = None,
         allow_secrets: Annotated[
-            bool, Field(description="keep text that looks like a secret (see mem_save)")
+            bool,
+            Field(**said("keep text that looks like a secret (see mem_save)", "keep secrets")),
         ] = False,
         importance: Annotated[
             float | Literal["auto"] | None,
             Field(
-                description="how much it matters, 0-1, set by hand; 'auto' goes back to the "
-                "computed score"
+                **said(
+                    "how much it matters, 0-1, set by hand; 'auto' goes back to the computed "
+                    "score",
+                    "0-1, or 'auto'",
+                )
             ),
         ] = None,
         pinned: Annotated[
             bool | None,
-            Field(description="pin (always in mem_context, never archived) or unpin it"),
+            Field(
+                **said("pin (always in mem_context, never archived) or unpin it", "pin or unpin")
+            ),
         ] = None,
     ) -> ToolResult:
         """Correct or extend a memory in place (give only the fields that change). Prefer this to
@@ -636,7 +728,12 @@ class MemoryTools:
             f"Memory updated: #{obs.id} {formatting.quoted(obs.title)} "
             f"({obs.type}, scope={obs.scope})"
         )
-        return envelope(resolved, "\n".join([text, *warnings]), **extra)
+        return envelope(
+            resolved,
+            "\n".join([text, *warnings]),
+            data={**obs.to_dict(), "warnings": warnings},
+            **extra,
+        )
 
     def mem_delete(
         self,
@@ -652,21 +749,27 @@ class MemoryTools:
         resolved = self.workspace.resolve(None, write=True)
         obs = self.store.delete_observation(id, hard=hard_delete)
         how = "permanently deleted" if hard_delete else "soft-deleted"
-        return envelope(resolved, f"Memory #{obs.id} {how}")
+        data = {"id": obs.id, "status": "deleted", "hard_delete": hard_delete}  # as the CLI
+        return envelope(resolved, f"Memory #{obs.id} {how}", data=data)
 
     # --- relations and the graph -------------------------------------------------------------
 
     def mem_relate(
         self,
         source_id: Annotated[
-            int | str, Field(description="the memory that relates: its #id or sync id")
+            int | str, Field(**said("the memory that relates: its #id or sync id", "#id or sync id"))
         ],
-        target_id: Annotated[int | str, Field(description="the memory it relates to")],
+        target_id: Annotated[int | str, Field(**said("the memory it relates to", "#id or sync id"))],
         relation: Annotated[
             Literal[
                 "supersedes", "conflicts_with", "related", "compatible", "scoped", "not_conflict"
             ],
-            Field(description="supersedes: source replaces target; conflicts_with: they disagree"),
+            Field(
+                **said(
+                    "supersedes: source replaces target; conflicts_with: they disagree",
+                    "how they relate",
+                )
+            ),
         ],
         reason: Annotated[str | None, Field(description="why, in one sentence")] = None,
     ) -> ToolResult:
@@ -700,11 +803,18 @@ class MemoryTools:
                 "supersedes", "conflicts_with", "related", "compatible", "scoped", "not_conflict"
             ]
             | None,
-            Field(description="the verdict: e.g. supersedes (source replaces target), not_conflict"),
+            Field(
+                **said(
+                    "the verdict: e.g. supersedes (source replaces target), not_conflict",
+                    "the verdict",
+                )
+            ),
         ] = None,
         status: Annotated[
             Literal["judged", "ignored", "pending"],
-            Field(description="judged (confirm), ignored (dismiss) or pending (reopen)"),
+            Field(
+                **said("judged (confirm), ignored (dismiss) or pending (reopen)", "ignored dismisses")
+            ),
         ] = "judged",
         reason: Annotated[str | None, Field(description="why")] = None,
         evidence: Annotated[str | None, Field(description="what shows it (a PR, a test …)")] = None,
@@ -726,11 +836,16 @@ class MemoryTools:
         self,
         question: Annotated[
             str,
-            Field(description="e.g. 'what connects the auth middleware to the session store?'"),
+            Field(
+                **said(
+                    "e.g. 'what connects the auth middleware to the session store?'",
+                    "e.g. 'what uses the session store?'",
+                )
+            ),
         ],
-        limit: Annotated[int, Field(ge=1, le=100, description="triples (default 10)")] = 10,
+        limit: Annotated[int, Field(ge=1, le=100, **said("triples (default 10)", "triples"))] = 10,
         project: ProjectArg = None,
-        all_projects: Annotated[bool, Field(description="every project, not only this one")] = False,
+        all_projects: Annotated[bool, Field(**said("every project, not only this one", "every project"))] = False,
     ) -> ToolResult:
         """Ask the graph of what memories name (files, modules, libraries, services, errors,
         people, decisions): returns subject–predicate–object triples connecting the entities
@@ -766,8 +881,11 @@ class MemoryTools:
         given = project is not None and project.strip()
         scope = resolved.project if given else None
         stats = self.store.stats(scope)
+        vectors = self.store.vector_coverage(scope)
         return envelope(
-            resolved, formatting.stats(stats, vectors=self.store.vector_coverage(scope))
+            resolved,
+            formatting.stats(stats, vectors=vectors),
+            data={**stats.to_dict(), "vectors": vectors.to_dict()},  # as engram stats --json
         )
 
     def mem_current_project(self) -> ToolResult:
@@ -791,10 +909,12 @@ class MemoryTools:
         return envelope(
             resolved,
             text,
+            data={**detected.to_dict(), "project": resolved.project,
+                  "project_source": resolved.source, "available_projects": available},
             cwd=detected.cwd,
             available_projects=available,
             warning=detected.warning,
-        )
+        )  # fmt: skip
 
     def mem_list_projects(self) -> ToolResult:
         """Every project with its memory, session and prompt counts and directories."""
@@ -888,7 +1008,7 @@ class MemoryTools:
     def graph_query(  # the first seed's tool name
         self,
         question: Annotated[str, Field(description="e.g. 'What connects edge to Tailscale?'")],
-        limit: Annotated[int, Field(ge=1, le=100, description="triples (default 10)")] = 10,
+        limit: Annotated[int, Field(ge=1, le=100, **said("triples (default 10)", "triples"))] = 10,
     ) -> ToolResult:
         """Alias of mem_graph_query with the first seed's argument names."""
         return self.mem_graph_query(question=question, limit=limit)
@@ -922,11 +1042,11 @@ class MemoryTools:
         ``engram.mcp.server`` registers it with an explicit argument model)."""
         names = [normalize_project(s)[0] for s in sources if s and s.strip()]
         unknown = [n for n in names if not self.store.project_exists(n)]
-        if unknown:
+        if unknown:  # (the store refuses it too: the same check, this face's hint)
             raise self.workspace.unknown_project(unknown[0])
         result = self.store.merge_projects(names, to)
         resolved = Resolved(result.canonical, "explicit_override", "")
-        return envelope(resolved, result.to_dict())
+        return envelope(resolved, result.to_dict(), data=result.to_dict())
 
 
 MERGE_DESCRIPTION = (

@@ -3,6 +3,7 @@ context, the replication journal, and applying mutations from other replicas."""
 
 from engram.store.models import (
     ApplyResult,
+    History,
     ImportResult,
     MergeResult,
     Observation,
@@ -10,6 +11,7 @@ from engram.store.models import (
     ProjectInfo,
     Prompt,
     PruneResult,
+    Revision,
     SaveResult,
     Session,
     Stats,
@@ -19,6 +21,7 @@ from engram.store.store import Store
 
 __all__ = [
     "ApplyResult",
+    "History",
     "ImportResult",
     "MergeResult",
     "Observation",
@@ -26,6 +29,7 @@ __all__ = [
     "ProjectInfo",
     "Prompt",
     "PruneResult",
+    "Revision",
     "SaveResult",
     "Session",
     "Stats",

@@ -5,8 +5,9 @@ is known *now* — from ``valid_from`` (else when it was saved) up to ``valid_to
 statement about the world, so a window set later still applies to earlier dates, and a memory
 saved today "true since 2020" answers for 2024) — and it was not deleted by T. It says what it
 said at T: a memory edited in place since T (a topic re-saved, an update) answers with its text
-at T, taken from the history of its journaled states (:func:`state_at`, the one place to read
-revisions from). A consolidation ends its sources' validity and starts the merged memory's at
+at T (:func:`state_at`, the one place that reads the past): the newest of the versions kept for
+history (:mod:`engram.store.revisions`, which outlive a compacted journal) and the journaled
+states written by T. A consolidation ends its sources' validity and starts the merged memory's at
 the merge, so each moment has one answer. The snapshot is ranked with the same FTS5 tokenizer
 and BM25 as live search, in a private in-memory index, then importance breaks ties.
 """
@@ -20,6 +21,7 @@ import orjson
 
 from engram.errors import ValidationError
 from engram.record import full_state
+from engram.store import revisions
 from engram.store.journal import record_text
 from engram.store.models import Observation
 from engram.store.query import build_match
@@ -54,8 +56,19 @@ def parse_as_of(value: Any, field: str = "as_of") -> str:
 
 
 def state_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
-    """The replicated state of memory ``(project, key)`` at ``when`` (``None`` when no kept
-    state is that old). Read from the journal, which keeps every state it replicated."""
+    """The replicated state of memory ``(project, key)`` at ``when`` (``None`` when no known
+    state is that old; ``{"deleted_at"}`` when it was deleted by then): the newest written by
+    ``when`` of its kept revisions and the states its journal still holds (every state it
+    replicated, until compacted; a revision is kept only when the text changed)."""
+    journaled = _journaled_at(conn, project, key, when)
+    kept = revisions.kept_at(conn, project, key, when)
+    if kept is None or journaled is None:
+        return kept if journaled is None else journaled
+    journal_moment = journaled.get("updated_at") or journaled.get("deleted_at") or ""
+    return kept if (kept.get("updated_at") or "") > journal_moment else journaled
+
+
+def _journaled_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
     rows = conn.execute(
         """SELECT * FROM sync_journal WHERE entity = 'observation' AND project = ?
              AND key = ? ORDER BY hlc DESC""",
@@ -94,7 +107,7 @@ def search(
     when = parse_as_of(as_of)
     match = build_match(query, mode)
     clauses, params = store._observation_filters(
-        project, scope, type, since, until, live_only=False
+        project, scope, type, since, until, include_deleted=True
     )
     clauses += [
         "COALESCE(o.valid_from, o.created_at) <= ?",

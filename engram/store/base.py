@@ -137,7 +137,7 @@ class StoreParts(Protocol):
         until: str | None,
         alias: str = "o",
         *,
-        live_only: bool = True,
+        include_deleted: bool = False,
     ) -> tuple[list[str], list[Any]]: ...
 
     def get_session(self, session_id: str, *, project: str | None = None) -> Session: ...
@@ -370,6 +370,10 @@ class StoreBase(StoreParts):
             f"UPDATE {table} SET project = ?, sync_id = ? WHERE id = ?",
             (new_project, new_key, rowid),
         )
+        if entity == "observation":
+            from engram.store import revisions  # (it imports this module)
+
+            revisions.move(conn, old["project"], old["sync_id"], new_project, new_key)
         # Its session must exist in the new project too (with the old one's directory).
         directory = conn.execute(
             "SELECT directory FROM sessions WHERE project = ? AND id = ?",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engram.errors import ValidationError
 from engram.store.base import StoreBase
-from engram.text import cut_utf8, preview
+from engram.text import cut_utf8, plural, preview
 
 TRUNCATED_MARKER = "\n[truncated]"
 
@@ -80,7 +80,7 @@ class ContextMixin(StoreBase):
                 summary = "" if compact or not s.summary else f": {preview(s.summary, 200)}"
                 lines.append(
                     f"- **{s.project or '(no project)'}** ({s.started_at}){summary} "
-                    f"[{s.observation_count or 0} observations]"
+                    f"[{plural(s.observation_count or 0, 'observation')}]"
                 )
             lines.append("")
         if recent_prompts:

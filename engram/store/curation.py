@@ -14,6 +14,7 @@ from engram.errors import ConflictError, ValidationError
 from engram.project import normalize_project
 from engram.store import scoring
 from engram.store.base import StoreBase
+from engram.store.checks import check_count
 from engram.store.models import Observation
 from engram.text import normalize_scope
 from engram.times import STORE_FORMAT, now_text
@@ -22,13 +23,8 @@ LIST_MAX = 1000
 
 
 def _limit(value: Any, default: int = 20) -> int:
-    try:
-        number = int(value) if value is not None else default
-    except (TypeError, ValueError):
-        raise ValidationError(f"limit must be an integer, got {value!r}", field="limit") from None
-    if number < 1:
-        raise ValidationError("limit must be at least 1", field="limit")
-    return min(number, LIST_MAX)
+    """A list's length, checked like every count (:func:`engram.store.checks.check_count`)."""
+    return check_count(value, "limit", default=default, maximum=LIST_MAX)
 
 
 class CurationMixin(StoreBase):
@@ -89,9 +85,7 @@ class CurationMixin(StoreBase):
     def review_cutoff(self, days: Any = None) -> str:
         """The moment before which a memory untouched, unconfirmed and unread needs review."""
         span = self.config.review_after_days if days is None else days
-        if isinstance(span, bool) or not isinstance(span, int) or span < 1:
-            raise ValidationError(f"days must be a whole number of days ≥ 1, got {span!r}",
-                                  field="days")  # fmt: skip
+        span = check_count(span, "days", default=self.config.review_after_days)
         return (datetime.now(UTC) - timedelta(days=span)).strftime(STORE_FORMAT)
 
     def needs_review(

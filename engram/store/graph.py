@@ -111,9 +111,9 @@ class GraphMixin(StoreBase):
         report = IngestReport(extractor=RULES if extractor is None else f"{RULES}+{extractor.name}")
         where, params = self._selection(project)
         if memory is not None:
-            from engram.store.observations import _check_id
+            from engram.store.checks import check_id
 
-            oid = _check_id(str(memory).strip().removeprefix("#"))
+            oid = check_id(str(memory).strip().removeprefix("#"))
             ids = [
                 r[0]
                 for r in self.db.rows(
@@ -314,9 +314,9 @@ class GraphMixin(StoreBase):
     def graph_of_memory(self, memory: Any) -> dict[str, Any]:
         """The entities one memory mentions and the triples it states (ingesting it first when
         the graph does not hold it as it is now)."""
-        from engram.store.observations import _check_id
+        from engram.store.checks import check_id
 
-        oid = _check_id(str(memory).strip().removeprefix("#"))
+        oid = check_id(str(memory).strip().removeprefix("#"))
         obs = self.get_observation(oid)
         if self.db.one("SELECT 1 FROM graph_ingested WHERE observation_id = ?", (oid,)) is None:
             self.graph_ingest(oid)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engram.platform import machine_id
 from engram.record import (
     DEFAULT_MAX_CLOCK_DRIFT_MS,
     FIELDS,
@@ -156,10 +157,7 @@ def machine_fingerprint(db_path: Path) -> str:
     A copy or restore gets a new inode, a move a new path, another machine another id: any of
     them mints a new origin so two copies never write under the same one.
     """
-    try:
-        machine = Path("/etc/machine-id").read_text().strip()
-    except OSError:
-        machine = ""
+    machine = machine_id()
     try:
         stat = os.stat(db_path)
         inode = f"{stat.st_dev}:{stat.st_ino}"

@@ -301,6 +301,35 @@ class Timeline(Model):
     total_in_range: int
 
 
+class Revision(Model):
+    """An earlier version of a memory: what it said, which machine wrote it (``origin``) and
+    which replaced it, and when this machine saw it replaced."""
+
+    title: str
+    content: str
+    type: str
+    topic_key: str | None
+    scope: str
+    updated_at: str
+    revision_count: int
+    origin: str
+    written_here: bool
+    replaced_at: str
+    replaced_by_origin: str
+    replaced_here: bool
+
+
+class History(Model):
+    """A memory as it is now (and which machine wrote that version), then its earlier
+    versions, newest first (at most engram.store.revisions.KEPT), and how many there are."""
+
+    observation: Observation
+    origin: str
+    written_here: bool
+    revisions: list[Revision]
+    count: int
+
+
 class Stats(Model):
     total_sessions: int
     total_observations: int
@@ -367,6 +396,10 @@ class ApplyResult:
     quarantined: dict[str, int] = field(default_factory=dict)
     #: Records that waited in the quarantine and were applied (or found stale) by this call.
     released: int = 0
+    #: Memories whose latest version was written here and was just replaced by another
+    #: machine's newer one: ``{"id", "project", "title", "new_title", "by"}`` (by = its origin).
+    #: The replaced version is kept in the memory's revisions (``engram history ID``).
+    superseded: list[dict[str, Any]] = field(default_factory=list)
     #: Copies of a memory that came back through the Go tool, retired next to their original
     #: (:mod:`engram.store.go_copies`).
     copies_retired: int = 0
@@ -386,6 +419,7 @@ class ApplyResult:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, count in other.quarantined.items():
             self.quarantined[reason] = self.quarantined.get(reason, 0) + count
+        self.superseded.extend(other.superseded)
 
     def hold(self, reason: str) -> None:
         self.quarantined[reason] = self.quarantined.get(reason, 0) + 1

@@ -16,10 +16,10 @@ from engram.importance import check_importance
 from engram.project import normalize_project, project_name
 from engram.record import new_key
 from engram.secrets import redact_secrets, redaction_warning
-from engram.store import fts, links, scoring, vector_queue
+from engram.store import fts, links, revisions, scoring, vector_queue
 from engram.store.base import StoreBase, default_session_id, drop_tombstone
+from engram.store.checks import check_id
 from engram.store.conflicts import queue_check
-from engram.store.db import MAX_INTEGER
 from engram.store.graph_rows import forget as forget_graph
 from engram.store.intent import check_intent, check_window
 from engram.store.models import (
@@ -39,6 +39,7 @@ from engram.text import (
     normalize_scope,
     normalize_topic_key,
     normalized_hash,
+    plural,
     require_storable,
     strip_private,
     suggest_topic_key,
@@ -56,28 +57,21 @@ def new_observation_sync_id() -> str:
     return new_key("obs-")
 
 
-def _check_id(observation_id: Any, field: str = "id") -> int:
-    if isinstance(observation_id, bool):
-        raise ValidationError(f"{field} must be an integer", field=field)
-    try:
-        value = int(observation_id)
-    except (TypeError, ValueError):
-        raise ValidationError(
-            f"{field} must be an integer, got {observation_id!r}", field=field
-        ) from None
-    if value < 1:
-        raise ValidationError(f"{field} must be a positive integer", field=field)
-    if value > MAX_INTEGER:  # SQLite would raise OverflowError binding it
-        raise ValidationError(f"{field} is out of range (at most {MAX_INTEGER})", field=field)
-    return value
-
-
 def _redacted(text: str, field: str, warnings: list[str] | None) -> str:
     """``text`` with detected secrets replaced; the warning saying so goes to ``warnings``."""
     redaction = redact_secrets(text)
     if redaction.redacted and warnings is not None:
         warnings.append(redaction_warning(redaction.kinds, field) or "")
     return redaction.text
+
+
+def deleted_message(oid: int, deleted_at: str, reason: str | None = None) -> str:
+    """What every face says about a soft-deleted (or archived) memory asked for by id."""
+    how = "archived" if reason == "archived" else "deleted"
+    return (
+        f"Observation #{oid} was {how} at {deleted_at}: restore it with `engram restore {oid}` "
+        f"(MCP mem_restore), or show it with `engram get {oid} --deleted`"
+    )
 
 
 class ObservationsMixin(StoreBase):
@@ -133,7 +127,7 @@ class ObservationsMixin(StoreBase):
         )
         return (
             f'⚠️ Project "{project}" has no memories. Similar project found: "{best}" '
-            f"({count} memories). Consider using that name instead."
+            f"({plural(count, 'memory')}). Consider using that name instead."
         )
 
     def add_observation(
@@ -181,8 +175,10 @@ class ObservationsMixin(StoreBase):
             self._ensure_session(conn, session_id, project)
             refresh = ContextRefresh(conn)
             action, rowid, sync_id = "created", None, ""
+            replaced: tuple[dict[str, Any], str] | None = None
             if topic and (found := self._find_topic_target(conn, project, scope, topic)):
                 action, (rowid, sync_id) = "topic_updated", found
+                replaced = revisions.current_state(conn, rowid)
                 hlc, origin = self.journal.tick(conn)
                 refresh.observation(rowid)
                 fts.remove(conn, "observations", "id", rowid)
@@ -225,6 +221,7 @@ class ObservationsMixin(StoreBase):
                     # Topic revival (docs/architecture.md, "Identity, the journal and replication"): the derived key's memory was deleted here; this
                     # newer save brings that key back, so every replica ends with one memory.
                     rowid = deleted_row
+                    replaced = revisions.current_state(conn, rowid)
                     refresh.observation(rowid)
                     fts.remove(conn, "observations", "id", rowid)
                     conn.execute(
@@ -280,6 +277,10 @@ class ObservationsMixin(StoreBase):
                             scope=scope, topic_key=topic, revision_count=1, duplicate_count=1,
                             last_seen_at=now, created_at=now, updated_at=now, deleted_at=None,
                         )  # fmt: skip
+            if replaced is not None:
+                now_state = self._state(conn, "observation", project, sync_id)
+                assert now_state is not None
+                revisions.keep(conn, replaced[0], replaced[1], now_state, hlc)
             refresh.settle()  # the rows whose session context this save changes
             if inserted is None:
                 scoring.rescore_ids(conn, [rowid], now)
@@ -378,12 +379,16 @@ class ObservationsMixin(StoreBase):
     def get_observation(
         self, observation_id: Any, *, include_deleted: bool = False, record_access: bool = False
     ) -> Observation:
-        """One memory by its local id. ``record_access``: someone reads it (the faces' "show
-        this memory"), which counts as an access (docs/importance.md)."""
-        oid = _check_id(observation_id)
+        """One memory by its local id; a soft-deleted or archived one only with
+        ``include_deleted`` (else the error says so, and how to bring it back).
+        ``record_access``: someone reads it (the faces' "show this memory"), which counts as an
+        access (docs/importance.md)."""
+        oid = check_id(observation_id)
         row = self.db.one("SELECT * FROM observations WHERE id = ?", (oid,))
-        if row is None or (row["deleted_at"] is not None and not include_deleted):
+        if row is None:
             raise NotFoundError(f"Observation #{oid} not found")
+        if row["deleted_at"] is not None and not include_deleted:
+            raise NotFoundError(deleted_message(oid, row["deleted_at"], row["delete_reason"]))
         found = Observation.from_row(row)
         if record_access:
             # Counted in the access log; the count shown is the folded one, the same on every
@@ -420,9 +425,9 @@ class ObservationsMixin(StoreBase):
         until: str | None,
         alias: str = "o",
         *,
-        live_only: bool = True,
+        include_deleted: bool = False,
     ) -> tuple[list[str], list[Any]]:
-        clauses = [f"{alias}.deleted_at IS NULL"] if live_only else []
+        clauses = ["1" if include_deleted else f"{alias}.deleted_at IS NULL"]
         params: list[Any] = []
         if project:
             clauses.append(f"{alias}.project = ?")
@@ -451,9 +456,13 @@ class ObservationsMixin(StoreBase):
         since: str | None = None,
         until: str | None = None,
         offset: int = 0,
+        include_deleted: bool = False,
     ) -> list[Observation]:
-        """Live observations, newest first (pages with ``offset``)."""
-        clauses, params = self._observation_filters(project, scope, type, since, until)
+        """Live observations (and soft-deleted ones with ``include_deleted``), newest first
+        (pages with ``offset``)."""
+        clauses, params = self._observation_filters(
+            project, scope, type, since, until, include_deleted=include_deleted
+        )
         rows = self.db.rows(
             f"""SELECT o.* FROM observations o WHERE {" AND ".join(clauses)}
                 ORDER BY o.created_at DESC, o.id DESC LIMIT ? OFFSET ?""",
@@ -469,8 +478,11 @@ class ObservationsMixin(StoreBase):
         type: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        include_deleted: bool = False,
     ) -> int:
-        clauses, params = self._observation_filters(project, scope, type, since, until)
+        clauses, params = self._observation_filters(
+            project, scope, type, since, until, include_deleted=include_deleted
+        )
         return int(
             self.db.scalar(
                 f"SELECT COUNT(*) FROM observations o WHERE {' AND '.join(clauses)}", params
@@ -544,7 +556,7 @@ class ObservationsMixin(StoreBase):
         the memory was true. Detected secrets in a new title or content become
         ``[REDACTED:kind]`` unless ``allow_secrets``; a list passed as ``warnings`` receives the
         warning saying so."""
-        oid = _check_id(observation_id)
+        oid = check_id(observation_id)
         text_fields = (title, content, type, project, scope, topic_key, tool_name)
         intent_fields = (importance, pinned, valid_from, valid_to)
         if all(v is None for v in (*text_fields, *intent_fields)):
@@ -556,11 +568,12 @@ class ObservationsMixin(StoreBase):
         intent = check_intent(importance, pinned, valid_from, valid_to)
         with self.db.write() as conn:
             row = conn.execute(
-                "SELECT project, sync_id FROM observations WHERE id = ? AND deleted_at IS NULL",
+                "SELECT project, sync_id, hlc FROM observations WHERE id = ? AND deleted_at IS NULL",
                 (oid,),
             ).fetchone()
             if row is None:
                 raise self._missing(conn, oid, "change")
+            old_hlc = str(row[2] or "")
             old = self._state(conn, "observation", row[0], row[1])
             assert old is not None
             new = dict(old)
@@ -632,6 +645,8 @@ class ObservationsMixin(StoreBase):
                 ),
             )
             fts.restore(conn, "observations", "id", oid)
+            replaced = {**old, "project": new["project"], "sync_id": key}  # its address now
+            revisions.keep(conn, replaced, old_hlc, new, hlc)
             refresh.settle()
             if moved:
                 linked |= links.linked_ids(conn, [oid])
@@ -658,85 +673,110 @@ class ObservationsMixin(StoreBase):
     def delete_observation(
         self, observation_id: Any, *, hard: bool = False, reason: str | None = None
     ) -> Observation:
-        """Soft delete (hidden everywhere, replicated as a tombstone) or hard delete (the row is
-        gone; only its key and clock remain). Returns the observation as it was.
+        """Soft delete (hidden everywhere, replicated as a tombstone; :meth:`restore_observation`
+        undoes it) or hard delete (the row is gone; only its key and clock remain). Returns the
+        observation as it was.
 
         ``reason`` is recorded with a soft delete (``archived``: consolidation or by hand)."""
-        oid = _check_id(observation_id)
+        return self.delete_observations([observation_id], hard=hard, reason=reason)[0]
+
+    def delete_observations(
+        self, observation_ids: Any, *, hard: bool = False, reason: str | None = None
+    ) -> list[Observation]:
+        """Delete several memories in one transaction: every id is checked first, and one that
+        is not a live memory (or, for ``hard``, any memory) deletes none of them."""
+        ids = [check_id(i) for i in observation_ids]
+        if not ids:
+            raise ValidationError("give at least one memory id", field="id")
         if reason is not None and reason not in DELETE_REASONS:
             raise ValidationError(
                 f"reason must be one of {', '.join(DELETE_REASONS)}, got {reason!r}",
                 field="reason",
             )
+        done: list[Observation] = []
         with self.db.write() as conn:
-            row = conn.execute("SELECT * FROM observations WHERE id = ?", (oid,)).fetchone()
-            if row is None or (row["deleted_at"] is not None and not hard):
-                raise NotFoundError(f"Observation #{oid} not found")
-            before = Observation.from_row(row)
-            now = now_text()
-            hlc, origin = self.journal.tick(conn)
-            refresh = ContextRefresh(conn)
-            refresh.observation(oid)
-            linked = links.linked_ids(conn, [oid])  # their link counts change too
-            if hard:
-                old = self._state(conn, "observation", row["project"], row["sync_id"])
-                fts.remove(conn, "observations", "id", oid)
-                conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
-                assert old is not None  # read from the row found in this transaction
-                self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
-            else:
-                vector_queue.forget_deleted(conn, "id", oid)
-                conn.execute(
-                    """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
-                           delete_reason = ? WHERE id = ?""",
-                    (now, now, hlc, reason, oid),
-                )
-                forget_graph(conn, [oid])  # the entity graph holds live memories only
-                self._journal_state(
-                    conn, "observation", row["project"], row["sync_id"], hlc, origin
-                )
-            scoring.rescore_ids(conn, linked, now)
-            refresh.settle()
+            for oid in dict.fromkeys(ids):  # each once, in the order given
+                done.append(self._delete_one(conn, oid, hard, reason))
+        return done
+
+    def _delete_one(
+        self, conn: sqlite3.Connection, oid: int, hard: bool, reason: str | None
+    ) -> Observation:
+        row = conn.execute("SELECT * FROM observations WHERE id = ?", (oid,)).fetchone()
+        if row is None or (row["deleted_at"] is not None and not hard):
+            raise NotFoundError(f"Observation #{oid} not found")
+        before = Observation.from_row(row)
+        now = now_text()
+        hlc, origin = self.journal.tick(conn)
+        refresh = ContextRefresh(conn)  # the rows whose session context held this memory
+        refresh.observation(oid)
+        linked = links.linked_ids(conn, [oid])  # their link counts change too
+        if hard:
+            old = self._state(conn, "observation", row["project"], row["sync_id"])
+            fts.remove(conn, "observations", "id", oid)
+            conn.execute("DELETE FROM observations WHERE id = ?", (oid,))
+            revisions.forget(conn, row["project"], row["sync_id"])
+            assert old is not None  # read from the row found in this transaction
+            self._journal_hard_delete(conn, "observation", old, now, hlc, origin)
+        else:
+            vector_queue.forget_deleted(conn, "id", oid)
+            conn.execute(
+                """UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ?,
+                       delete_reason = ? WHERE id = ?""",
+                (now, now, hlc, reason, oid),
+            )
+            forget_graph(conn, [oid])  # the entity graph holds live memories only
+            self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
+        scoring.rescore_ids(conn, linked, now)
+        refresh.settle()
         return before
 
     def restore_observation(self, observation_id: Any) -> Observation:
-        """Bring back a soft-deleted or archived memory (journaled, so it comes back on every
-        replica). A memory a consolidation merged away stops being superseded: its successor
-        link and the end of its validity that the merge set are cleared, and the merge's
-        ``supersedes`` relation is judged ``ignored``."""
-        oid = _check_id(observation_id)
+        """Bring back a soft-deleted or archived memory: live again, here and — journaled as a
+        newer upsert that beats the delete — on every replica. A memory a consolidation merged
+        away stops being superseded: its successor link and the end of its validity that the
+        merge set are cleared, and the merge's ``supersedes`` relation is judged ``ignored``. A
+        hard delete cannot be undone."""
+        return self.restore_observations([observation_id])[0]
+
+    def restore_observations(self, observation_ids: Any) -> list[Observation]:
+        """Restore several soft-deleted or archived memories in one transaction (all or none)."""
+        ids = [check_id(i) for i in observation_ids]
+        if not ids:
+            raise ValidationError("give at least one memory id", field="id")
         with self.db.write() as conn:
-            row = conn.execute(
-                "SELECT project, sync_id, deleted_at, superseded_by FROM observations WHERE id = ?",
-                (oid,),
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(
-                    f"Observation #{oid} not found (a memory deleted with --hard cannot be "
-                    "restored)"
-                )
-            if row["deleted_at"] is None:
-                raise ValidationError(f"Memory #{oid} is not deleted: nothing to restore")
-            now = now_text()
-            hlc, origin = self.journal.tick(conn)
-            refresh = ContextRefresh(conn)
-            refresh.observation(oid)
-            merged = row["superseded_by"] is not None
-            vector_queue.queue(conn, [oid])  # it needs a vector again (deletes dropped it)
-            conn.execute(
-                f"""UPDATE observations SET deleted_at = NULL, delete_reason = NULL,
-                       superseded_by = NULL, {"valid_to = NULL," if merged else ""}
-                       updated_at = ?, hlc = ? WHERE id = ?""",
-                (now, hlc, oid),
+            for oid in dict.fromkeys(ids):  # each once, in the order given
+                self._restore_one(conn, oid)
+        return [self.get_observation(oid) for oid in dict.fromkeys(ids)]
+
+    def _restore_one(self, conn: sqlite3.Connection, oid: int) -> None:
+        row = conn.execute(
+            "SELECT project, sync_id, deleted_at, superseded_by FROM observations WHERE id = ?",
+            (oid,),
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"Observation #{oid} not found (a hard delete cannot be undone)")
+        if row["deleted_at"] is None:
+            raise ConflictError(f"Memory #{oid} is not deleted: nothing to restore")
+        now = now_text()
+        hlc, origin = self.journal.tick(conn)
+        refresh = ContextRefresh(conn)
+        refresh.observation(oid)
+        merged = row["superseded_by"] is not None
+        vector_queue.queue(conn, [oid])  # searchable by meaning again (deletes dropped its vector)
+        conn.execute(
+            f"""UPDATE observations SET deleted_at = NULL, delete_reason = NULL,
+                   superseded_by = NULL, {"valid_to = NULL," if merged else ""}
+                   updated_at = ?, hlc = ? WHERE id = ?""",
+            (now, hlc, oid),
+        )
+        refresh.settle()  # its own session context and its neighbours' include it again
+        scoring.rescore_ids(conn, [oid, *links.linked_ids(conn, [oid])], now)
+        self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
+        if merged:  # the merge's supersession ends (the relation is kept, judged ignored)
+            self._end_supersession(  # type: ignore[attr-defined]
+                conn, row["project"], row["superseded_by"], row["sync_id"]
             )
-            refresh.settle()  # its own session context and its neighbours' include it again
-            scoring.rescore_ids(conn, [oid, *links.linked_ids(conn, [oid])], now)
-            self._journal_state(conn, "observation", row["project"], row["sync_id"], hlc, origin)
-            if merged:  # the merge's supersession ends (the relation is kept, judged ignored)
-                self._end_supersession(  # type: ignore[attr-defined]
-                    conn, row["project"], row["superseded_by"], row["sync_id"]
-                )
-        return self.get_observation(oid)
 
     # --- passive capture --------------------------------------------------------------------
 

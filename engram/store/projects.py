@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 
 from engram.errors import ValidationError
 from engram.project import normalize_project, project_name
 from engram.record import RELATION_FIELDS, moved_key
 from engram.store import fts
 from engram.store.base import StoreBase, drop_tombstone
+from engram.store.checks import unknown_project
 from engram.store.identity import insert_stub_session
 from engram.store.models import MergeResult, ProjectInfo, PruneResult, Stats
 from engram.store.search_context import ContextRefresh
@@ -61,6 +63,17 @@ class ProjectsMixin(StoreBase):
             )
         )
 
+    def require_project(self, name: str, *, also_known: Iterable[str] = (), hint: str = "") -> str:
+        """``name`` normalized, when something is stored under it (or it is one of
+        ``also_known``: names a face knows before anything is saved, such as the directory's
+        project); else :class:`~engram.store.checks.UnknownProjectError` with a did-you-mean.
+        Every face names a project the same way: explicit names must exist."""
+        normalized = normalize_project(name)[0]
+        extra = {normalize_project(n)[0] for n in also_known if n}
+        if normalized and (normalized in extra or self.project_exists(normalized)):
+            return normalized
+        raise unknown_project(normalized or name, [*self.project_names(), *extra], hint=hint)
+
     def list_projects(self) -> list[ProjectInfo]:
         rows = self.db.rows(
             """WITH names AS (
@@ -108,6 +121,8 @@ class ProjectsMixin(StoreBase):
             raise ValidationError(
                 "give at least one source project other than the target", field="from"
             )
+        for name in names:  # a typo merges nothing: say so instead of "0 moved"
+            self.require_project(name)
         result = MergeResult(canonical=canonical, sources_merged=[])
         now = now_text()
         marks = ", ".join("?" for _ in names)

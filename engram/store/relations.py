@@ -202,9 +202,9 @@ class RelationsMixin(StoreBase):
             raise ValidationError(f"{field} is required: a memory's #id or sync id", field=field)
         text = str(ref).strip().removeprefix("#")
         if isinstance(ref, int) or text.isdigit():
-            from engram.store.observations import _check_id
+            from engram.store.checks import check_id
 
-            oid = _check_id(text, field)
+            oid = check_id(text, field)
             row: sqlite3.Row | None = conn.execute(
                 "SELECT * FROM observations WHERE id = ? AND deleted_at IS NULL", (oid,)
             ).fetchone()

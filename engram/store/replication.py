@@ -33,7 +33,7 @@ from engram.record import (
     unknown_fields,
     validate_record,
 )
-from engram.store import fts, graph_rows, links, quarantine, scoring, vector_queue
+from engram.store import fts, graph_rows, links, quarantine, revisions, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.fresh_lane import FreshLane
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
@@ -363,8 +363,13 @@ class _ApplyBatch:
             self._journal(record, text, source)
             result.stale += 1
         else:
+            replaced = None
+            if entity == "observation" and rowid is not None:
+                replaced = revisions.current_state(self.conn, rowid)
             state = self.rewrite(record, where, rowid)
             self._journal(record, text, source, state)
+            if replaced is not None:
+                self._kept_revision(record, rowid, *replaced, result)
             result.applied += 1
             kind = {"session": "sessions", "observation": "observations", "prompt": "prompts",
                     "relation": "relations"}  # fmt: skip
@@ -400,6 +405,29 @@ class _ApplyBatch:
             return 0
         self.rewrite(record, where, rowid)
         return 1
+
+    def _kept_revision(
+        self,
+        record: dict[str, Any],
+        rowid: int | None,
+        old: dict[str, Any],
+        old_hlc: str,
+        result: ApplyResult,
+    ) -> None:
+        """The version a winning record replaced becomes a revision (if its text changed); a
+        version this machine wrote, replaced by another machine's, is reported as superseded."""
+        new = full_state(record)
+        if new is None or record["op"] == "delete":
+            return  # a delete is no new version (a hard one took the revisions with it)
+        new = {**new, "project": record["project"]}
+        if not revisions.keep(self.conn, old, old_hlc, new, record["hlc"]):
+            return
+        mine = self.store.journal.origin
+        if revisions.origin_of(old_hlc) == mine and record["origin"] != mine:
+            result.superseded.append(
+                {"id": rowid, "project": record["project"], "title": old.get("title"),
+                 "new_title": new.get("title"), "by": record["origin"]}
+            )  # fmt: skip
 
     def _missing_end(self, record: dict[str, Any]) -> str | None:
         """The endpoint of a relation that is not at its address in the relation's project
@@ -633,6 +661,8 @@ class _ApplyBatch:
             return
         if rowid is not None:
             self._remove_row(entity, project, key, rowid)
+        if entity == "observation":
+            revisions.forget(self.conn, project, key)  # a hard delete: its past goes too
         put_tombstone(self.conn, entity, project, key, hlc, record["scope"], deleted_at)
         self.tombstones = True
 

@@ -753,6 +753,32 @@ def migration_lean(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
 
 
+# --- revisions (issue 17) ---------------------------------------------------------------------
+
+REVISIONS_TABLE = """
+-- Earlier versions of each memory, shown to people (engram history, the TUI, mem_get_observation
+-- include_history): local, never synced, bounded per memory (engram/store/revisions.py keeps the
+-- newest 20). Filled in the write transaction that replaces a version, whether the new one was
+-- written here or arrived by git or cloud sync; a hard delete removes its memory's revisions.
+CREATE TABLE IF NOT EXISTS observation_revisions (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    project        TEXT NOT NULL,
+    sync_id        TEXT NOT NULL,
+    hlc            TEXT NOT NULL,   -- the clock of the version kept here ('' for legacy rows)
+    state          TEXT NOT NULL,   -- that version's replicated fields, as JSON
+    replaced_at    TEXT NOT NULL,   -- when this machine replaced it
+    replaced_by    TEXT NOT NULL    -- the clock of the version that replaced it
+);
+CREATE INDEX IF NOT EXISTS observation_revisions_key
+    ON observation_revisions(project, sync_id, id);
+"""
+
+
+def migration_revisions(conn: sqlite3.Connection) -> None:
+    """Revisions (issue 17): each memory's earlier versions, bounded, local only."""
+    run_script(conn, REVISIONS_TABLE)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
@@ -767,6 +793,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_importance,
     migration_graph,
     migration_lean,
+    migration_revisions,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

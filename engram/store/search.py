@@ -19,6 +19,7 @@ from engram.project import project_name
 from engram.semantic import resolve_mode
 from engram.store import terms
 from engram.store.base import StoreBase
+from engram.store.checks import check_count
 from engram.store.models import Observation, Prompt, SearchMatch
 from engram.store.query import QueryWord, check_match_mode, plan_words
 from engram.store.ranking import (
@@ -86,15 +87,13 @@ class SearchMixin(StoreBase):
     term_counts: TermCounts
 
     def _search_limit(self, limit: Any) -> int:
-        try:
-            value = int(limit) if limit is not None else self.config.default_search_limit
-        except (TypeError, ValueError):
-            raise ValidationError(
-                f"limit must be an integer, got {limit!r}", field="limit"
-            ) from None
-        if value < 1:
-            value = self.config.default_search_limit
-        return min(value, self.config.max_search_results)
+        """``None`` is the default; below 1 is refused; above the maximum reads as it."""
+        return check_count(
+            limit,
+            "limit",
+            default=self.config.default_search_limit,
+            maximum=self.config.max_search_results,
+        )
 
     def search(
         self,
@@ -110,10 +109,13 @@ class SearchMixin(StoreBase):
         mode: str | None = None,
         as_of: str | None = None,
         record_access: bool = True,
+        include_deleted: bool = False,
         check_conflicts: bool = False,
     ) -> list[Observation]:
         """Observations matching ``query``, best first (importance breaks near ties), each with
-        ``match`` saying why.
+        ``match`` saying why (soft-deleted ones too with ``include_deleted``: their
+        ``deleted_at`` is set; deleted memories have no vectors, so they are found by their
+        words).
 
         ``mode``: ``lexical`` (words), ``semantic`` (meaning) or ``hybrid`` (both); by default
         hybrid when the semantic extra is installed, else lexical (``ENGRAM_SEARCH_MODE``
@@ -133,7 +135,8 @@ class SearchMixin(StoreBase):
             raise ValidationError("search: query cannot be empty", field="query")
         found = self._search_any(
             query, type=type, project=project, scope=scope, limit=limit, match_mode=match_mode,
-            since=since, until=until, mode=mode, as_of=as_of, check_conflicts=check_conflicts,
+            since=since, until=until, mode=mode, as_of=as_of, include_deleted=include_deleted,
+            check_conflicts=check_conflicts,
         )  # fmt: skip
         if self.config.importance_tiebreak and not (as_of and str(as_of).strip()):
             # Within the page the ranking chose: the set of results is the ranking's own, so
@@ -156,6 +159,7 @@ class SearchMixin(StoreBase):
         until: str | None,
         mode: str | None,
         as_of: str | None,
+        include_deleted: bool = False,
         check_conflicts: bool = False,
     ) -> list[Observation]:
         """The results of :meth:`search`, by the kind of search asked for."""
@@ -168,7 +172,7 @@ class SearchMixin(StoreBase):
                 since=since, until=until,
             )  # fmt: skip
         search_mode = resolve_mode(mode, self.config.search_mode)
-        if search_mode != "lexical":
+        if search_mode != "lexical" and not include_deleted:
             from engram.store.hybrid import search_by_meaning
 
             results = search_by_meaning(
@@ -193,6 +197,7 @@ class SearchMixin(StoreBase):
                 match_mode=match_mode,
                 since=since,
                 until=until,
+                include_deleted=include_deleted,
             )
         # After ranking (issue 20): relation notes, and superseded memories below their successor.
         return self.annotate_results(results, check_conflicts=check_conflicts)
@@ -208,12 +213,13 @@ class SearchMixin(StoreBase):
         match_mode: str,
         since: str | None,
         until: str | None,
+        include_deleted: bool = False,
     ) -> list[Observation]:
         """The lexical order: the ``limit`` best word matches (``limit`` is not capped, so
         hybrid search can take more candidates than a caller may ask for)."""
         mode = check_match_mode(match_mode)
         clauses, params = self._observation_filters(
-            project, scope, type, since, until
+            project, scope, type, since, until, include_deleted=include_deleted
         )
         where = " AND ".join(clauses)
         raw = query.strip()

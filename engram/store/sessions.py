@@ -156,12 +156,18 @@ class SessionsMixin(StoreBase):
         caller did name always wins."""
         if project or not session_id:
             return project
+        return self.project_of_session(session_id) or project
+
+    def project_of_session(self, session_id: str) -> str:
+        """The project a write naming only ``session_id`` joins: the session's, when this
+        machine wrote that session in exactly one project; else ``""`` (the caller decides:
+        the HTTP API then uses the server's project)."""
         projects = {
             r["project"]
             for r in self.db.rows(_BY_ID, (session_id.strip(),))
             if r["own"] and r["project"]
         }
-        return projects.pop() if len(projects) == 1 else project
+        return projects.pop() if len(projects) == 1 else ""
 
     def _session_project(self, session_id: str, project: str | None) -> str:
         """The project of the session a face named (see :meth:`get_session`)."""

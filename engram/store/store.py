@@ -30,6 +30,7 @@ from engram.store.purge import PurgeMixin
 from engram.store.ranking import TermCounts
 from engram.store.relations import RelationsMixin
 from engram.store.replication import ReplicationMixin
+from engram.store.revisions import RevisionsMixin
 from engram.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 from engram.store.search import SearchMixin
 from engram.store.sessions import SessionsMixin
@@ -51,6 +52,7 @@ class Store(
     ReplicationMixin,
     PurgeMixin,
     VectorsMixin,
+    RevisionsMixin,
     RelationsMixin,
     ConflictsMixin,
     GraphMixin,

@@ -20,7 +20,7 @@ from engram.errors import EngramError, NotFoundError
 from engram.store import Observation, Prompt, Session, Timeline
 from engram.store.models import TimelineEntry
 from engram.terminal import for_terminal
-from engram.text import split_blocks
+from engram.text import plural, split_blocks
 from engram.tui.base import EngramScreen
 from engram.tui.gateway import ObservationRow
 from engram.tui.items import ACTIVE, observation_item, prompt_item, timeline_item
@@ -64,6 +64,8 @@ class ObservationScreen(EngramScreen):
         Binding("escape,q", "app.back", "Back"),
         Binding("t", "timeline", "Timeline"),
         Binding("e", "edit", "Edit"),
+        Binding("E", "edit_content", "Edit content", show=False),
+        Binding("h", "history", "History"),
         Binding("d", "delete", "Delete"),
         Binding("c", "copy", "Copy"),
         Binding("asterisk", "pin", "Pin"),
@@ -139,7 +141,7 @@ class ObservationScreen(EngramScreen):
         meta += [
             f"created {obs.created_at}",
             f"updated {obs.updated_at}",
-            f"revisions {obs.revision_count}",
+            f"revisions {obs.revision_count} (h: earlier versions)",
             f"duplicates {obs.duplicate_count}",
             f"importance {obs.importance:.2f}"
             + (" (set by hand)" if obs.importance_override is not None else ""),
@@ -253,7 +255,25 @@ class ObservationScreen(EngramScreen):
         if self.is_current:
             self.app.pop_screen()
 
-    def action_edit(self) -> None:
+    def action_history(self) -> None:
+        """The memory's earlier versions (kept on this machine), newest first."""
+        from engram import formatting
+        from engram.tui.dialogs import MessageScreen
+
+        oid = self.observation_id
+        self.run_db(
+            lambda g: g.history(oid),
+            lambda found: self.app.push_screen(
+                MessageScreen(f"Versions of #{oid}", formatting.history(found))
+            ),
+            self._failed,
+            group="observation",
+        )
+
+    def action_edit_content(self) -> None:
+        self.action_edit(content_first=True)
+
+    def action_edit(self, content_first: bool = False) -> None:
         from engram.tui.dialogs import ConfirmScreen, EditScreen, describe_changes
 
         def edit(row: ObservationRow) -> None:
@@ -282,7 +302,7 @@ class ObservationScreen(EngramScreen):
                     answer,
                 )
 
-            self.app.push_screen(EditScreen(obs), edited)
+            self.app.push_screen(EditScreen(obs, content_first=content_first), edited)
 
         self._fetch(edit)
 
@@ -329,7 +349,7 @@ class TimelineScreen(ObservationListScreen):
             head = f"Session {session.id} · {session.project or 'no project'} · started {session.started_at}"
             head += f" · {ACTIVE}" if session.active else f" · ended {session.ended_at}"
         head += (
-            f"\n{timeline.total_in_range:,} memories in this session; "
+            f"\n{plural(timeline.total_in_range, 'memory')} in this session; "
             f"showing up to {TIMELINE_BEFORE} before and {TIMELINE_AFTER} after #{focus.id}."
         )
         self.query_one("#tl-head", Static).update(Text(for_terminal(head)))
@@ -392,7 +412,7 @@ class SessionScreen(ObservationListScreen):
             head += f" · {session.directory}"
         head += f"\nstarted {session.started_at} · "
         head += ACTIVE if session.active else f"ended {session.ended_at}"
-        head += f" · {observations:,} memories · {prompts:,} prompts"
+        head += f" · {plural(observations, 'memory')} · {plural(prompts, 'prompt')}"
         if session.summary:
             head += f"\n{session.summary}"
         self.query_one("#session-head", Static).update(Text(for_terminal(head)))

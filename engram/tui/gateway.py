@@ -23,7 +23,16 @@ from typing import Any, TypeVar
 from engram import settings as config_module
 from engram.errors import EngramError, NotFoundError
 from engram.settings import Config
-from engram.store import Observation, ProjectInfo, Prompt, Session, Stats, Store, Timeline
+from engram.store import (
+    History,
+    Observation,
+    ProjectInfo,
+    Prompt,
+    Session,
+    Stats,
+    Store,
+    Timeline,
+)
 from engram.store.models import MemoryRelations
 
 T = TypeVar("T")
@@ -255,6 +264,10 @@ class Gateway:
             return dataclasses.replace(row, relations=store.relations_for(observation_id))
 
         return self.call(read)
+
+    def history(self, observation_id: int) -> History:
+        """The memory and its kept earlier versions (``engram history``)."""
+        return self.call(lambda s: s.history(observation_id))
 
     def timeline(self, observation_id: int, before: int, after: int) -> Timeline:
         return self.call(lambda s: s.timeline(observation_id, before=before, after=after))

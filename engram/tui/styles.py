@@ -183,5 +183,7 @@ ModalScreen { align: center middle; background: $background 60%; }
 .dialog-buttons Button { margin-left: 2; }
 .field-label { color: $text-muted; margin-top: 1; }
 #projects-list { height: auto; max-height: 20; }
+#edit-content { height: 8; min-height: 3; }
+#edit-error { height: auto; color: $error; }
 #help-keys { height: auto; }
 """

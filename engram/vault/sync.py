@@ -35,6 +35,7 @@ import orjson
 
 from engram.errors import EngramError, NotFoundError, ValidationError
 from engram.files import NEW_FILE_MODE, fsync_directory
+from engram.platform import set_mode
 from engram.project import normalize_project
 from engram.sync.progress import ProgressFactory, no_progress
 from engram.text import normalize_scope, normalize_topic_key, normalized_hash, strip_private
@@ -201,7 +202,7 @@ def _write_note(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, NEW_FILE_MODE)  # mkstemp makes 0600; a note is an ordinary document
+        set_mode(fd, NEW_FILE_MODE)  # mkstemp makes 0600; a note is an ordinary document
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode())
         os.replace(temp, path)

@@ -76,7 +76,10 @@ def test_content_from_stdin_and_project_from_the_directory(data_dir: Path, tmp_p
     assert saved["content"] == "a long\nmulti-line body" and saved["project"] == "my-service"
     ctx = ok("context", data_dir=data_dir, cwd=work).stdout
     assert "### Recent Observations" in ctx and "From stdin" in ctx
-    assert "No previous session memories" in ok("context", "other", data_dir=data_dir).stdout
+    # A project named on purpose must exist (issue 17 item 6: as MCP refuses it, with a
+    # did-you-mean); an empty project of this directory is simply empty.
+    assert 'Unknown project "other"' in fails("context", "other", data_dir=data_dir)
+    assert "No previous session memories" in ok("context", data_dir=data_dir, cwd=tmp_path).stdout
 
 
 def test_get_timeline_stats_delete(data_dir: Path) -> None:
@@ -115,7 +118,7 @@ def test_errors_are_one_line_with_json_too(data_dir: Path) -> None:
     assert "Observation #99 not found" in fails("get", "99", data_dir=data_dir)
     result = run_engram("--json", "get", "abc", data_dir=data_dir)
     assert result.returncode == 1 and orjson.loads(result.stdout) == {
-        "error": "id must be an integer, got 'abc'"
+        "error": "id must be an integer (got 'abc')"
     }
     assert "query cannot be empty" in fails("search", " ", data_dir=data_dir)
     assert "invalid date" in fails("search", "x", "--since", "soon", data_dir=data_dir)

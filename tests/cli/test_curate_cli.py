@@ -106,7 +106,7 @@ def test_consolidate_dry_run_then_run(data_dir: Path) -> None:
     assert dry["dry_run"] and dry["merged"] == 2 and dry["merges"][0]["status"] == "planned"
     assert snapshot(data_dir) == before
     human = ok("consolidate", "--project", "acme", data_dir=data_dir).stdout
-    assert "Did merge: 2 near-duplicates into 1 memories" in human
+    assert "Did merge: 2 near-duplicates into 1 memory" in human
     assert "Merge into #3" in human
     assert "max" in fails("consolidate", "--max", "0", data_dir=data_dir)
     assert "threshold" in fails("consolidate", "--threshold", "2", data_dir=data_dir)

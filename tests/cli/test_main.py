@@ -46,7 +46,7 @@ def test_a_command_builds_only_its_own_parser() -> None:
 
 
 def test_an_unknown_command_still_lists_every_command(capsys: pytest.CaptureFixture) -> None:
-    with pytest.raises(SystemExit):
-        main.main(["no-such-command"])
+    # a usage error: exit status 2, reported by main() itself (issue 17: as JSON with --json)
+    assert main.main(["no-such-command"]) == main.EXIT_USAGE
     err = capsys.readouterr().err
     assert "invalid choice" in err and "'save'" in err and "'cloud'" in err

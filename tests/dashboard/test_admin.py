@@ -247,3 +247,18 @@ def test_every_form_needs_its_csrf_token(
         ).one()
     assert tuple(state) == (0, 1, 1, 1, True, True)  # nothing changed
     assert admin.get("/dashboard/").status_code == 200  # still logged in
+
+
+def test_audit_log_pager_counts_every_row(admin: TestClient) -> None:
+    """Issue 17 item 4: eleven rows and no filter read "1–11 of 11", not "1–11 of 1" (the
+    unfiltered count had no FROM and counted one row)."""
+    for n in range(11):
+        _push(admin, created_by=f"user{n}")
+
+    def pager(query: str) -> list[str]:
+        html = admin.get(f"/dashboard/admin/audit-log/list?{query}").text
+        return [" ".join(p.split()) for p in re.findall(r"(\d+–\d+ of \d+)", html)]
+
+    assert pager("") == ["1–11 of 11", "1–11 of 11"]
+    assert pager("contributor=user3") == ["1–1 of 1", "1–1 of 1"]
+    assert pager("pageSize=10&page=2")[0] == "11–11 of 11"

@@ -504,6 +504,30 @@ def test_counts_stop_at_the_cap(
     assert search.count('data-testid="observation"') == 5
 
 
+def test_a_memory_page_shows_its_earlier_versions(
+    seed: Callable[..., None], admin: TestClient
+) -> None:
+    """Issue 17 item 11: the memory page lists the versions the mutation log holds before the
+    current one, newest first, with who wrote them (server side: from the log)."""
+    base = dict(key="o-auth", title="Auth model", updated_at="2026-11-21 10:00:00")
+    seed([rec.session("s-1")], contributor="alice")
+    seed([rec.observation(**base, content="**What**: JWT")], contributor="alice")
+    seed([rec.observation(**{**base, "updated_at": "2026-11-21 11:00:00"},
+                          content="**What**: JWT with refresh")], contributor="bob")  # fmt: skip
+    seed([rec.observation(key="o-auth", title="Auth", content="**What**: sessions in Redis",
+                          updated_at="2026-11-21 12:00:00")], contributor="carol")  # fmt: skip
+    page = admin.get("/dashboard/observations/acme/s-1/o-auth").text
+    assert "sessions in Redis" in page.split('data-testid="observation-history"')[0]
+    versions = page.split('data-testid="observation-version"')[1:]
+    assert len(versions) == 2
+    assert "JWT with refresh" in versions[0] and "bob" in versions[0]
+    assert "JWT" in versions[1] and "alice" in versions[1] and "refresh" not in versions[1]
+    assert "Auth model" in versions[0]  # the title it had then
+    seed([rec.observation(key="o-once", content="only one version")])
+    once = admin.get("/dashboard/observations/acme/s-1/o-once").text
+    assert "only one version" in once and 'data-testid="observation-history"' not in once
+
+
 def test_a_memory_page_shows_importance_pin_archive_and_merge(
     seed: Callable[..., None], admin: TestClient
 ) -> None:

@@ -29,6 +29,8 @@ EXPECTED_ROUTES = {
     ("get", "/observations/{observation_id}"),
     ("patch", "/observations/{observation_id}"),
     ("delete", "/observations/{observation_id}"),
+    ("post", "/observations/restore"),
+    ("get", "/observations/{observation_id}/history"),
     ("get", "/search"),
     ("get", "/timeline"),
     ("post", "/prompts"),

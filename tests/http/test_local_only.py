@@ -365,6 +365,8 @@ def test_a_token_guards_export_and_merge_over_real_http(data_dir: Path) -> None:
             assert http.get("/export").status_code == 401
             merge = {"from": ["a"], "to": "b"}
             assert http.post("/projects/merge", json=merge).status_code == 401
+            # something to merge (an unknown project is refused, issue 17 item 6)
+            assert http.post("/observations", json={**MEMORY, "project": "a"}).status_code == 201
             auth = {"authorization": f"Bearer {TOKEN}"}
             assert http.get("/export", headers=auth).status_code == 200
             assert http.post("/projects/merge", json=merge, headers=auth).status_code == 200

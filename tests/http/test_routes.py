@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 from litestar.testing import TestClient
 
 from engram import __version__
@@ -288,8 +289,50 @@ def test_export_then_import_into_another_store(client: TestClient, make_store) -
 def test_null_optional_fields_mean_their_defaults(client: TestClient) -> None:
     body = {"title": "t", "content": "c", "type": None, "project": None, "scope": None}
     saved = client.post("/observations", json=body).json()["observation"]
-    assert (saved["type"], saved["project"], saved["scope"]) == ("manual", "", "project")
+    # no project: the server's own (issue 17 item 1), no longer project ""
+    here = client.get("/project/current").json()["project"]
+    assert here and (saved["type"], saved["project"], saved["scope"]) == ("manual", here, "project")
     assert client.post("/sessions", json={"id": "s", "project": None}).status_code == 201
     assert client.post("/prompts", json={"content": "p", "project": None}).status_code == 201
     suggested = client.post("/topic-keys/suggest", json={"title": "Cache", "type": None})
     assert suggested.json() == {"topic_key": "topic/cache"}
+
+
+def test_restore_undoes_soft_deletes(client: TestClient, store: Store) -> None:
+    """Issue 17 item 10: POST /observations/restore brings soft-deleted memories back (all or
+    none); GET on a deleted id says it was deleted and how to restore it."""
+    one = save(client, "One", "first", project="acme")["id"]
+    two = save(client, "Two", "second", project="acme")["id"]
+    assert client.delete(f"/observations/{one}").status_code == 200
+    gone = client.get(f"/observations/{one}")
+    assert gone.status_code == 404 and f"#{one} was deleted at" in gone.json()["error"]
+    refused = client.post("/observations/restore", json={"ids": [one, two]})
+    assert refused.status_code == 409 and "is not deleted" in refused.json()["error"]
+    assert store.get_observation(one, include_deleted=True).deleted_at is not None
+    back = client.post("/observations/restore", json={"ids": [one]})
+    assert back.status_code == 200
+    assert back.json()["count"] == 1 and back.json()["restored"][0]["title"] == "One"
+    assert client.get(f"/observations/{one}").status_code == 200
+    assert client.post("/observations/restore", json={"ids": []}).status_code == 400
+    # one route for archives and soft deletes: {"id"} answers with the memory, {"ids"} a list
+    assert client.post("/observations/restore", json={}).status_code == 400
+    both = client.post("/observations/restore", json={"id": one, "ids": [one]})
+    assert both.status_code == 400 and "not both" in both.json()["error"]
+    client.delete(f"/observations/{one}")
+    alone = client.post("/observations/restore", json={"id": one})
+    assert alone.status_code == 200 and alone.json()["id"] == one
+    client.delete(f"/observations/{two}", params={"hard": "true"})
+    assert client.post("/observations/restore", json={"ids": [two]}).status_code == 404
+
+
+def test_history_shows_earlier_versions(client: TestClient, store: Store) -> None:
+    """Issue 17 item 11: GET /observations/{id}/history, the same data as engram history."""
+    oid = save(client, "Auth", "JWT", project="acme")["id"]
+    assert client.patch(f"/observations/{oid}", json={"content": "Sessions"}).status_code == 200
+    history = client.get(f"/observations/{oid}/history")
+    assert history.status_code == 200
+    body = history.json()
+    assert body["observation"]["content"] == "Sessions" and body["count"] == 1
+    assert body["revisions"][0]["content"] == "JWT" and body["revisions"][0]["written_here"]
+    assert body == orjson.loads(orjson.dumps(store.history(oid).to_dict()))
+    assert client.get("/observations/999/history").status_code == 404

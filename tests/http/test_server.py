@@ -49,8 +49,12 @@ def test_every_route_over_real_http(server: Server) -> None:
         assert http.get("/prompts/search", params={"q": "login"}).status_code == 200
         assert "Login fix" in http.get("/context").json()["context"]
         assert http.get("/stats").json()["total_observations"] == 2
-        assert http.get("/projects").json()["count"] == 1
-        assert http.get("/project/current").json()["project"]
+        # acme (the session's), and the server's own project for the passive capture, which
+        # named neither (issue 17 item 1: never project "")
+        here = http.get("/project/current").json()
+        assert here["project"] and here["available_projects"] == sorted({"acme", here["project"]})
+        names = {p["name"] for p in http.get("/projects").json()["projects"]}
+        assert names == {"acme", here["project"]}
         assert http.get("/sync/status").json()["reason_code"] == "cloud_not_configured"
         assert http.post("/topic-keys/suggest", json={"title": "Login"}).status_code == 200
         exported = http.get("/export").json()
@@ -61,6 +65,11 @@ def test_every_route_over_real_http(server: Server) -> None:
         assert http.delete(f"/prompts/{prompt.json()['id']}").status_code == 200
         assert http.delete(f"/observations/{oid}", params={"hard": "true"}).status_code == 200
         assert http.delete("/sessions/s-1").status_code == 200
+        # Everything of acme was deleted above: merging it now merges nothing, so it is refused
+        # like any unknown project (issue 17 item 6); with a memory it moves.
+        nothing = http.post("/projects/merge", json={"from": ["acme"], "to": "acme-corp"})
+        assert nothing.status_code == 404 and nothing.json()["error_code"] == "unknown_project"
+        http.post("/observations", json={"title": "Kept", "content": "x", "project": "acme"})
         merged = http.post("/projects/merge", json={"from": ["acme"], "to": "acme-corp"})
         assert merged.status_code == 200
         migrated = http.post(
@@ -161,7 +170,8 @@ def test_port_already_taken_is_one_clear_line(server: Server, tmp_path: Path) ->
     lines = result.stderr.strip().splitlines()
     assert lines == [
         f"engram: error: port {server.port} on 127.0.0.1 is already in use: is another "
-        "'engram serve' running? Stop it, or pick another port with --port N (or ENGRAM_PORT)"
+        "'engram serve' running? Stop it, or pick another port with --port N (or ENGRAM_PORT; "
+        "0 picks a free one)"
     ]
 
 

@@ -108,7 +108,7 @@ def test_cli_ingest_git_human_and_json(repo, tmp_path: Path) -> None:
     data = tmp_path / "data"
     done = run_engram("ingest-git", "--repo", str(repo.path), "--days", "30", data_dir=data)
     assert done.returncode == 0, done.stderr
-    assert "3 memories added" in done.stdout and "1 bot change sets skipped" in done.stdout
+    assert "3 memories added" in done.stdout and "1 bot change set skipped" in done.stdout
     done = run_engram("ingest-git", "--json", data_dir=data, cwd=repo.path)
     report = orjson.loads(done.stdout)
     assert report["project"] == "shop" and report["already_present"] == 3 and not report["added"]

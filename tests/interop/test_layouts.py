@@ -56,7 +56,7 @@ def test_go_directories_in_subdirectories_are_imported(tmp_path: Path) -> None:
     gus.push()
     bob.pull()
     imported = bob.engram("sync", "--import")
-    assert "Imported 1 new chunk(s) from .engram/ and services/api/.engram/" in imported.stdout
+    assert "Imported 1 new chunk from .engram/ and services/api/.engram/" in imported.stdout
     assert bob.titles() == ["From a subdirectory"]  # in the repository's project
     assert not (bob.path / ".engram").exists()  # an import creates nothing
     status = bob.engram("sync", "--status").stdout

@@ -40,12 +40,14 @@ async def engram_mcp(
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool that must succeed; return its structured envelope (checked against the
-    text content, which must be the same JSON)."""
+    """Call a tool that must succeed; return its structured content: the envelope the text
+    holds (checked: the same JSON) plus ``data``, the object ``engram … --json`` prints."""
     result = await session.call_tool(tool, arguments)
     text = result.content[0].text
     assert not result.is_error, f"{tool}({arguments}) failed: {text}"
-    assert orjson.loads(text) == result.structured_content
+    structured = dict(result.structured_content or {})
+    assert "data" in structured, f"{tool}: no data in the structured content"
+    assert orjson.loads(text) == {k: v for k, v in structured.items() if k != "data"}
     return result.structured_content
 
 

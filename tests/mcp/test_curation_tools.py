@@ -62,7 +62,7 @@ async def test_bad_arguments_are_tool_errors_that_change_nothing(
     with Store.open(config=Config(data_dir=data_dir)) as store:
         store.add_observation(title="Rule", content="always rebase", project="acme")
         before = store.canonical_export()
-    async with engram_mcp(data_dir, workdir) as s:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as s:
         error = await fail(s, tool, **arguments)
     assert error["error_code"] == named
     with Store.open(config=Config(data_dir=data_dir)) as store:
@@ -73,7 +73,7 @@ async def test_pinning_an_archived_memory_says_restore_first(data_dir: Path, wor
     with Store.open(config=Config(data_dir=data_dir)) as store:
         memory = store.add_observation(title="Rule", content="always rebase", project="acme")
         store.archive_observation(memory.observation.id)
-    async with engram_mcp(data_dir, workdir) as s:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as s:
         error = await fail(s, "mem_pin", id=memory.observation.id)
         assert error["error_code"] == "conflict" and "restore it first" in error["error"]
         await call(s, "mem_restore", id=memory.observation.id)
@@ -94,7 +94,7 @@ async def test_consolidate_and_search_as_of_through_mcp(data_dir: Path, workdir:
              "title": "Login fix", "content": text, "created_at": "2026-01-01 10:00:00",
              "updated_at": "2026-01-01 10:00:00"},
         ]})  # fmt: skip
-    async with engram_mcp(data_dir, workdir) as s:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as s:
         dry = await call(s, "mem_consolidate", dry_run=True)
         assert dry["project"] == "acme" and dry["result"]["dry_run"] is True
         assert dry["result"]["merged"] == 2

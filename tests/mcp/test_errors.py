@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 async def test_bad_calls_get_actionable_errors_and_write_nothing(
     data_dir: Path, workdir: Path
 ) -> None:
-    async with engram_mcp(data_dir, workdir) as s:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as s:
         missing = await fail(s, "mem_save", title="No content")
         assert missing["error_code"] == "invalid_arguments"
         assert missing["arguments"] == ["content"]
@@ -86,7 +86,7 @@ async def test_ambiguous_directory_fails_writes_and_lists_the_choices(tmp_path: 
         (mono / child).mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(mono / child)], check=True)
     data_dir = tmp_path / "data"
-    async with engram_mcp(data_dir, mono) as s:
+    async with engram_mcp(data_dir, mono, "--tools", "all") as s:
         here = await call(s, "mem_current_project")
         assert (here["project"], here["project_source"]) == ("", "ambiguous")
         assert here["available_projects"] == ["billing", "web"]
@@ -130,7 +130,7 @@ async def test_process_override_names_the_project(data_dir: Path, workdir: Path)
 def test_malformed_frames_do_not_kill_the_server(data_dir: Path, workdir: Path) -> None:
     """Raw bytes on stdin (broken JSON, invalid UTF-8, not JSON-RPC) between valid requests."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "engram", "mcp"],
+        [sys.executable, "-m", "engram", "mcp", "--tools", "all"],
         cwd=workdir,
         env=engram_env(data_dir),
         stdin=subprocess.PIPE,

@@ -80,7 +80,7 @@ async def test_a_session_id_never_started_is_created_in_this_project(
 
 
 async def test_numbers_and_flags_as_the_go_tool_reads_them(data_dir: Path, workdir: Path) -> None:
-    async with engram_mcp(data_dir, workdir) as s:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as s:
         first = saved_id(await call(s, "mem_save", title="One", content="lenient alpha"))
         await call(s, "mem_save", title="Two", content="lenient beta")
         assert "One" in (await call(s, "mem_get_observation", id=first + 0.7))["result"]
@@ -92,7 +92,7 @@ async def test_numbers_and_flags_as_the_go_tool_reads_them(data_dir: Path, workd
         both = await call(s, "mem_search", query="lenient", limit="many")
         assert "Found 2 memories" in both["result"]
         one = await call(s, "mem_search", query="lenient", limit=1.9)
-        assert "Found 1 memories" in one["result"]
+        assert "Found 1 memory:" in one["result"]
         assert "Found 2" in (await call(s, "mem_search", query="lenient", limit=-4))["result"]
         shown = await call(s, "mem_timeline", observation_id=first, before="x", after=None)
         assert "Two" in shown["result"]

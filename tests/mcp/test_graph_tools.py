@@ -38,7 +38,7 @@ MEMORIES = [
 async def test_what_connects_the_auth_middleware_to_the_session_store(
     data_dir: Path, workdir: Path
 ) -> None:
-    async with engram_mcp(data_dir, workdir) as session:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as session:
         ids = [
             saved_id(await call(session, "mem_save", title=t, content=c, type=k))
             for t, c, k in MEMORIES

@@ -28,7 +28,7 @@ NO_ANSWER_AFTER = 60
 
 @pytest.mark.anyio
 async def test_numbers_beyond_sqlite_are_tool_errors(data_dir: Path, workdir: Path) -> None:
-    async with engram_mcp(data_dir, workdir) as s:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as s:
         oid = saved_id(await call(s, "mem_save", title="Kept", content="untouched"))
         for tool, arguments in (
             ("mem_get_observation", {"id": HUGE}),
@@ -54,7 +54,7 @@ class RawServer:
 
     def __init__(self, data_dir: Path, cwd: Path) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "engram", "mcp"],
+            [sys.executable, "-m", "engram", "mcp", "--tools", "all"],  # admin tools too
             cwd=cwd,
             env=engram_env(data_dir),
             stdin=subprocess.PIPE,

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_ingest_and_summarize_tools(data_dir: Path, repo) -> None:
-    async with engram_mcp(data_dir, repo.path) as session:
+    async with engram_mcp(data_dir, repo.path, "--tools", "all") as session:
         tools = {t.name for t in (await session.list_tools()).tools}
         assert {"mem_ingest_git", "mem_summarize"} <= tools and not set(SEED_ALIASES) & tools
         first = await call(session, "mem_ingest_git", days=30)

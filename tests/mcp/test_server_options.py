@@ -15,8 +15,9 @@ from tests.support import engram_env
 
 
 def test_select_tools_reads_profiles_and_names() -> None:
-    assert select_tools(None) == select_tools("") == select_tools("all") == list(ALL_TOOLS)
-    assert select_tools("agent") == list(AGENT_TOOLS)
+    # the default is the agent profile (issue 17 item 8); every tool is a flag away
+    assert select_tools(None) == select_tools("") == select_tools("agent") == list(AGENT_TOOLS)
+    assert select_tools("all") == list(ALL_TOOLS)
     assert select_tools(" admin , mem_save ") == ["mem_save", *ADMIN_TOOLS]
     assert select_tools(["mem_stats", "mem_stats"]) == ["mem_stats"]
     with pytest.raises(ValidationError, match="unknown tool or profile 'mem_sav'"):

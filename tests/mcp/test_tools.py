@@ -32,7 +32,7 @@ DESTRUCTIVE = {"mem_update", "mem_delete", "mem_merge_projects", "mem_consolidat
 async def test_tools_have_typed_schemas_annotations_and_teaching_descriptions(
     data_dir: Path, workdir: Path
 ) -> None:
-    async with engram_mcp(data_dir, workdir) as session:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as session:
         init = session.initialize_result
         tools = {t.name: t for t in (await session.list_tools()).tools}
 
@@ -74,7 +74,7 @@ async def test_every_tool_answers_with_the_project_envelope(data_dir: Path, work
     with Store.open(config=Config(data_dir=data_dir)) as store:
         store.add_observation(title="Old name", content="kept under acme-old", project="acme-old")
 
-    async with engram_mcp(data_dir, workdir) as s:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as s:
         here = await call(s, "mem_current_project")
         assert (here["project"], here["project_source"]) == ("acme", "dir_basename")
         assert here["project_path"] == str(workdir) and here["cwd"] == str(workdir)
@@ -93,16 +93,20 @@ async def test_every_tool_answers_with_the_project_envelope(data_dir: Path, work
             "**Where**: auth/session.py\n**Learned**: the TTL is in seconds",
             type="bugfix",
         )
-        assert saved == {
+        assert {k: v for k, v in saved.items() if k != "data"} == {
             "project": "acme",
             "project_source": "dir_basename",
             "project_path": str(workdir),
             "result": f'Memory saved: #{saved_id(saved)} "Fixed login timeout" (bugfix)\n'
             "Suggested topic_key: bug/fixed-login-timeout\n"
-            '⚠️ Project "acme" has no memories. Similar project found: "acme-old" (1 memories).'
+            '⚠️ Project "acme" has no memories. Similar project found: "acme-old" (1 memory).'
             " Consider using that name instead.\n"
             "Importance: 0.31",
         }
+        # The structured content also carries what `engram save --json` prints (issue 17 #8).
+        data = saved["data"]
+        assert data["id"] == saved_id(saved) and data["action"] == "created"
+        assert data["sync_id"].startswith("obs-") and data["title"] == "Fixed login timeout"
         first = saved_id(saved)
         full = await call(s, "mem_get_observation", id=first)
         # Saved without a session_id, the memory joined the one session open in this directory.
@@ -162,7 +166,7 @@ async def test_every_tool_answers_with_the_project_envelope(data_dir: Path, work
 
 async def test_calls_build_on_each_other(data_dir: Path, workdir: Path) -> None:
     """save → search → get → update → timeline → delete, each step using the last one's id."""
-    async with engram_mcp(data_dir, workdir) as s:
+    async with engram_mcp(data_dir, workdir, "--tools", "all") as s:
         await call(s, "mem_save", title="Chose SQLite", content="local-first, one file")
         saved = await call(
             s, "mem_save", title="N+1 in user list", content="**What**: added a join", type="bugfix"

@@ -136,7 +136,7 @@ def test_the_background_vectorizer_embeds_new_memories(store: Store) -> None:
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_mcp_search_mode_and_background_vectorizer(data_dir: Path, workdir: Path) -> None:
-    async with engram_mcp(data_dir, workdir, env=DEFAULT) as session:
+    async with engram_mcp(data_dir, workdir, "--tools", "all", env=DEFAULT) as session:
         for title, content in MEMORIES:
             await call(session, "mem_save", title=title, content=content)
         found = await call(session, "mem_search", query=QUESTION, mode="semantic")

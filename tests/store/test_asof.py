@@ -164,3 +164,30 @@ def test_a_more_important_twin_comes_first_in_search(store: Store) -> None:
     found = [o.id for o in store.search("redis eviction", record_access=False)]
     assert found[0] == clearly.observation.id  # the better match, importance 0
     assert found[1:] == [two.observation.id, one.observation.id]
+
+
+def test_as_of_reads_the_kept_revisions_when_the_journal_no_longer_holds_the_text(
+    store: Store,
+) -> None:
+    """Issue 21 with issue 17's revisions: DESIGN §3 lets the journal be compacted, so search as
+    of a moment takes a memory's earlier text from the revisions kept for history too; with the
+    journal's old states gone (as a compaction would drop them) it still answers with what the
+    memory said then, and a moment before every kept version still finds nothing."""
+    old(store, "obs-deploy", "Deploy target", "We deploy to Heroku with git push", 100,
+        topic_key="infra/deploy")  # fmt: skip
+    old(store, "obs-db", "Database", "Postgres 13 on RDS", 90)
+    store.add_observation(title="Deploy target", content="We deploy to Fly.io now",
+                          project="acme", topic_key="infra/deploy")  # fmt: skip
+    oid = store.get_observation_by_sync_id("obs-db", project="acme").id
+    store.update_observation(oid, content="Postgres 16 on RDS")
+    with store.db.write() as conn:  # compaction: only each memory's latest state stays
+        conn.execute(
+            """DELETE FROM sync_journal WHERE entity = 'observation' AND hlc < (
+                   SELECT o.hlc FROM observations o
+                   WHERE o.project = sync_journal.project AND o.sync_id = sync_journal.key)"""
+        )
+    then = days_ago(50)[:10]
+    assert contents(store.search("deploy", as_of=then)) == ["We deploy to Heroku with git push"]
+    assert contents(store.search("postgres", as_of=then)) == ["Postgres 13 on RDS"]
+    assert contents(store.search("postgres")) == ["Postgres 16 on RDS"]
+    assert store.search("deploy", as_of=days_ago(200)[:10]) == []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.errors import ValidationError
+from engram.errors import ConflictError, ValidationError
 from engram.store import Store
 from tests.store.replicas import converge
 
@@ -188,7 +188,7 @@ def test_archived_and_merged_memories_can_be_restored(synthetic) -> None:
     assert source.superseded_by is None and source.valid_to is None
     merged = store.get_observation(step.merged.id)
     assert merged.deleted_at is None  # the merged memory stays; the user decides
-    with pytest.raises(ValidationError, match="not deleted"):
+    with pytest.raises(ConflictError, match="not deleted"):
         store.restore_observation(source.id)
     assert store.archived_observations(limit=1000)  # the rest is still listed as archived
 

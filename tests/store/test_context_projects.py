@@ -20,7 +20,7 @@ def test_context_sections_and_previews(store: Store) -> None:
     store.add_observation(title="Other", content="elsewhere", project="zeta")
     text = store.context("acme")
     assert text.startswith("## Memory from Previous Sessions\n\n### Recent Sessions\n")
-    assert "- **acme** (" in text and "S" * 200 + "..." in text and "[1 observations]" in text
+    assert "- **acme** (" in text and "S" * 200 + "..." in text and "[1 observation]" in text
     assert "### Recent User Prompts\n- " in text and "what broke?" in text
     assert "- [bugfix] **Fix**: " + "C" * 300 + "..." in text
     assert "elsewhere" not in text

@@ -151,6 +151,53 @@ async def test_detail_scrolls_long_content(seeded: Seeded) -> None:
         await wait_text(pilot, "Step 1:")
 
 
+async def test_a_keypress_in_the_edit_dialog_adds_to_the_title(seeded: Seeded) -> None:
+    """Issue 17 item 12: the edit dialog no longer selects the whole title, so the first
+    keypress adds to it instead of replacing it."""
+    oid = seeded.ids["cookie"]
+    app = make_app(seeded.data_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_memory(pilot, app, "Session cookie must be HttpOnly")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditScreen), "the edit dialog")
+        await pilot.press(*" and Secure", "ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        question = app.screen.question  # (on screen the dialog wraps it)
+        assert "→ “Session cookie must be HttpOnly and Secure”" in question
+        await pilot.press("y")
+        await wait_text(pilot, "HttpOnly and Secure")
+    assert seeded.store.get_observation(oid).title == "Session cookie must be HttpOnly and Secure"
+
+
+async def test_edit_the_content_in_the_dialog_then_see_the_earlier_version(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17 items 11 and 12: without $EDITOR, E opens the edit dialog on the content (an
+    in-app text area); the saved edit keeps the old text as a version that h shows."""
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    oid = seeded.ids["cookie"]
+    app = make_app(seeded.data_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_memory(pilot, app, "Session cookie must be HttpOnly")
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditScreen), "the edit dialog")
+        assert app.screen.focused is not None and app.screen.focused.id == "edit-content"
+        await pilot.press("enter", *"Also Secure on HTTPS.", "ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        n = len("Set HttpOnly and SameSite=Lax on the session cookie.")
+        question = app.screen.question
+        assert f"content: 1 line, {n} characters → 2 lines, {n + 22} characters" in question
+        await pilot.press("y")
+        await wait_text(pilot, "Also Secure on HTTPS.")
+        await pilot.press("h")
+        shown = await wait_text(pilot, "Versions of #")
+        assert "1 earlier version" in shown and "SameSite=Lax on the session cookie." in shown
+    saved = seeded.store.get_observation(oid)
+    assert saved.content.endswith("\nAlso Secure on HTTPS.")
+    assert seeded.store.history(oid).revisions[0].content.startswith("Set HttpOnly")
+
+
 async def test_star_pins_and_unpins_and_the_screen_shows_importance(seeded: Seeded) -> None:
     """Issue 21: a memory's screen shows its importance and reads, `*` pins it (synced intent)
     and unpins it; opening it counts as a read."""

@@ -208,7 +208,7 @@ async def test_sessions_list_and_session_detail(seeded: Seeded) -> None:
         await pilot.press("enter")
         assert isinstance(app.screen, SessionScreen)
         text = await wait_text(pilot, "why does login time out on the VPN?")
-        assert "Auth rework" in text and "4 memories · 1 prompts" in text
+        assert "Auth rework" in text and "4 memories · 1 prompt" in text
         assert "Fixed login timeout" in text and "Deploy runbook" in text
         snapshot(app, "session-detail")
 

@@ -128,3 +128,34 @@ def test_engram_tui_in_a_real_terminal(seeded: Seeded, tmux: Tmux) -> None:
     while tmux.alive():  # quitting ends the program, and with it the tmux session
         assert time.monotonic() < deadline, tmux.screen()
         time.sleep(0.1)
+
+
+def test_edit_a_memorys_content_in_the_users_editor(seeded: Seeded, tmux: Tmux, tmp_path) -> None:
+    """Issue 17 item 12: E hands the terminal to $EDITOR on the memory's content; what the
+    editor saves comes back into the edit dialog, and saving keeps the old text as a version."""
+    editor = tmp_path / "editor.sh"  # an "editor" that appends a line and exits
+    editor.write_text('#!/bin/sh\nprintf "\\nEdited in the editor.\\n" >> "$1"\n')
+    editor.chmod(0o755)
+    env = {
+        k: v
+        for k, v in engram_env(seeded.data_dir, {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}).items()
+        if k in ("PATH", "HOME", "LANG", "LC_ALL") or k.startswith("ENGRAM_")
+    }
+    env.update(TERM="tmux-256color", EDITOR=str(editor))
+    tmux.start([sys.executable, "-m", "engram", "tui"], env, 110, 40)
+    tmux.wait_for("Recent activity")
+    tmux.keys("s")
+    tmux.type("HttpOnly")
+    tmux.wait_for("Results for “HttpOnly”", "#3 pattern Session cookie must be HttpOnly")
+    tmux.keys("Down", "Enter")  # to the results, open the first
+    tmux.wait_for("Engram › Memory", "SameSite=Lax on the session cookie")
+    tmux.keys("E")  # the editor runs at once, then the dialog shows its text
+    tmux.wait_for("Edited in the editor.", "Edit #")
+    tmux.keys("C-s")
+    tmux.wait_for("Save these changes")
+    tmux.keys("y")
+    tmux.wait_for("revisions 2")
+    oid = seeded.ids["cookie"]
+    saved = seeded.store.get_observation(oid)
+    assert saved.content.endswith("session cookie.\nEdited in the editor.")
+    assert seeded.store.history(oid).revisions[0].content.endswith("session cookie.")

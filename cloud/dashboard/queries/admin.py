@@ -41,7 +41,9 @@ def audit_log(conn: Connection, flt: AuditFilter, paging: Paging) -> Page:
         conds.append(a.c.occurred_at >= flt.since)
     if flt.until is not None:
         conds.append(a.c.occurred_at < flt.until)
-    inner = select(literal(1)).where(*conds).limit(common.COUNT_CAP + 1).subquery()
+    # select_from: with no filter there is no condition naming the table, and a bare SELECT 1
+    # counts one row (the pager read "1–11 of 1").
+    inner = select(literal(1)).select_from(a).where(*conds).limit(common.COUNT_CAP + 1).subquery()
     total = int(conn.execute(select(func.count()).select_from(inner)).scalar_one())
     capped = total > common.COUNT_CAP
     total = min(total, common.COUNT_CAP)

@@ -1,6 +1,6 @@
 """Queries of the memories page family: observations, sessions and prompts (lists, search,
-one record, its session's records, related ones, its importance and supersession links) and
-the observation types of the filter."""
+one record, its session's records, related ones, its earlier versions from the mutation log,
+its importance and supersession links) and the observation types of the filter."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from sqlalchemy import ColumnElement, Connection, and_, cast, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import REGCONFIG
 
@@ -110,6 +111,71 @@ def observation(conn: Connection, project: str, session_id: str, sync_id: str) -
             _o.c.project == project, _o.c.sync_id == sync_id, _o.c.session_id == session_id
         )
     ).first()
+
+
+#: Earlier versions a memory page shows (the local store keeps as many).
+HISTORY_LIMIT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One earlier version of a memory, read from the mutation log."""
+
+    title: str
+    content: str
+    type: str
+    updated_at: str
+    contributor: str
+    deleted: bool
+
+
+def observation_history(conn: Connection, obs: Any) -> list[Version]:
+    """The versions of ``obs`` that came before the one shown, newest first, from the mutation
+    log (every upsert and soft delete of its key that was applied, the read model's own
+    version left out), at most :data:`HISTORY_LIMIT`."""
+    m = models.mutations
+    rows = conn.execute(
+        select(m.c.record, m.c.hlc, m.c.created_by)
+        .where(
+            m.c.project == obs.project,
+            m.c.entity == "observation",
+            m.c.key == obs.sync_id,
+            m.c.held.is_(None),
+            m.c.hlc < obs.hlc,
+        )
+        .order_by(m.c.hlc.desc())
+        .limit(HISTORY_LIMIT * 2)  # deletes without text and repeats are skipped below
+    ).all()
+    versions: list[Version] = []
+    last = (obs.title, obs.content, obs.type)
+    for row in rows:
+        try:
+            payload = orjson.loads(row.record).get("payload") or {}
+        except (orjson.JSONDecodeError, AttributeError):
+            continue
+        if "content" not in payload or payload.get("hard"):
+            continue  # a delete carrying only its key
+        text = (
+            str(payload.get("title") or ""),
+            str(payload["content"]),
+            str(payload.get("type") or ""),
+        )
+        if text == last:
+            continue  # the same words (a counter, a move of scope): no new version
+        last = text
+        versions.append(
+            Version(
+                title=text[0],
+                content=text[1],
+                type=text[2],
+                updated_at=str(payload.get("updated_at") or ""),
+                contributor=row.created_by or "",
+                deleted=bool(payload.get("deleted_at")),
+            )
+        )
+        if len(versions) == HISTORY_LIMIT:
+            break
+    return versions
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,12 @@ CLOUD_NOT_CONFIGURED = "cloud_not_configured"
 CLOUD_CONFIG_ERROR = "cloud_config_error"
 PROJECT_REQUIRED = "project_required"
 QUARANTINED = "quarantined"
+#: A project the server refused, or one not enrolled, has its own phase whatever the loop's.
+PROJECT_PHASES = {
+    "paused": "paused",
+    "policy_forbidden": "refused",
+    "blocked_unenrolled": "disabled",
+}
 
 
 class StatusSource(Protocol):
@@ -201,7 +207,19 @@ def project_status(
             "'engram cloud repair'",
         )
     status["reason_code"], status["reason_message"] = reason
+    if reason[0] in PROJECT_PHASES:
+        # The loop may be healthy for the server while this project is stopped: the project's
+        # own phase, never "healthy" beside reason_code "paused".
+        status["phase"] = PROJECT_PHASES[reason[0]]
     return status
+
+
+def lease_pid(owner: str | None) -> int | None:
+    """The process id in an autosync lease owner (``autosync-<pid>-<random>``)."""
+    parts = (owner or "").split("-")
+    if len(parts) >= 3 and parts[0] == "autosync" and parts[1].isdigit():
+        return int(parts[1])
+    return None
 
 
 def _autosync_state(store: Store, target: str, live: Mapping[str, Any] | None) -> str:

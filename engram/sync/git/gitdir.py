@@ -28,6 +28,7 @@ from pathlib import Path
 
 from engram.errors import ConflictError, ValidationError
 from engram.files import TEMP_SUFFIX, write_atomic
+from engram.platform import lock_file
 from engram.project import find_repository
 from engram.sync.git.chunk import CHUNK_FILE
 
@@ -107,6 +108,11 @@ class SyncDir:
 
     def exists(self) -> bool:
         return self.path.is_dir()
+
+    def in_repository(self) -> bool:
+        """Whether git tracks the folder this directory is in (else there is nothing to add
+        the chunks to: they are shared some other way, or not at all)."""
+        return find_repository(self.path.parent) is not None
 
     def display(self) -> str:
         """The directory as a human types it: relative to the working directory when that is
@@ -277,11 +283,6 @@ def locked(
     ``required=False`` (imports, which only read the directory) goes on unguarded when the
     lock file cannot be created, e.g. in a read-only checkout.
     """
-    try:
-        import fcntl
-    except ImportError:  # no advisory locks on this platform: run unguarded
-        yield
-        return
     refuse_symlinks(sync_dir)
     try:
         sync_dir.path.mkdir(parents=True, exist_ok=True)
@@ -300,16 +301,14 @@ def locked(
     try:
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if lock_file(handle.fileno(), wait=False):
                 break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ConflictError(
-                        f"another engram sync is running on {sync_dir.path} "
-                        f"(waited {timeout:.0f}s); try again when it is done"
-                    ) from None
-                time.sleep(0.1)
+            if time.monotonic() > deadline:
+                raise ConflictError(
+                    f"another engram sync is running on {sync_dir.path} "
+                    f"(waited {timeout:.0f}s); try again when it is done"
+                )
+            time.sleep(0.1)
         yield
     finally:
         handle.close()

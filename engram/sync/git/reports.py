@@ -235,6 +235,10 @@ class StatusReport:
     memories: int = 0
     prompts: int = 0
     contributors: dict[str, int] = field(default_factory=dict)
+    #: Live memories of the selected projects that this directory holds, as far as this
+    #: store knows (what it exported there and what it applied from there); ``None`` for
+    #: ``--all`` (the chunk totals above are then the answer).
+    project_memories: int | None = None
     #: the Go manifest: ``ok`` | ``missing`` | ``conflicted`` | ``invalid`` | ``lists-ours``
     #: (entries an earlier version of Engram put there: the next engram sync takes them out)
     manifest: str = "missing"

@@ -566,6 +566,25 @@ class GitSync:
             counts[(note.project, note.personal)] += note.records
         return held_summary(counts)
 
+    def _memories_held(self, projects: list[str] | None) -> int | None:
+        """The live memories of ``projects`` whose mutations this directory holds (exported
+        there or applied from there): chunk headers count every project's, so the selected
+        project's are counted from the journal's deliveries to this target."""
+        if projects is None:
+            return None
+        marks = ", ".join("?" for _ in projects)
+        return int(
+            self.store.db.scalar(
+                f"""SELECT COUNT(DISTINCT o.id) FROM sync_journal j
+                    JOIN sync_delivery d ON d.seq = j.seq AND d.target = ?
+                    JOIN observations o ON o.project = j.project AND o.sync_id = j.key
+                    WHERE j.entity = 'observation' AND j.project IN ({marks})
+                      AND o.deleted_at IS NULL""",
+                [self.target, *projects],
+            )
+            or 0
+        )
+
     def status(
         self, *, projects: list[str] | None = None, include_personal: bool = False
     ) -> StatusReport:
@@ -605,6 +624,7 @@ class GitSync:
         report.memories = sum(h.counts.get("observations", 0) for h in headers)
         report.prompts = sum(h.counts.get("prompts", 0) for h in headers)
         report.contributors = dict(sorted(Counter(h.created_by for h in headers).items()))
+        report.project_memories = self._memories_held(projects)
         report.go_chunks = sum(1 for c in usable if c.go_format)
         report.old_layout = sum(1 for c in usable if c.misplaced)
         top = manifests.top

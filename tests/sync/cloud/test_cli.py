@@ -139,6 +139,12 @@ def test_each_failure_says_what_is_wrong_in_one_line(
     line = fails(a, "--project", "acme")
     assert "cloud sync paused:" in line and 'sync is paused for project "acme"' in line
     assert a.json("cloud", "status", "--project", "acme")["reason_code"] == "paused"
+    # With --json the failure is one flat object on stdout, and nothing on stderr.
+    as_json = a.run("sync", "--cloud", "--project", "acme", "--json")
+    assert as_json.returncode == 1 and as_json.stderr == ""
+    failure = orjson.loads(as_json.stdout)
+    assert isinstance(failure["error"], str) and "sync is paused" in failure["error"]
+    assert failure["reason_code"] == "paused" and failure["project"] == "acme"
     assert a.run("sync", "--cloud", "--import", "--project", "acme").returncode == 0
     server.admin("resume", "acme")
     assert "Pushed 2 mutation(s)" in a.ok("sync", "--cloud", "--project", "acme")

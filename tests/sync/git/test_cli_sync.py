@@ -52,12 +52,16 @@ def test_export_import_status_texts(repo: Path, tmp_path: Path) -> None:
     status = run_engram("sync", "--status", data_dir=bob, cwd=repo)
     assert status.returncode == 0, status.stderr
     assert "  Local chunks:    0\n  Remote chunks:   1\n  Pending import:  1\n" in status.stdout
-    assert "1 chunks, 1 memories, 1 sessions — contributors:" in status.stdout
+    # (issue 17: counts in the right number, and the project's own memories: none imported yet)
+    assert (
+        '1 chunk, 0 memories of project "acme" imported so far (all projects: 1 memory)'
+        " — contributors:" in status.stdout
+    )
 
     imported = run_engram("sync", "--import", data_dir=bob, cwd=repo)
     assert imported.returncode == 0, imported.stderr
-    assert "Imported 1 new chunk(s) from .engram/" in imported.stdout
-    assert "Already up to date — no new chunks to import.\n(1 chunks already imported)" in (
+    assert "Imported 1 new chunk from .engram/" in imported.stdout
+    assert "Already up to date — no new chunks to import.\n(1 chunk already imported)" in (
         run_engram("sync", "--import", data_dir=bob, cwd=repo).stdout
     )
     found = run_engram("search", "LRU", "--json", data_dir=bob, cwd=repo)
@@ -169,7 +173,7 @@ def test_go_compat_on_off_and_bad_uses(repo: Path, tmp_path: Path) -> None:
     on = run_engram("sync", "--go-compat", "on", data_dir=data_dir, cwd=repo)
     assert on.returncode == 0, on.stderr
     assert "Go compat on: every engram sync here also writes for Go teammates" in on.stdout
-    assert "For Go teammates: Go-format chunk(s)" in on.stdout
+    assert "For Go teammates: Go-format chunk " in on.stdout  # one chunk, in the right number
     assert "creations only" in on.stdout
     assert len(list((repo / ".engram" / "chunks").glob("????????.jsonl.gz"))) == 1
     status = run_engram("sync", "--status", data_dir=data_dir, cwd=repo)
