@@ -35,7 +35,6 @@ from engram.record import (
 )
 from engram.store import fts, graph_rows, links, quarantine, revisions, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
-from engram.store.fresh_lane import FreshLane
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import ENTITY_TABLES, insert_record, now_ms, state_text
 from engram.store.models import ApplyResult
@@ -218,7 +217,13 @@ class _ApplyBatch:
                 continue
             parsed.append((item, decoded, text, ""))
         self._look_up([r["mid"] for _, r, _, _ in parsed if r is not None])
-        lane = FreshLane(self, source, result) if self.bulk else None
+        lane = None
+        if self.bulk:
+            # Imported here: `engram search` and `save` never apply a batch, and their start-up
+            # imports only what they use (tests/semantic/test_lexical_path.py).
+            from engram.store.fresh_lane import FreshLane
+
+            lane = FreshLane(self, source, result)
         fresh = lane.plan([r for _, r, _, _ in parsed]) if lane else [None] * len(parsed)
         for (item, record, text, error), state in zip(parsed, fresh, strict=True):
             if lane is not None:
