@@ -398,3 +398,36 @@ def test_an_import_scores_its_memories_as_it_inserts_them(make_store) -> None:
         scoring.rescore_where(conn, "1")
     rescored = dict(b.db.rows("SELECT id, importance FROM observations"))
     assert len(stored) == 6 and all(abs(stored[k] - rescored[k]) < 1e-4 for k in stored)
+
+
+def test_memories_built_from_rows_by_position_equal_those_built_by_name(store: Store) -> None:
+    """Observation.from_rows (what search builds its results with) reads columns by position,
+    looked up once per statement: it must give what reading each field by name gives, with or
+    without the intent columns and a rank."""
+    from engram.store.models import NO_INTENT, Observation, _intent
+
+    store.add_observation(title="a", content="one", project="p")
+    saved = store.add_observation(title="b", content="two", project="p", topic_key="t/b")
+    store.update_observation(saved.observation.id, pinned=True, importance=0.75)
+    conn = store.db.conn
+
+    def by_name(row) -> Observation:
+        keys = row.keys()
+        intent = _intent(row) if "pinned" in keys else NO_INTENT
+        fields = {f: row[f] for f in Observation.__struct_fields__[:16]}
+        return Observation(**fields, **intent, rank=row["rank"] if "rank" in keys else None)
+
+    for sql in (
+        "SELECT * FROM observations ORDER BY id",
+        "SELECT o.*, -1.5 AS rank FROM observations o ORDER BY id",
+        "SELECT id, sync_id, session_id, type, title, content, tool_name, project, scope,"
+        " topic_key, revision_count, duplicate_count, last_seen_at, created_at, updated_at,"
+        " deleted_at FROM observations ORDER BY id",
+    ):
+        rows = conn.execute(sql).fetchall()
+        expected = [by_name(r) for r in rows]
+        assert Observation.from_rows(rows) == expected
+        assert [Observation.from_row(r) for r in rows] == expected
+    pinned = Observation.from_rows(conn.execute("SELECT * FROM observations").fetchall())[1]
+    assert pinned.importance == 0.75 and pinned.pinned is True
+    assert Observation.from_rows([]) == []
