@@ -567,8 +567,10 @@ class RelationsMixin(StoreBase):
         with self.db.read() as conn:
             row = self._memory_row(conn, memory, project, "id")
             found = relations_touching(conn, row["project"], [row["sync_id"]])
-        obs = Observation.from_row(row)
-        return MemoryRelations(obs, _needs_review(found), found)
+        return MemoryRelations(
+            id=row["id"], sync_id=row["sync_id"], project=row["project"], title=row["title"],
+            needs_review=_needs_review(found), relations=found,
+        )  # fmt: skip
 
     def relations_of(self, sync_id: str, *, project: str | None = None) -> list[dict[str, str]]:
         """The active relations of the memory ``sync_id`` as ``{"type", "target"}`` (what the
