@@ -13,7 +13,8 @@ machine derives the same graph from the same memories, docs/graph.md).
 * **Queries** (:meth:`GraphMixin.graph_query`): the entities a question names are looked up by
   their normalized names; with two or more, the shortest chains of triples connecting them are
   returned (at most :data:`MAX_HOPS` hops), else the triples around the one named; every triple
-  lists the memories that state it.
+  lists the memories that state it. Answers are the Structs of :mod:`engram.graph.answers`,
+  which every face serves as they are.
 
 Size: over 500 lines on purpose: ingesting, keeping honest and reading one graph share its
 tables' rules; the extraction itself lives in :mod:`engram.graph`.
