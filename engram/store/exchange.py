@@ -432,26 +432,33 @@ class ImportRun:
         hlc = self._journal("observation", op, compact_payload("observation", state),
                             state["updated_at"])  # fmt: skip
         context = derive_state(self.conn, state)
+        score = None  # scored at the end when a relation here may name it
+        if not self.relations:  # (the document's relations come later and rescore their ends)
+            changed = max(state["updated_at"] or "", state["reviewed_at"] or "")
+            score = scoring.unlinked_score(
+                state["content"], state["topic_key"], state["type"], changed, self.now
+            )
         cursor = self.conn.execute(
             """INSERT INTO observations(sync_id, session_id, type, title, content, tool_name,
                    project, scope, topic_key, normalized_hash, revision_count, duplicate_count,
                    last_seen_at, created_at, updated_at, deleted_at, search_context, hlc,
                    pinned, importance_override, valid_from, valid_to, delete_reason,
-                   superseded_by, reviewed_at)
+                   superseded_by, reviewed_at, importance)
                VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
                    :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context, :hlc,
                    :pinned, :importance_override, :valid_from, :valid_to, :delete_reason,
-                   :superseded_by, :reviewed_at)""",
+                   :superseded_by, :reviewed_at, :importance)""",
             {**state, "hlc": hlc, "normalized_hash": normalized_hash(state["content"]),
-             "search_context": context, "pinned": int(state["pinned"])},
+             "search_context": context, "pinned": int(state["pinned"]), "importance": score},
         )  # fmt: skip
         rowid = int(cursor.lastrowid or 0)
         fts.add(self.conn, "observations", rowid, {**state, "search_context": context})
         self.imported.append(("observation", project, sync_id, state))
         self.context.inserted(rowid, state)  # may arrive out of order
         self.context.settle()
-        self.scored.append(rowid)
+        if score is None:
+            self.scored.append(rowid)
         result.observations_imported += 1
 
     def prompt(self, item: dict[str, Any], result: ImportResult) -> None:

@@ -242,7 +242,11 @@ def rank(
     exact = [spec.searched(w.exact) for w in words]
     prefixes = [spec.searched(w.prefix_phrase) for w in words if w.prefix]
     if match_all:
-        every = " AND ".join(f"({spec.searched(w.expression)})" for w in words)  # any form
+        # Any form: a word's prefix phrase matches the word itself too (its Porter stem starts
+        # it), so one phrase per word finds the same rows as both, at half the BM25 work.
+        every = " AND ".join(
+            f"({spec.searched(w.prefix_phrase if w.prefix else w.exact)})" for w in words
+        )
         if precise or not prefixes:
             found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
             return Ranking(found, len(found) < fetch, 1)

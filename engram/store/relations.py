@@ -680,9 +680,12 @@ class RelationsMixin(StoreBase):
         for obs in results:
             by_project.setdefault(obs.project, []).append(obs.sync_id)
         with self.db.read() as conn:
+            # (Most stores hold no relation: one probe instead of a lookup per project.)
+            related = conn.execute("SELECT 1 FROM memory_relations LIMIT 1").fetchone()
             found = {
                 project: relations_touching(conn, project, keys)
                 for project, keys in by_project.items()
+                if related is not None
             }
         successor: dict[int, int] = {}
         for obs in results:
@@ -697,7 +700,7 @@ class RelationsMixin(StoreBase):
                 if superseded and rel.source.id is not None:
                     successor.setdefault(obs.id, rel.source.id)
             obs.relations = notes
-        return order_superseded(results, successor)
+        return order_superseded(results, successor) if successor else results
 
 
 def _needs_review(found: list[Relation]) -> bool:

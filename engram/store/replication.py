@@ -152,6 +152,11 @@ class _ApplyBatch:
         self.tombstones = (
             conn.execute("SELECT EXISTS (SELECT 1 FROM sync_tombstones)").fetchone()[0] == 1
         )
+        #: Whether any memory may have links (relations); without any, a new row is scored as
+        #: it is inserted instead of by an UPDATE at the end.
+        self.related = (
+            conn.execute("SELECT EXISTS (SELECT 1 FROM memory_relations)").fetchone()[0] == 1
+        )
         #: Whether this batch created or deleted a memory a waiting relation may name.
         self.memories_arrived = False
         #: Memories written by this batch, and the ends of relations it wrote: scored once at
@@ -550,6 +555,12 @@ class _ApplyBatch:
             self.rescore.add(rowid)
             return
         live = state.get("deleted_at") is None
+        score = None  # scored at the end (finish) when some relation may name it
+        if not self.related:
+            changed = max(state["updated_at"] or "", state.get("reviewed_at") or "")
+            score = scoring.unlinked_score(
+                state["content"], state["topic_key"], state["type"], changed, self.now
+            )
         if self.bulk:  # context and index at the end (finish)
             values["search_context"] = ""
         else:
@@ -559,16 +570,17 @@ class _ApplyBatch:
                    project, scope, topic_key, normalized_hash, revision_count,
                    duplicate_count, last_seen_at, created_at, updated_at, deleted_at,
                    search_context, hlc, pinned, importance_override, valid_from, valid_to,
-                   delete_reason, superseded_by, reviewed_at)
+                   delete_reason, superseded_by, reviewed_at, importance)
                VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name, :project,
                    :scope, :topic_key, :normalized_hash, :revision_count, :duplicate_count,
                    :last_seen_at, :created_at, :updated_at, :deleted_at, :search_context,
                    :hlc, :pinned, :importance_override, :valid_from, :valid_to,
-                   :delete_reason, :superseded_by, :reviewed_at)""",
-            values,
+                   :delete_reason, :superseded_by, :reviewed_at, :importance)""",
+            {**values, "importance": score},
         )
         rowid = int(cursor.lastrowid or 0)
-        self.rescore.add(rowid)
+        if score is None:
+            self.rescore.add(rowid)
         if self.bulk:
             self.index.inserted(rowid)
             if live:
@@ -583,6 +595,8 @@ class _ApplyBatch:
         """A relation's full state, verbatim; payload fields this version does not know are
         kept beside it (docs/graph.md, "Replication")."""
         import orjson
+
+        self.related = True
 
         unknown = unknown_fields("relation", payload or {})
         extra = orjson.dumps(unknown, option=orjson.OPT_SORT_KEYS).decode() if unknown else None

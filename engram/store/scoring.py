@@ -41,10 +41,18 @@ def new_memory_score(values: Mapping[str, Any]) -> float:
     ``values`` (its ``content``, ``topic_key``, ``type`` and ``now``): what :func:`rescore_ids`
     would write right after the insert (changed now, never read, and no links: nothing can name
     a key minted this instant), without the extra statement."""
-    moment = datetime.fromisoformat(values["now"]).replace(tzinfo=UTC)
-    return importance.compute(
-        values["content"], values["topic_key"], values["type"], 0, values["now"], 0, moment
-    )
+    return unlinked_score(values["content"], values["topic_key"], values["type"], values["now"],
+                          values["now"])  # fmt: skip
+
+
+def unlinked_score(
+    content: str, topic_key: str | None, type: str | None, changed_at: str, now: str
+) -> float:
+    """What :data:`SCORE_SQL` gives a memory no relation names and nobody read yet, computed
+    before its row is written (one UPDATE less per row): ``changed_at`` is the later of its
+    ``updated_at`` and ``reviewed_at``, ``now`` the scoring instant (store format)."""
+    moment = datetime.fromisoformat(now).replace(tzinfo=UTC)
+    return importance.compute(content, topic_key, type, 0, changed_at, 0, moment)
 
 
 def rescore_ids(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:

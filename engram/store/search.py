@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from engram.errors import ValidationError
@@ -65,21 +66,26 @@ class _Table:
 
     name: str
     alias: str
-    build: Callable[[sqlite3.Row], Any]
+    build: Callable[[list[sqlite3.Row]], list[Any]]  # the rows of one statement
     texts: Callable[[sqlite3.Row], tuple[str, str]]  # (own text, context text)
+
+
+_own_texts = itemgetter(*OWN_COLUMNS)
 
 
 def _observation_texts(context: bool) -> Callable[[sqlite3.Row], tuple[str, str]]:
     def texts(row: sqlite3.Row) -> tuple[str, str]:
-        own = (row[c] for c in OWN_COLUMNS)
-        return "\n".join(v for v in own if v), row["search_context"] if context else ""
+        own = "\n".join(filter(None, _own_texts(row)))
+        return own, row["search_context"] if context else ""
 
     return texts
 
 
-PROMPTS = _Table(
-    "user_prompts", "p", Prompt.from_row, lambda r: (f"{r['content']}\n{r['project']}", "")
-)
+def _prompts(rows: list[sqlite3.Row]) -> list[Prompt]:
+    return [Prompt.from_row(row) for row in rows]
+
+
+PROMPTS = _Table("user_prompts", "p", _prompts, lambda r: (f"{r['content']}\n{r['project']}", ""))
 
 
 class SearchMixin(StoreBase):
@@ -240,7 +246,7 @@ class SearchMixin(StoreBase):
                     results.append(obs)
             if words and len(results) < limit:
                 seen = {o.id for o in results}
-                table = _Table("observations", "o", Observation.from_row,
+                table = _Table("observations", "o", Observation.from_rows,
                                _observation_texts(weight > 0))  # fmt: skip
                 ranked = self._ranked(
                     conn, observations_spec(weight), table, words, mode, limit + len(seen),
@@ -340,7 +346,8 @@ class SearchMixin(StoreBase):
         best = hits[:limit]
         if not best:
             return []
-        found = terms.find([table.texts(rows[h.rowid]) for h in best], [w.probe for w in words])
+        chosen = [rows[h.rowid] for h in best]
+        found = terms.find([table.texts(row) for row in chosen], [w.probe for w in words])
         if ranking.provisional and any(
             h.tier == WORDS and not f.words for h, f in zip(best, found, strict=True)
         ):
@@ -348,14 +355,10 @@ class SearchMixin(StoreBase):
             # ranked among those holding them themselves: rank precisely (the explanations
             # just computed tell).
             return self._ranked(conn, spec, table, words, mode, limit, where, params, True)
-        return [
-            _built(table, rows[h.rowid], h.tier, h.score, match)
-            for h, match in zip(best, found, strict=True)
-        ]
-
-
-def _built(table: _Table, row: sqlite3.Row, tier: int, score: float, found: terms.Found) -> Any:
-    item = table.build(row)
-    item.rank = score
-    item.match = SearchMatch(TIER_NAMES[tier], found.words, found.prefix_words, found.context_words)
-    return item
+        built = table.build(chosen)
+        for item, h, match in zip(built, best, found, strict=True):
+            item.rank = h.score
+            item.match = SearchMatch(
+                TIER_NAMES[h.tier], match.words, match.prefix_words, match.context_words
+            )
+        return built

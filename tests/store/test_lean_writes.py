@@ -318,3 +318,116 @@ def test_an_imported_document_is_journaled_elided_with_the_same_records(make_sto
                              updated_at=state["updated_at"], project="acme", scope="project")  # fmt: skip
     assert memory.as_record() == expected
     assert [e.record for e in a.journal.pending("t")] == [e.record for e in b.journal.pending("t")]
+
+
+def test_every_word_search_scores_one_phrase_per_word(store: Store) -> None:
+    """A word's prefix phrase matches the word itself too (its Porter stem starts it), so the
+    every-word statement asks for one phrase per word: the same rows as asking for both forms,
+    at about half the BM25 work (the exact phrase is only used to tell tiers apart)."""
+    saved = [
+        store.add_observation(title=t, content=c, project="p")
+        for t, c in (("Limiter", "the rate limiter and the zebraf"),
+                     ("Limits", "limiting the zebrafish"), ("Other", "the limiter works"))
+    ]  # fmt: skip
+    for word in ("limiter", "regression", "running", "authentication", "databases"):
+        both = store.db.scalar(
+            "SELECT count(*) FROM observations_fts WHERE observations_fts MATCH ?",
+            (f'"{word}" NOT "{word}"*',),
+        )
+        assert both == 0  # nothing holds the word without its prefix form
+    seen: list[str] = []
+    store.db.conn.set_trace_callback(seen.append)
+    try:
+        found = store.search("limiter zebraf", match_mode="all", mode="lexical")
+    finally:
+        store.db.conn.set_trace_callback(None)
+    ranking = [s for s in seen if "observations_fts MATCH" in s]
+    assert ranking and all('"limiter" OR' not in s for s in ranking), ranking
+    assert {o.id for o in found} == {saved[0].observation.id, saved[1].observation.id}
+    explained = {o.id: o.match.prefix_words for o in found}  # still told apart there
+    assert explained == {saved[0].observation.id: [], saved[1].observation.id: ["zebraf"]}
+
+
+def test_a_bulk_apply_without_relations_scores_rows_as_it_inserts_them(make_store) -> None:
+    """No relation can name a memory of a store that holds none, so a bulk apply scores each
+    new row in its INSERT (no UPDATE with the scoring function at the end), and the scores are
+    the ones a full rescore gives."""
+    from engram.store import scoring
+    from engram.store.replication import BULK_RECORDS
+
+    a, b = make_store("a"), make_store("b")
+    for i in range(BULK_RECORDS + 5):
+        a.add_observation(title=f"Memory {i}", content="walrus " * (i * 10 + 1), type="decision",
+                          project="p", topic_key=f"topic/{i}" if i % 3 else None)  # fmt: skip
+    seen: list[str] = []
+    b.db.conn.set_trace_callback(seen.append)
+    try:
+        b.apply_mutations([e.record for e in a.journal.pending("x")], source="peer:a")
+    finally:
+        b.db.conn.set_trace_callback(None)
+    assert not any("engram_importance" in s for s in seen)
+    stored = dict(b.db.rows("SELECT id, importance FROM observations"))
+    with b.db.write() as conn:
+        scoring.rescore_where(conn, "1")
+    rescored = dict(b.db.rows("SELECT id, importance FROM observations"))
+    assert stored.keys() == rescored.keys() and all(v is not None for v in stored.values())
+    assert all(abs(stored[k] - rescored[k]) < 1e-4 for k in stored)
+
+
+def test_an_import_scores_its_memories_as_it_inserts_them(make_store) -> None:
+    """``engram import`` into a store without relations scores each memory in its INSERT (no
+    UPDATE with the scoring function at the end), the scores a full rescore gives; a document's
+    relations still rescore their ends."""
+    from engram.store import scoring
+
+    a = make_store("a")
+    for i in range(6):
+        a.add_observation(title=f"Memory {i}", content="walrus " * (i * 40 + 1), type="decision",
+                          project="p", topic_key=f"topic/{i}" if i % 2 else None)  # fmt: skip
+    doc = a.export_data()
+    b = make_store("b")
+    seen: list[str] = []
+    b.db.conn.set_trace_callback(seen.append)
+    try:
+        b.import_data(doc)
+    finally:
+        b.db.conn.set_trace_callback(None)
+    assert not any("engram_importance" in s for s in seen)
+    stored = dict(b.db.rows("SELECT id, importance FROM observations"))
+    with b.db.write() as conn:
+        scoring.rescore_where(conn, "1")
+    rescored = dict(b.db.rows("SELECT id, importance FROM observations"))
+    assert len(stored) == 6 and all(abs(stored[k] - rescored[k]) < 1e-4 for k in stored)
+
+
+def test_memories_built_from_rows_by_position_equal_those_built_by_name(store: Store) -> None:
+    """Observation.from_rows (what search builds its results with) reads columns by position,
+    looked up once per statement: it must give what reading each field by name gives, with or
+    without the intent columns and a rank."""
+    from engram.store.models import NO_INTENT, Observation, _intent
+
+    store.add_observation(title="a", content="one", project="p")
+    saved = store.add_observation(title="b", content="two", project="p", topic_key="t/b")
+    store.update_observation(saved.observation.id, pinned=True, importance=0.75)
+    conn = store.db.conn
+
+    def by_name(row) -> Observation:
+        keys = row.keys()
+        intent = _intent(row) if "pinned" in keys else NO_INTENT
+        fields = {f: row[f] for f in Observation.__struct_fields__[:16]}
+        return Observation(**fields, **intent, rank=row["rank"] if "rank" in keys else None)
+
+    for sql in (
+        "SELECT * FROM observations ORDER BY id",
+        "SELECT o.*, -1.5 AS rank FROM observations o ORDER BY id",
+        "SELECT id, sync_id, session_id, type, title, content, tool_name, project, scope,"
+        " topic_key, revision_count, duplicate_count, last_seen_at, created_at, updated_at,"
+        " deleted_at FROM observations ORDER BY id",
+    ):
+        rows = conn.execute(sql).fetchall()
+        expected = [by_name(r) for r in rows]
+        assert Observation.from_rows(rows) == expected
+        assert [Observation.from_row(r) for r in rows] == expected
+    pinned = Observation.from_rows(conn.execute("SELECT * FROM observations").fetchall())[1]
+    assert pinned.importance == 0.75 and pinned.pinned is True
+    assert Observation.from_rows([]) == []

@@ -186,3 +186,45 @@ def test_pruned_ranking_matches_exact_ranking_on_a_broad_corpus(
             ]
     assert results[True] == results[False]
     assert sum(r.pruned for r in steps[: len(queries)]) >= 10  # pruning did happen
+
+
+def test_every_explanation_is_what_the_index_itself_matches(store: Store) -> None:
+    """The words a result names (itself, as a prefix, in its context) are exactly those the
+    store's own index matches in that memory: explanations are worked out in a scratch index
+    of the results' texts, and must never disagree with the real one (phrases such as
+    "k8s_pods", prefixes, accents, context)."""
+    rng = random.Random(18)
+    extra = ["k8s_pods", "PostgreSQL", "authentication", "café", "naïve", "run_tests", "users"]
+    for i in range(60):
+        words = rng.sample(WORDS, 5) + rng.sample(extra, 2)
+        if i % 3 == 0:
+            store.add_prompt(" ".join(rng.sample(WORDS + extra, 6)), session_id=f"s{i}",
+                             project="acme")  # fmt: skip
+        save(store, " ".join(words[:2]), " ".join(words[2:]), session_id=f"s{i}")
+    own = "{title content tool_name type project topic_key}"
+    conn = store.db.conn
+
+    def holds(rowid: int, expression: str) -> bool:
+        return conn.execute(
+            "SELECT 1 FROM observations_fts WHERE observations_fts MATCH ? AND rowid = ?",
+            (expression, rowid),
+        ).fetchone() is not None
+
+    queries = ["k8s_pods cache", "postgres auth", "cafe naive", "run_tests user", "token caché"]
+    queries += [" ".join(rng.sample(WORDS + extra, 3)) for _ in range(20)]
+    checked = 0
+    for query in queries:
+        for mode in ("any", "all"):
+            for found in store.search(query, match_mode=mode, record_access=False):
+                for word in plan_words(query):
+                    phrase = f'"{word.text}"'
+                    exact = holds(found.id, f"{own} : {phrase}")
+                    prefix = word.prefix and holds(found.id, f"{own} : {phrase}*")
+                    context = holds(
+                        found.id, f"search_context : {phrase}{'*' if word.prefix else ''}"
+                    )
+                    assert (word.text in found.match.words) == exact, (query, found.title)
+                    assert (word.text in found.match.prefix_words) == (prefix and not exact)
+                    assert (word.text in found.match.context_words) == context
+                    checked += 1
+    assert checked > 200
