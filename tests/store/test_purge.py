@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import orjson
@@ -13,7 +12,7 @@ import pytest
 from engram.settings import Config
 from engram.store import Store, purge
 from engram.store.purge_worker import PurgeWorker
-from tests.support import run_engram
+from tests.support import run_engram, wait_until
 
 from .replicas import exchange
 
@@ -129,9 +128,7 @@ def test_the_background_worker_purges_after_a_quiet_moment(store: Store, data_di
     try:
         oid = store.add_observation(title="Token", content="zebrafish-4471", project="p")
         store.delete_observation(oid.observation.id, hard=True)
-        deadline = time.monotonic() + 30
-        while worker.purges == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: worker.purges, timeout=30)
     finally:
         worker.stop()
     assert worker.purges >= 1
@@ -151,10 +148,7 @@ def test_the_cli_purges_in_the_background_after_a_hard_delete(data_dir: Path, au
     ok("save", "Unrelated note", "the build uses make", "--project", "leak")
     ok("delete", "1", "--hard")
     if auto:
-        deadline = time.monotonic() + 60
-        while files_holding(data_dir) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert files_holding(data_dir) == []
+        wait_until(lambda: files_holding(data_dir) == [], timeout=60, every=0.2)
         assert orjson.loads(ok("purge", "--if-pending", "--json")) == {"purged": False}
     else:
         assert files_holding(data_dir)
