@@ -48,17 +48,22 @@ class Signals:
     access: float
 
     def score(self) -> float:
-        total = (
-            WEIGHTS["length"] * self.length
-            + WEIGHTS["topics"] * self.topics
-            + WEIGHTS["links"] * self.links
-            + WEIGHTS["recency"] * self.recency
-            + WEIGHTS["access"] * self.access
-        )
-        return round(min(1.0, max(0.0, total)), 4)
+        return _score(self.length, self.topics, self.links, self.recency, self.access)
 
     def to_dict(self) -> dict[str, float]:
         return {name: round(value, 4) for name, value in asdict(self).items()}
+
+
+def _score(length: float, topics: float, links: float, recency: float, access: float) -> float:
+    """The weighted sum of the five signals, clamped and rounded."""
+    total = (
+        WEIGHTS["length"] * length
+        + WEIGHTS["topics"] * topics
+        + WEIGHTS["links"] * links
+        + WEIGHTS["recency"] * recency
+        + WEIGHTS["access"] * access
+    )
+    return round(min(1.0, max(0.0, total)), 4)
 
 
 def topic_count(topic_key: str | None, type: str | None) -> int:
@@ -92,12 +97,25 @@ def signals(
     access_count: int,
     now: datetime,
 ) -> Signals:
-    return Signals(
-        length=min(len(content or "") / LENGTH_FULL, 1.0),
-        topics=min(topic_count(topic_key, type) / TOPICS_FULL, 1.0),
-        links=min(max(links, 0) / LINKS_FULL, 1.0),
-        recency=max(1.0 - days_since(changed_at, now) / RECENCY_DAYS, 0.0),
-        access=min(max(access_count, 0) / ACCESS_FULL, 1.0),
+    return Signals(*_signal_values(content, topic_key, type, links, changed_at, access_count, now))
+
+
+def _signal_values(
+    content: str,
+    topic_key: str | None,
+    type: str | None,
+    links: int,
+    changed_at: str | None,
+    access_count: int,
+    now: datetime,
+) -> tuple[float, float, float, float, float]:
+    """length, topics, links, recency and access (the fields of :class:`Signals`)."""
+    return (
+        min(len(content or "") / LENGTH_FULL, 1.0),
+        min(topic_count(topic_key, type) / TOPICS_FULL, 1.0),
+        min(max(links, 0) / LINKS_FULL, 1.0),
+        max(1.0 - days_since(changed_at, now) / RECENCY_DAYS, 0.0),
+        min(max(access_count, 0) / ACCESS_FULL, 1.0),
     )
 
 
@@ -112,15 +130,11 @@ def compute(
 ) -> float:
     """The computed importance of one memory (what the SQL function ``engram_importance``
     returns, so batch re-scoring and single saves agree)."""
-    return signals(
-        content=content,
-        topic_key=topic_key,
-        type=type,
-        links=int(links or 0),
-        changed_at=changed_at,
-        access_count=int(access_count or 0),
-        now=now or datetime.now(UTC),
-    ).score()
+    # Scored from the signals' values without building a Signals (an import scores every
+    # memory it writes with this).
+    values = _signal_values(content, topic_key, type, int(links or 0), changed_at,
+                            int(access_count or 0), now or datetime.now(UTC))  # fmt: skip
+    return _score(*values)
 
 
 def sql_function() -> Any:

@@ -100,6 +100,13 @@ INTENT_FIELDS = tuple(INTENT_DEFAULTS)
 STATE_FIELDS = {**FIELDS, "observation": OBSERVATION_FIELDS + INTENT_FIELDS}
 _INT_FIELDS = frozenset({"revision_count", "duplicate_count"})
 _NUMBER_FIELDS = frozenset({"confidence"})
+#: The payload fields of each entity whose value is not simply text or null.
+_SPECIAL_FIELDS = {
+    entity: frozenset(
+        {*_INT_FIELDS, *_NUMBER_FIELDS, "hard", *(INTENT_DEFAULTS if entity == "observation" else ())}
+    )
+    for entity in ENTITIES
+}
 _REQUIRED_UPSERT = {
     "session": ("id",),
     "observation": ("sync_id", "session_id", "type", "title", "content"),
@@ -398,7 +405,17 @@ def validate_record(
             index,
             f"payload.project {payload['project']!r} does not match project {record['project']!r}",
         )
+    special = _SPECIAL_FIELDS[entity]
     for name, value in payload.items():
+        if name not in special:
+            # Most fields: text or null (checked first: this loop runs for every field of
+            # every record an import applies).
+            if value is None:
+                continue
+            if isinstance(value, str):
+                if len(value) > MAX_FIELD_BYTES:
+                    raise _fail(index, f"payload.{name} is larger than {MAX_FIELD_BYTES} bytes")
+                continue
         if entity == "observation" and name in INTENT_DEFAULTS:
             if problem := intent_problem(name, value):
                 raise _fail(index, f"payload.{name} {problem}")

@@ -34,7 +34,8 @@ from engram.record import (
 _TABLE = {"observation": "observations", "prompt": "user_prompts"}
 
 
-def _derived(entity: str, state: dict[str, Any]) -> str:
+def derived_key(entity: str, state: dict[str, Any]) -> str:
+    """The key the Go tool's copy of this memory or prompt (``state``) gets."""
     return derived_sync_id(
         entity,
         project=state["project"],
@@ -74,7 +75,7 @@ def copy_pair(
     (observations and prompts) and another row of ``project`` are one memory, else None."""
     if entity not in _TABLE:
         return None
-    derived = _derived(entity, state)
+    derived = derived_key(entity, state)
     if derived != key:  # an original: is its copy here?
         found = conn.execute(
             f"SELECT 1 FROM {_TABLE[entity]} WHERE project = ? AND sync_id = ?",

@@ -45,7 +45,6 @@ from engram.record import (
     STATE_FIELDS,
     build_record,
     check_clock,
-    compact_payload,
     format_hlc,
     new_mid,
     new_origin,
@@ -72,6 +71,7 @@ _KEPT_AT = {
     entity: f"SELECT {', '.join(STATE_FIELDS[entity])} FROM {KEPT_TABLES[entity]} WHERE seq = ?"
     for entity in ENTITY_TABLES
 }
+_INTENT_ITEMS = tuple(INTENT_DEFAULTS.items())
 #: The fields a hard delete blanks in earlier records (:meth:`Journal.blank_deleted_payloads`).
 BLANKED_FIELDS = ("title", "content", "summary")
 
@@ -112,15 +112,17 @@ def state_text(header: Any, state: dict[str, Any]) -> str:
     payload: dict[str, Any] = {name: state[name] for name in FIELDS[entity]}
     op = "upsert"
     if entity == "observation":
-        # (a state may leave out intent fields at their default, as a compacted payload does)
-        payload.update(
-            (name, state.get(name, default)) for name, default in INTENT_DEFAULTS.items()
-        )
-        payload["pinned"] = bool(payload["pinned"])  # stored as 0/1, replicated as a boolean
+        # The intent fields not at their default (:func:`engram.record.compact_payload`; a
+        # state may leave them out), in their order, then ``hard`` for a soft delete.
+        for name, default in _INTENT_ITEMS:
+            value = state.get(name, default)
+            if name == "pinned":
+                value = bool(value)  # stored as 0/1, replicated as a boolean
+            if value != default:
+                payload[name] = value
         if payload["deleted_at"] is not None:
             op = "delete"
             payload["hard"] = False
-        payload = compact_payload(entity, payload)
     record = build_record(
         mid=header["mid"],
         hlc=header["hlc"],

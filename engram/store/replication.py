@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from engram.errors import InvalidMutationError
 from engram.record import (
@@ -59,13 +59,25 @@ _ARRIVED = """SELECT 1 FROM observations WHERE project = ?1 AND sync_id = ?2
               WHERE entity = 'observation' AND project = ?1 AND key = ?2 LIMIT 1"""
 
 
+class Received(NamedTuple):
+    """A mutation's exact JSON text and the object it decodes to, for a caller that decoded
+    it already (an import reads every record to judge its scope): decoding it again cost an
+    import a tenth of its Python time."""
+
+    text: str
+    record: dict[str, Any]
+
+
 def parse_record(
-    item: dict[str, Any] | str | bytes, index: int | None = None
+    item: dict[str, Any] | str | bytes | Received, index: int | None = None
 ) -> tuple[dict[str, Any], str | None]:
     """``(record, exact_text)`` from a dict or the JSON text of one mutation; raises
     :class:`InvalidMutationError` naming the problem."""
     import orjson
 
+    if isinstance(item, Received):
+        text_checked = "\\u0000" not in item.text
+        return validate_record(item.record, index, text_checked=text_checked), item.text
     if isinstance(item, dict):
         return validate_record(item, index), None
     try:
@@ -79,7 +91,7 @@ def parse_record(
 
 class ReplicationMixin(StoreBase):
     def apply_mutations(
-        self, records: Iterable[dict[str, Any] | str | bytes], *, source: str
+        self, records: Iterable[dict[str, Any] | str | bytes | Received], *, source: str
     ) -> ApplyResult:
         """Apply a batch of mutations in one transaction.
 
@@ -186,7 +198,10 @@ class _ApplyBatch:
                 result.released += 1
 
     def take_all(
-        self, items: list[dict[str, Any] | str | bytes], source: str, result: ApplyResult
+        self,
+        items: list[dict[str, Any] | str | bytes | Received],
+        source: str,
+        result: ApplyResult,
     ) -> None:
         """Apply received items in order; which mids are already held is looked up for all of
         them at once."""
@@ -196,15 +211,33 @@ class _ApplyBatch:
             try:
                 decoded, text = parse_record(item)
             except InvalidMutationError as exc:
-                parsed.append((item, None, None, str(exc)))
+                # (quarantined as the text it arrived as)
+                held = item.text if isinstance(item, Received) else item
+                parsed.append((held, None, None, str(exc)))
                 continue
             parsed.append((item, decoded, text, ""))
         self._look_up([r["mid"] for _, r, _, _ in parsed if r is not None])
-        for item, record, text, error in parsed:
+        lane = None
+        if self.bulk:
+            # Imported here: `engram search` and `save` never apply a batch, and their start-up
+            # imports only what they use (tests/semantic/test_lexical_path.py).
+            from engram.store.fresh_lane import FreshLane
+
+            lane = FreshLane(self, source, result)
+        fresh = lane.plan([r for _, r, _, _ in parsed]) if lane else [None] * len(parsed)
+        for (item, record, text, error), state in zip(parsed, fresh, strict=True):
+            if lane is not None:
+                if state is not None:
+                    assert record is not None
+                    lane.add(record, text, state)
+                    continue
+                lane.flush()  # what the record may see is written first
             if record is None:
                 self._hold(quarantine.INVALID, error, source, item, result)
             else:
                 self._take(record, text, source, result)
+        if lane is not None:
+            lane.flush()
 
     def _look_up(self, mids: list[str]) -> None:
         wanted = [m for m in dict.fromkeys(mids) if m not in self.mids]

@@ -9,6 +9,7 @@ SQL function ``engram_importance`` so single writes and batch re-scoring always 
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -51,8 +52,13 @@ def unlinked_score(
     """What :data:`SCORE_SQL` gives a memory no relation names and nobody read yet, computed
     before its row is written (one UPDATE less per row): ``changed_at`` is the later of its
     ``updated_at`` and ``reviewed_at``, ``now`` the scoring instant (store format)."""
-    moment = datetime.fromisoformat(now).replace(tzinfo=UTC)
-    return importance.compute(content, topic_key, type, 0, changed_at, 0, moment)
+    return importance.compute(content, topic_key, type, 0, changed_at, 0, _moment(now))
+
+
+@functools.lru_cache(maxsize=4)
+def _moment(now: str) -> datetime:
+    """The scoring instant ``now`` as a datetime (a bulk apply scores every row at one)."""
+    return datetime.fromisoformat(now).replace(tzinfo=UTC)
 
 
 def rescore_ids(conn: sqlite3.Connection, ids: Iterable[int], now: str | None = None) -> int:

@@ -330,14 +330,16 @@ def rederive_sessions(
     wanted = sorted(s for s in sessions if is_agent_session(s[0]))
     changed = 0
     for start in range(0, len(wanted), 400):
+        updates: list[tuple[str, int]] = []
         for rowid, current, context in _derived(conn, wanted[start : start + 400]):
             if context == current:
                 continue
             index.before_change("observations", "id", rowid, own_text=False)
-            conn.execute(
-                "UPDATE observations SET search_context = ? WHERE id = ?", (context, rowid)
-            )
-            changed += 1
+            updates.append((context, rowid))
+        # In rowid order, one statement (a bulk import changes most rows of its sessions).
+        updates.sort(key=lambda update: update[1])
+        conn.executemany("UPDATE observations SET search_context = ? WHERE id = ?", updates)
+        changed += len(updates)
     return changed
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import orjson
@@ -12,7 +11,7 @@ import pytest
 from engram.settings import Config
 from engram.store import Store
 from engram.store.purge_worker import PurgeWorker
-from tests.support import run_engram
+from tests.support import run_engram, wait_until
 
 from .replicas import exchange
 
@@ -128,9 +127,7 @@ def test_the_background_worker_purges_after_a_quiet_moment(store: Store, data_di
     try:
         oid = store.add_observation(title="Token", content="zebrafish-4471", project="p")
         store.delete_observation(oid.observation.id, hard=True)
-        deadline = time.monotonic() + 30
-        while worker.purges == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: worker.purges, timeout=30)
     finally:
         worker.stop()
     assert worker.purges >= 1
@@ -150,10 +147,7 @@ def test_the_cli_purges_in_the_background_after_a_hard_delete(data_dir: Path, au
     ok("save", "Unrelated note", "the build uses make", "--project", "leak")
     ok("delete", "1", "--hard")
     if auto:
-        deadline = time.monotonic() + 60
-        while files_holding(data_dir) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert files_holding(data_dir) == []
+        wait_until(lambda: files_holding(data_dir) == [], timeout=60, every=0.2)
         assert orjson.loads(ok("purge", "--if-pending", "--json")) == {"purged": False}
     else:
         assert files_holding(data_dir)
@@ -173,3 +167,10 @@ def test_engram_mcp_runs_the_worker_unless_turned_off(data_dir: Path, monkeypatc
     # The purge worker, and only it, is turned off (the conflict checker of issue 20 runs in
     # both).
     assert len(running) == len(quiet) + 1 == 2
+
+
+def test_a_store_closed_twice_closes_quietly(tmp_path: Path) -> None:
+    store = Store.open(config=Config(data_dir=tmp_path / "d"))
+    store.add_observation(title="a", content="b", project="p")
+    store.close()
+    store.close()  # (nothing done at close may touch the closed connection)

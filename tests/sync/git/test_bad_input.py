@@ -145,6 +145,42 @@ def test_unknown_entity(make_store, sync_dir: SyncDir, good: str) -> None:
     assert titles(bob) == {"Good memory", "widget neighbour"}
 
 
+def test_a_decoded_line_that_fails_validation_is_held_as_its_exact_text(
+    make_store, sync_dir: SyncDir, good: str
+) -> None:
+    """The reader decodes every line once and hands the store the line with its record
+    (issue 18): a record that then fails validation is held as the line itself, byte for
+    byte, never as something rebuilt from the decoded object."""
+    line = orjson.loads(valid_line("neighbour"))
+    # (not in the canonical spelling: a space after one colon)
+    bad_line = orjson.dumps({**line, "mid": "e" * 32, "op": "merge"}).replace(b'"op":', b'"op": ')
+    bad = craft(sync_dir, [valid_line("neighbour"), bad_line])
+    bob = make_store("bob")
+    quarantined_with_the_rest_applied(bob, sync_dir, bad, good, "unknown op 'merge'")
+    [text] = [r[0] for r in bob.db.rows("SELECT record FROM sync_inbound_quarantine")]
+    assert text == bad_line.decode()
+
+
+def test_an_import_decodes_each_line_once(
+    make_store, sync_dir: SyncDir, alice: Store, monkeypatch
+) -> None:
+    """The scope gate reads every record, so the reader decodes each line; the store takes the
+    decoded record with the line instead of decoding it a second time (issue 18)."""
+    for i in range(60):
+        alice.add_observation(title=f"memory {i}", content="decoded once", project="acme")
+    export(alice, sync_dir, ["acme"])
+    lines = sum(
+        gzip.decompress(p.read_bytes()).count(b"\n") - 1 for p in sync_dir.log_dir.glob("*.gz")
+    )
+    calls = []
+    real = orjson.loads
+    monkeypatch.setattr(orjson, "loads", lambda data: calls.append(1) or real(data))
+    bob = make_store("bob")
+    report = import_(bob, sync_dir)
+    assert report.failures == [] and report.applied.applied == lines > 60
+    assert len(calls) <= lines + 2 * len(report.chunks_imported), (len(calls), lines)
+
+
 def go_manifest(sync_dir: SyncDir, entries: list[dict]) -> bytes:
     raw = orjson.dumps({"version": 1, "chunks": entries}, option=orjson.OPT_INDENT_2)
     sync_dir.manifest_path.write_bytes(raw)

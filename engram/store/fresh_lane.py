@@ -1,0 +1,301 @@
+"""The fresh lane of a bulk apply: records that create a row at an empty address, written a
+run at a time with a few statements instead of a dozen per record.
+
+In an import's chunk almost every record is the first version of a session, memory or prompt
+this store has never seen. For such a record the per-record rules of
+:mod:`engram.store.replication` come to one outcome known in advance: its mid is not held, its
+clock is within the drift, nothing (row or tombstone) is at its address so it wins there, it is
+not one half of a Go copy pair (:mod:`engram.store.go_copies`), and it replaces no earlier text
+(no revision). :meth:`FreshLane.plan` finds those records with a few set-wise lookups for the
+whole batch; the batch then buffers each run of them and :meth:`FreshLane.flush` writes the run
+with one ``executemany`` per table — rows, stub sessions, prompt index entries, journal rows —
+before any other record is taken (which goes through the per-record path as before). So the
+journal, the rows and every later record see exactly what applying the batch one record at a
+time in its order would have written; only the statements differ.
+
+A record qualifies when, in the batch, it is the first at its address and the first with its
+mid (a later record at the same address or with the same mid then sees it written), it is an
+upsert of a session, memory or prompt, and, for memories and prompts, its Go-derived key is not
+its own key and names no row or batch record (else the copy rule must look).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from engram.record import check_clock, full_state
+from engram.store import scoring
+from engram.store.go_copies import derived_key
+from engram.store.identity import STUB_HLC
+from engram.store.journal import ELIDED, state_text
+from engram.text import normalized_hash
+
+if TYPE_CHECKING:
+    from engram.store.models import ApplyResult
+    from engram.store.replication import _ApplyBatch
+
+#: The lookup tables of each entity this lane writes: (table, key column).
+_ADDRESS = {
+    "session": ("sessions", "id"),
+    "observation": ("observations", "sync_id"),
+    "prompt": ("user_prompts", "sync_id"),
+}
+_KINDS = {"session": "sessions", "observation": "observations", "prompt": "prompts"}
+_PART = 500
+
+_INSERT_SESSION = """INSERT INTO sessions(id, project, directory, started_at, ended_at, summary,
+                         hlc)
+                     VALUES (?, ?, ?, ?, ?, ?, ?)
+                     ON CONFLICT(project, id) DO UPDATE SET directory = excluded.directory,
+                         started_at = excluded.started_at, ended_at = excluded.ended_at,
+                         summary = excluded.summary, hlc = excluded.hlc"""
+_INSERT_PROMPT = """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at,
+                        hlc) VALUES (?, ?, ?, ?, ?, ?)"""
+_INSERT_OBSERVATION = """INSERT INTO observations(sync_id, session_id, type, title, content,
+                             tool_name, project, scope, topic_key, normalized_hash,
+                             revision_count, duplicate_count, last_seen_at, created_at,
+                             updated_at, deleted_at, search_context, hlc, pinned,
+                             importance_override, valid_from, valid_to, delete_reason,
+                             superseded_by, reviewed_at, importance)
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?,
+                             ?, ?, ?, ?, ?)"""
+_INSERT_JOURNAL = """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
+                         record, source, recorded_at)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_INSERT_STUB = """INSERT OR IGNORE INTO sessions(id, project, directory, started_at, hlc)
+                  VALUES (?, ?, '', ?, ?)"""
+
+
+class FreshLane:
+    """Buffers the fresh records of one bulk batch and writes each run of them set-wise."""
+
+    def __init__(self, batch: _ApplyBatch, source: str, result: ApplyResult) -> None:
+        self.batch = batch
+        self.conn = batch.conn
+        self.source = source
+        self.result = result
+        #: The run waiting to be written: (record, exact text or None, state).
+        self._run: list[tuple[dict[str, Any], str | None, dict[str, Any]]] = []
+
+    # --- which records qualify -------------------------------------------------------------
+
+    def plan(self, records: Sequence[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
+        """For each record (``None``: invalid), the state it writes when it takes the fresh
+        lane, else ``None``. Every address, mid and derived key is looked up once here."""
+        batch = self.batch
+        states: list[dict[str, Any] | None] = [None] * len(records)
+        derived: list[str | None] = [None] * len(records)
+        seen_mids: set[str] = set()
+        seen: set[tuple[str, str, str]] = set()  # every address a record of the batch names
+        first: list[bool] = [False] * len(records)
+        for i, record in enumerate(records):
+            if record is None:
+                continue
+            address = (record["entity"], record["project"], record["key"])
+            mid = record["mid"]
+            first[i] = (
+                address not in seen
+                and mid not in seen_mids
+                and batch.mids.get(mid) is None
+                and record["op"] == "upsert"
+                and record["entity"] in _ADDRESS
+                and check_clock(record["hlc"], batch.now_ms, batch.max_drift_ms) is None
+            )
+            seen.add(address)
+            seen_mids.add(mid)
+        wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for i, record in enumerate(records):
+            if not first[i]:
+                continue
+            assert record is not None
+            entity, project = record["entity"], record["project"]
+            state = full_state(record)
+            assert state is not None  # an upsert always has one
+            state = {**state, "project": project}
+            states[i] = state
+            wanted[(entity, project)].add(record["key"])
+            if entity != "session":
+                key = derived_key(entity, state)
+                derived[i] = key
+                wanted[(entity, project)].add(key)
+        taken = self._taken(wanted)
+        for i, state in enumerate(states):
+            if state is None:
+                continue
+            record = records[i]
+            assert record is not None
+            entity, project, key = record["entity"], record["project"], record["key"]
+            other = derived[i]
+            if (entity, project, key) in taken or (
+                other is not None
+                and (other == key or (entity, project, other) in taken
+                     or (entity, project, other) in seen)
+            ):  # fmt: skip
+                states[i] = None
+        return states
+
+    def _taken(self, wanted: dict[tuple[str, str], set[str]]) -> set[tuple[str, str, str]]:
+        """The addresses among ``wanted`` that hold a row, or a tombstone."""
+        taken: set[tuple[str, str, str]] = set()
+        for (entity, project), keys in wanted.items():
+            table, column = _ADDRESS[entity]
+            found = self._present(table, column, "", project, keys)
+            if self.batch.tombstones:
+                found |= self._present("sync_tombstones", "key", entity, project, keys)
+            taken.update((entity, project, key) for key in found)
+        return taken
+
+    def _present(
+        self, table: str, column: str, entity: str, project: str, keys: set[str]
+    ) -> set[str]:
+        """Which of ``keys`` have a row in ``table`` for ``project`` (tombstones: of
+        ``entity``). Joined from the keys so that each is looked up through the address's
+        unique index (see :func:`engram.sync.git.scope.personal_sql`)."""
+        found: set[str] = set()
+        ordered = sorted(keys)
+        which = "AND t.entity = ?" if entity else ""
+        for start in range(0, len(ordered), _PART):
+            part = ordered[start : start + _PART]
+            values = ", ".join("(?)" for _ in part)
+            rows = self.conn.execute(
+                f"""WITH wanted(key) AS (VALUES {values})
+                    SELECT t.{column} FROM wanted CROSS JOIN {table} t
+                      ON t.{column} = wanted.key AND t.project = ? {which}""",
+                [*part, project, *([entity] if entity else [])],
+            )
+            found.update(row[0] for row in rows)
+        return found
+
+    # --- writing a run ---------------------------------------------------------------------
+
+    def add(self, record: dict[str, Any], text: str | None, state: dict[str, Any]) -> None:
+        """Buffer a fresh record (its state from :meth:`plan`)."""
+        self._run.append((record, text, state))
+
+    def flush(self) -> None:
+        """Write the buffered run: what applying its records one by one would write."""
+        run, self._run = self._run, []
+        if not run:
+            return
+        batch, conn = self.batch, self.conn
+        sessions = [(r, s) for r, _, s in run if r["entity"] == "session"]
+        if sessions:
+            conn.executemany(
+                _INSERT_SESSION,
+                [(s["id"], s["project"], s["directory"], s["started_at"], s["ended_at"],
+                  s["summary"], r["hlc"]) for r, s in sessions],
+            )  # fmt: skip
+            batch.sessions.update((s["project"], s["id"]) for _, s in sessions)
+        self._stub_sessions([s for r, _, s in run if r["entity"] != "session"])
+        prompts = [(r, s) for r, _, s in run if r["entity"] == "prompt"]
+        if prompts:
+            self._prompts(prompts)
+        memories = [(r, s) for r, _, s in run if r["entity"] == "observation"]
+        if memories:
+            self._memories(memories)
+        self._journal(run)
+
+    def _stub_sessions(self, states: list[dict[str, Any]]) -> None:
+        """A stub for every session a run's memory or prompt names that is not here (and was
+        not deleted here): :meth:`_ApplyBatch.stub_session`, for the run at once."""
+        batch = self.batch
+        missing = {(s["project"], s["session_id"]) for s in states} - batch.sessions
+        if not missing:
+            return
+        by_project: dict[str, set[str]] = defaultdict(set)
+        for project, session in missing:
+            by_project[project].add(session)
+        present: set[tuple[str, str]] = set()
+        for project, ids in by_project.items():
+            found = self._present("sessions", "id", "", project, ids)
+            if batch.tombstones:
+                found |= self._present("sync_tombstones", "key", "session", project, ids)
+            present.update((project, session) for session in found)
+        from engram.store.replication import STUB_STARTED_AT
+
+        self.conn.executemany(
+            _INSERT_STUB,
+            [(session, project, STUB_STARTED_AT, STUB_HLC)
+             for project, session in sorted(missing - present)],
+        )  # fmt: skip
+        batch.sessions |= missing
+
+    def _inserted_ids(self, count: int) -> range:
+        """The rowids the last ``executemany`` of ``count`` inserts gave (AUTOINCREMENT hands
+        out consecutive ids inside one write transaction)."""
+        last = int(self.conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+        return range(last - count + 1, last + 1)
+
+    def _prompts(self, prompts: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        conn, batch = self.conn, self.batch
+        conn.executemany(
+            _INSERT_PROMPT,
+            [(s["sync_id"], s["session_id"], s["content"], s["project"], s["created_at"],
+              r["hlc"]) for r, s in prompts],
+        )  # fmt: skip
+        ids = self._inserted_ids(len(prompts))
+        conn.executemany(
+            "INSERT INTO prompts_fts(rowid, content, project) VALUES (?, ?, ?)",
+            [
+                (rowid, s["content"], s["project"])
+                for rowid, (_, s) in zip(ids, prompts, strict=True)
+            ],
+        )
+        # The memories a prompt leads to take it into their context: their sessions are
+        # derived again at the batch's end (the whole session: a superset is harmless).
+        batch.fresh_sessions.update((s["session_id"], s["project"]) for _, s in prompts)
+
+    def _memories(self, memories: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        conn, batch = self.conn, self.batch
+        rows = []
+        for record, s in memories:
+            score = None  # scored at the batch's end when some relation may name it
+            if not batch.related:
+                changed = max(s["updated_at"] or "", s.get("reviewed_at") or "")
+                score = scoring.unlinked_score(
+                    s["content"], s["topic_key"], s["type"], changed, batch.now
+                )
+            rows.append(
+                (s["sync_id"], s["session_id"], s["type"], s["title"], s["content"],
+                 s["tool_name"], s["project"], s["scope"], s["topic_key"],
+                 normalized_hash(s["content"]), s["revision_count"], s["duplicate_count"],
+                 s["last_seen_at"], s["created_at"], s["updated_at"], s["deleted_at"],
+                 record["hlc"], int(s["pinned"]), s["importance_override"], s["valid_from"],
+                 s["valid_to"], s["delete_reason"], s["superseded_by"], s["reviewed_at"], score)
+            )  # fmt: skip
+        conn.executemany(_INSERT_OBSERVATION, rows)
+        ids = self._inserted_ids(len(memories))
+        for rowid, (_, s), row in zip(ids, memories, rows, strict=True):
+            batch.index.inserted(rowid)  # indexed with its context at the batch's end
+            if row[-1] is None:
+                batch.rescore.add(rowid)
+            if s["deleted_at"] is None:
+                batch.fresh_sessions.add((s["session_id"], s["project"]))
+        batch.memories_arrived = True  # a waiting relation may name one
+
+    def _journal(self, run: list[tuple[dict[str, Any], str | None, dict[str, Any]]]) -> None:
+        """Journal the run in its order, each record elided when its exact text is what its
+        row rebuilds to (as :meth:`_ApplyBatch._journal` does one at a time)."""
+        import orjson
+
+        batch, result = self.batch, self.result
+        rows = []
+        for record, text, state in run:
+            exact = text if text is not None else orjson.dumps(record).decode()
+            stored = ELIDED if exact == state_text(record, state) else exact
+            rows.append(
+                (record["mid"], record["hlc"], record["origin"], record["entity"],
+                 record["key"], record["op"], record["project"], record["scope"], stored,
+                 self.source, batch.now)
+            )  # fmt: skip
+        self.conn.executemany(_INSERT_JOURNAL, rows)
+        seqs = self._inserted_ids(len(run))
+        for seq, (record, _, _) in zip(seqs, run, strict=True):
+            batch.mids[record["mid"]] = seq
+            batch.delivered.append((self.source, seq))
+            kind = _KINDS[record["entity"]]
+            setattr(result, kind, getattr(result, kind) + 1)
+        batch.newest = max(batch.newest, max(r["hlc"] for r, _, _ in run))
+        result.applied += len(run)

@@ -1,0 +1,162 @@
+"""Issue 18: a bulk apply (an import's chunk) writes its records that create a row at an empty
+address a run at a time with a few statements (engram/store/fresh_lane.py). What it writes
+must be exactly what applying the same records one at a time writes: rows, journal (order,
+elision), deliveries, counts, session context, both full-text indexes, vector queue and
+scores."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import orjson
+
+from engram.record import build_record, derived_sync_id, format_hlc
+from engram.store import Store
+from engram.store.replication import BULK_RECORDS
+
+
+def journal(store: Store) -> list[tuple]:
+    return [
+        tuple(r)
+        for r in store.db.rows(
+            "SELECT mid, hlc, entity, key, op, project, scope, record, source FROM sync_journal"
+            " ORDER BY seq"
+        )
+    ]
+
+
+def written(store: Store) -> dict[str, list[tuple]]:
+    """Everything an apply writes, in a comparable form."""
+    queries = {
+        "observations": "SELECT * FROM observations ORDER BY id",
+        "prompts": "SELECT * FROM user_prompts ORDER BY id",
+        "sessions": "SELECT * FROM sessions ORDER BY project, id",
+        "tombstones": "SELECT * FROM sync_tombstones ORDER BY entity, project, key",
+        "delivery": "SELECT d.target, j.mid FROM sync_delivery d JOIN sync_journal j USING (seq)"
+        " ORDER BY d.seq",
+        "vectors": "SELECT obs_id FROM vector_pending ORDER BY obs_id",
+        "kept": "SELECT * FROM sync_kept_observations ORDER BY seq",
+        "words": "SELECT rowid FROM observations_fts WHERE observations_fts MATCH 'walrus'"
+        " ORDER BY rowid",
+        "prompt_words": "SELECT rowid FROM prompts_fts WHERE prompts_fts MATCH 'walrus'"
+        " ORDER BY rowid",
+    }
+    out = {name: [tuple(r) for r in store.db.rows(sql)] for name, sql in queries.items()}
+    out["journal"] = journal(store)
+    for fts in ("observations_fts", "prompts_fts"):
+        store.db.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
+    return out
+
+
+def go_copy(store: Store, memory_id: int) -> str:
+    """The record of a memory's copy as the Go tool brings it back (its derived key, a legacy
+    clock), as a chunk line."""
+    o = store.get_observation(memory_id)
+    key = derived_sync_id("observation", project=o.project, session_id=o.session_id,
+                          created_at=o.created_at, title=o.title, content=o.content)  # fmt: skip
+    payload = {"sync_id": key, "session_id": o.session_id, "type": o.type, "title": o.title,
+               "content": o.content, "tool_name": None, "project": o.project,
+               "scope": "project", "topic_key": None, "revision_count": 1,
+               "duplicate_count": 1, "last_seen_at": None, "created_at": o.created_at,
+               "updated_at": o.created_at, "deleted_at": None}  # fmt: skip
+    record = build_record(mid="f" * 31 + "0", hlc=format_hlc(1_700_000_000_000, 0, "0" * 16),
+                          origin="0" * 16, entity="observation", key=key, op="upsert",
+                          project=o.project, scope="project", payload=payload)  # fmt: skip
+    return orjson.dumps(record).decode()
+
+
+def mixed_records(make_store) -> tuple[list[str], int]:
+    """A replica's journal with every kind of record, and how many of them a receiver gets
+    one at a time before the batch (so the batch also meets rows that are already there)."""
+    a = make_store("a")
+    ids = []
+    a.create_session("s-late", "p", "/src")
+    for i in range(BULK_RECORDS + 20):
+        session = f"s{i // 15}" if i % 9 else "manual"
+        if i % 6 == 0:
+            a.add_prompt(f"walrus prompt {i}?", session_id=session, project="p")
+        ids.append(a.add_observation(title=f"Memory {i}", content=f"walrus fact number {i}",
+                                     project="p" if i % 11 else "q",
+                                     session_id=session).observation.id)  # fmt: skip
+    a.end_session("s-late", "done")
+    a.update_observation(ids[3], content="walrus fact three, edited")
+    a.update_observation(ids[40], content="walrus fact forty, edited")
+    a.delete_observation(ids[5])  # soft
+    a.delete_observation(ids[8], hard=True)
+    a.delete_observation(ids[41], hard=True)
+    a.relate(ids[10], ids[12], "related")
+    records = [e.record for e in a.journal.pending("x")]
+    records.insert(30, go_copy(a, ids[20]))  # a Go copy of a memory, before the memory
+    records.append(records[7])  # a duplicate
+    return records, 12
+
+
+def test_a_bulk_apply_writes_what_applying_one_by_one_writes(make_store) -> None:
+    records, before = mixed_records(make_store)
+    one, bulk = make_store("one"), make_store("bulk")
+    for store in (one, bulk):
+        for record in records[:before]:
+            store.apply_mutations([record], source="git:/x")
+    singles = [one.apply_mutations([r], source="git:/x") for r in records[before:]]
+    result = bulk.apply_mutations(records[before:], source="git:/x")
+    assert len(records) - before >= BULK_RECORDS
+    assert written(bulk) == written(one)
+    assert bulk.canonical_export() == one.canonical_export()
+    for name in ("applied", "duplicates", "stale", "observations", "prompts", "sessions",
+                 "relations", "copies_retired"):  # fmt: skip
+        assert getattr(result, name) == sum(getattr(r, name) for r in singles), name
+    assert result.copies_retired == 1 and result.duplicates == 1
+
+
+def test_a_bulk_apply_in_reverse_order_converges_on_the_same_memories(make_store) -> None:
+    records, _ = mixed_records(make_store)
+    forward, backward = make_store("forward"), make_store("backward")
+    forward.apply_mutations(records, source="git:/x")
+    backward.apply_mutations(records[::-1], source="git:/x")
+    assert backward.canonical_export() == forward.canonical_export()
+    contexts = "SELECT project, sync_id, search_context FROM observations ORDER BY 1, 2"
+    assert backward.db.rows(contexts) == forward.db.rows(contexts)
+
+
+def test_new_records_are_written_a_run_at_a_time(make_store) -> None:
+    """Creating rows costs a few statements per run of new records, not several per record
+    (before: a lookup, the row, its stub session, the Go-copy check and the journal row each
+    ran once per record)."""
+    a = make_store("a")
+    for i in range(200):
+        a.add_observation(title=f"Memory {i}", content=f"walrus fact {i}", project="p",
+                          session_id=f"s{i // 20}")  # fmt: skip
+        if i % 10 == 0:
+            a.add_prompt(f"walrus prompt {i}?", session_id=f"s{i // 20}", project="p")
+    records = [e.record for e in a.journal.pending("x")]
+    b = make_store("b")
+    counted = Counted(b.db.conn)
+    b.db.conn = counted  # type: ignore[assignment]
+    try:
+        result = b.apply_mutations(records, source="git:/x")
+    finally:
+        b.db.conn = counted.conn
+    assert result.applied == len(records) > 220
+    assert counted.calls < len(records) // 4, counted.calls
+    assert b.canonical_export() == a.canonical_export()
+
+
+class Counted:
+    """The store's connection, counting the statements it is asked to run (an
+    ``executemany`` is one call, however many rows it writes)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.calls = 0
+
+    def execute(self, *args: Any) -> sqlite3.Cursor:
+        self.calls += 1
+        return self.conn.execute(*args)
+
+    def executemany(self, *args: Any) -> sqlite3.Cursor:
+        self.calls += 1
+        return self.conn.executemany(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
