@@ -126,7 +126,7 @@ def main() -> None:
             started = time.perf_counter()
             answer = store.graph_query(question, project="acme")
             query_ms.append((time.perf_counter() - started) * 1000)
-            connected += answer["connected"]
+            connected += answer.connected
             started = time.perf_counter()
             store.search(question, project="acme", mode="lexical")
             search_ms.append((time.perf_counter() - started) * 1000)

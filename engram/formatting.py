@@ -4,7 +4,7 @@ say the same thing the same way."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engram.store.models import (
     ApplyResult,
@@ -21,6 +21,7 @@ from engram.text import plural
 
 if TYPE_CHECKING:
     from engram.consolidate.report import ConsolidationReport
+    from engram.graph.answers import EntityRelationships, GraphAnswer
     from engram.store.vectors import VectorCoverage, VectorizeResult
 
 
@@ -214,7 +215,7 @@ def relation_lines(found: MemoryRelations) -> list[str]:
     if found.relations:
         lines.append("Relations:")
         for rel in found.relations:
-            lines.append(f"  {rel.note(found.memory.sync_id)}  [{rel.sync_id}]")
+            lines.append(f"  {rel.note(found.sync_id)}  [{rel.sync_id}]")
     return lines
 
 
@@ -227,40 +228,38 @@ def relation(rel: Relation) -> str:
     return line
 
 
-def graph_answer(answer: dict[str, Any]) -> str:
+def graph_answer(answer: GraphAnswer) -> str:
     """A graph query's triples, grouped by the chain they belong to, with their sources."""
-    if not answer["triples"]:
-        names = ", ".join(e["name"] for e in answer["entities"]) or "nothing the graph knows"
-        text = f"No relationships found for {quoted(answer['question'])} (named: {names})."
+    if not answer.triples:
+        names = ", ".join(e.name for e in answer.entities) or "nothing the graph knows"
+        text = f"No relationships found for {quoted(answer.question)} (named: {names})."
     else:
-        names = " and ".join(e["name"] for e in answer["entities"])
-        head = f"What connects {names}:" if answer["connected"] else "Relationships found:"
+        names = " and ".join(e.name for e in answer.entities)
+        head = f"What connects {names}:" if answer.connected else "Relationships found:"
         lines = [head]
-        for t in answer["triples"]:
-            sources = ", ".join(f"#{s['id']} {quoted(cut_bytes(s['title'], 60))}"
-                                for s in t["sources"])  # fmt: skip
+        for t in answer.triples:
+            sources = ", ".join(f"#{s.id} {quoted(cut_bytes(s.title, 60))}" for s in t.sources)
             lines.append(
-                f"  {t['subject']} —{t['predicate']}→ {t['object']}  ({t['weight']:.2f}) "
-                f"from {sources}"
+                f"  {t.subject} —{t.predicate}→ {t.object}  ({t.weight:.2f}) from {sources}"
             )
         text = "\n".join(lines)
-    if answer.get("not_ingested"):
+    if answer.not_ingested:
         text += (
-            f"\n({answer['not_ingested']} memories are not in the graph yet: "
+            f"\n({answer.not_ingested} memories are not in the graph yet: "
             "engram graph ingest adds them)"
         )
     return text
 
 
-def graph_relationships(found: dict[str, Any]) -> str:
-    if not found["relationships"]:
-        return f"No entity {quoted(found['entity'])} in the graph."
-    lines = [f"{found['entity']} ({found['kind']}):"]
-    for r in found["relationships"]:
-        arrow = f"—{r['predicate']}→ {r['target']}" if r["direction"] == "out" else (
-            f"←{r['predicate']}— {r['target']}"
+def graph_relationships(found: EntityRelationships) -> str:
+    if not found.relationships:
+        return f"No entity {quoted(found.entity)} in the graph."
+    lines = [f"{found.entity} ({found.kind}):"]
+    for r in found.relationships:
+        arrow = f"—{r.predicate}→ {r.target}" if r.direction == "out" else (
+            f"←{r.predicate}— {r.target}"
         )
-        lines.append(f"  {arrow}  ({r['weight']:.2f}) from #{r['source']['id']}")
+        lines.append(f"  {arrow}  ({r.weight:.2f}) from #{r.source.id}")
     return "\n".join(lines)
 
 

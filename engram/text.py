@@ -25,7 +25,7 @@ def unstorable_reason(text: str) -> str | None:
     """
     if "\0" in text:
         return "contains a NUL character"
-    if _SURROGATE.search(text):
+    if not text.isascii() and _SURROGATE.search(text):  # (ASCII holds no surrogate)
         return "contains a lone surrogate (not valid Unicode text)"
     return None
 

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -182,8 +181,7 @@ def test_the_database_fingerprint_follows_the_machine_id(tmp_path: Path, monkeyp
 def test_process_alive_on_posix() -> None:
     assert platform.process_alive(os.getpid()) is True
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
-    time.sleep(0.05)
+    gone.wait()  # reaped: its pid names no process from now on
     assert platform.process_alive(gone.pid) is False
     assert platform.process_alive(0) is False and platform.process_alive(-1) is False
 

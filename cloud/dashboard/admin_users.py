@@ -8,6 +8,7 @@ Changes go through the same functions as the admin JSON API and the CLI
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from litestar import Request, Response, get, post
@@ -126,13 +127,19 @@ def admin_user(
     return _user_page(request, admin, db, user)
 
 
+#: A change to one user: ``(connection, actor, the user's principal id)``.
+Change = Callable[[Connection, Actor, int], object]
+
+
 def _change_user(
-    request: Request, admin: Viewer, db: Connection, user: str, action: Any, notice_code: str
+    request: Request, admin: Viewer, db: Connection, user: str, notice_code: str, change: Change
 ) -> Response[Any]:
+    """Make ``change`` as ``admin`` and go to the user's page saying ``notice_code``, or show
+    the page again with the error."""
     try:
         with request.app.state.engine.begin() as conn:
             found = principals.get_principal(conn, user)
-            action(conn, found)
+            change(conn, Actor.of(admin.principal), found["principal_id"])
     except EngramError as exc:
         if exc.status_code == 404:
             raise not_found(str(exc)) from None
@@ -152,15 +159,10 @@ def admin_enable_user(
     admin: NamedDependency[Viewer],
     db: NamedDependency[Connection],
 ) -> Response[Any]:
-    actor = Actor.of(admin.principal)
     return _change_user(
-        request,
-        admin,
-        db,
-        user,
-        lambda c, u: principals.set_enabled(c, actor, u["principal_id"], True),
-        "enabled",
-    )
+        request, admin, db, user, "enabled",
+        lambda conn, actor, uid: principals.set_enabled(conn, actor, uid, True),
+    )  # fmt: skip
 
 
 @post("/admin/users/{user:str}/disable", sync_to_thread=True, status_code=303)
@@ -170,15 +172,10 @@ def admin_disable_user(
     admin: NamedDependency[Viewer],
     db: NamedDependency[Connection],
 ) -> Response[Any]:
-    actor = Actor.of(admin.principal)
     return _change_user(
-        request,
-        admin,
-        db,
-        user,
-        lambda c, u: principals.set_enabled(c, actor, u["principal_id"], False),
-        "disabled",
-    )
+        request, admin, db, user, "disabled",
+        lambda conn, actor, uid: principals.set_enabled(conn, actor, uid, False),
+    )  # fmt: skip
 
 
 @post("/admin/users/{user:str}/tokens", sync_to_thread=True, status_code=200)
@@ -232,16 +229,11 @@ def admin_grant(
     db: NamedDependency[Connection],
     data: Form,
 ) -> Response[Any]:
-    actor = Actor.of(admin.principal)
     project = data.get("project") or ""
     return _change_user(
-        request,
-        admin,
-        db,
-        user,
-        lambda c, u: principals.grant(c, actor, u["principal_id"], project),
-        "granted",
-    )
+        request, admin, db, user, "granted",
+        lambda conn, actor, uid: principals.grant(conn, actor, uid, project),
+    )  # fmt: skip
 
 
 @post("/admin/users/{user:str}/grants/{rest:path}", sync_to_thread=True, status_code=303)
@@ -254,15 +246,10 @@ def admin_revoke_grant(
     parts = tail(request, f"/dashboard/admin/users/{user}/grants/")
     if len(parts) != 2 or parts[1] != "revoke":
         raise not_found("There is no dashboard page at this address.")
-    actor = Actor.of(admin.principal)
     return _change_user(
-        request,
-        admin,
-        db,
-        user,
-        lambda c, u: principals.revoke_grant(c, actor, u["principal_id"], parts[0]),
-        "ungranted",
-    )
+        request, admin, db, user, "ungranted",
+        lambda conn, actor, uid: principals.revoke_grant(conn, actor, uid, parts[0]),
+    )  # fmt: skip
 
 
 ROUTES = [

@@ -120,7 +120,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     project = _project(args)
     with open_store() as store:
         answer = store.graph_query(args.question, project=project, limit=args.limit)
-    emit(args, formatting.graph_answer(answer), answer)
+    emit(args, formatting.graph_answer(answer), answer.to_dict())
     return 0
 
 
@@ -132,7 +132,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         if memory is not None:
             found = store.relations_for(memory)
             graph = store.graph_of_memory(memory)
-            lines = [f"#{found.memory.id} {found.memory.title}"]
+            lines = [f"#{found.id} {found.title}"]
             lines += formatting.relation_lines(found) or ["No relations to other memories."]
             if graph["entities"]:
                 names = ", ".join(f"{e['name']} ({e['kind']})" for e in graph["entities"])
@@ -142,7 +142,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             emit(args, "\n".join(lines), data)
             return 0
         related = store.graph_relationships(args.name, project=_project(args))
-    emit(args, formatting.graph_relationships(related), related)
+    emit(args, formatting.graph_relationships(related), related.to_dict())
     return 0
 
 

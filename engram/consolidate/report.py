@@ -1,13 +1,18 @@
-"""What a consolidation did (or, with ``--dry-run``, would do): the same shape on every face."""
+"""What a consolidation did (or, with ``--dry-run``, would do): one shape on every face.
+
+The store builds these (:meth:`engram.store.consolidation.ConsolidationMixin.consolidate`) and
+every face serves them as they are: the HTTP API answers with these very Structs (its
+``/schema`` is built from them), the CLI's ``--json`` and MCP ``mem_consolidate`` are their
+``to_dict``. Figures are rounded where they are set (similarity to 3 places, ``elapsed_ms`` to
+one), so every face shows the same numbers.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from engram.store.models import Model
 
 
-@dataclass(slots=True)
-class MemoryRef:
+class ReportedMemory(Model):
     """A memory named in a report: local id (this machine), sync id, title, importance."""
 
     id: int
@@ -15,74 +20,56 @@ class MemoryRef:
     title: str
     importance: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass(slots=True)
-class MergeStep:
+class MergeStep(Model):
     """Near-duplicates merged into one memory (``merged.id`` is 0 in a dry run)."""
 
-    merged: MemoryRef
-    sources: list[MemoryRef]
+    merged: ReportedMemory
+    sources: list[ReportedMemory]
     project: str
-    status: str = "planned"  # planned | merged | skipped (a source changed meanwhile) | over_max
-    similarity: float = 0.0  # the lowest similarity between two of its sources
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "merged": self.merged.to_dict(),
-            "sources": [s.to_dict() for s in self.sources],
-            "project": self.project,
-            "status": self.status,
-            "similarity": round(self.similarity, 3),
-        }
+    status: str  # planned | merged | skipped (a source changed meanwhile) | over_max
+    similarity: float  # the lowest similarity between two of its sources
 
 
-@dataclass(slots=True)
-class ArchiveStep:
+class ArchiveStep(Model):
     """A memory archived for its importance being below the threshold."""
 
-    memory: MemoryRef
+    memory: ReportedMemory
     project: str
-    status: str = "planned"  # planned | archived | skipped | over_max
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory": self.memory.to_dict(), "project": self.project, "status": self.status}
+    status: str  # planned | archived | skipped | over_max
 
 
-@dataclass(slots=True)
-class ConsolidationReport:
-    """Counts first (the first seed's processed/merged/archived/rescored), then every step."""
+class ConsolidationReport(Model, kw_only=True):
+    """Counts first (the first seed's processed/merged/archived/rescored), then every step.
+    Every field is always written (the schema requires them all): :meth:`start` gives the
+    empty report a consolidation fills in."""
 
     project: str | None
     dry_run: bool
     threshold: float
     similarity: float
-    processed: int = 0  # live memories examined
-    merged: int = 0  # memories merged away (archived, superseded by their merged memory)
-    merged_into: int = 0  # merged memories written
-    archived: int = 0  # memories archived for low importance
-    rescored: int = 0
-    pinned_kept: int = 0  # pinned memories that would otherwise have been merged or archived
-    skipped: int = 0  # steps skipped because a memory changed while consolidating
-    over_max: int = 0  # steps left for a later run by max_changes
-    elapsed_ms: float = 0.0
-    merge_provider: str = "deterministic"
-    warnings: list[str] = field(default_factory=list)
-    merges: list[MergeStep] = field(default_factory=list)
-    archives: list[ArchiveStep] = field(default_factory=list)
+    processed: int  # live memories examined
+    merged: int  # memories merged away (archived, superseded by their merged memory)
+    merged_into: int  # merged memories written
+    archived: int  # memories archived for low importance
+    rescored: int
+    pinned_kept: int  # pinned memories that would otherwise have been merged or archived
+    skipped: int  # steps skipped because a memory changed while consolidating
+    over_max: int  # steps left for a later run by max_changes
+    merge_provider: str
+    warnings: list[str]
+    elapsed_ms: float
+    merges: list[MergeStep]
+    archives: list[ArchiveStep]
 
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            name: getattr(self, name)
-            for name in (
-                "project", "dry_run", "threshold", "similarity", "processed", "merged",
-                "merged_into", "archived", "rescored", "pinned_kept", "skipped", "over_max",
-                "merge_provider", "warnings",
-            )
-        }  # fmt: skip
-        data["elapsed_ms"] = round(self.elapsed_ms, 1)
-        data["merges"] = [m.to_dict() for m in self.merges]
-        data["archives"] = [a.to_dict() for a in self.archives]
-        return data
+    @classmethod
+    def start(
+        cls, project: str | None, *, dry_run: bool, threshold: float, similarity: float
+    ) -> ConsolidationReport:
+        """Nothing done yet, by the deterministic merge."""
+        return cls(
+            project=project, dry_run=dry_run, threshold=threshold, similarity=similarity,
+            processed=0, merged=0, merged_into=0, archived=0, rescored=0, pinned_kept=0,
+            skipped=0, over_max=0, merge_provider="deterministic", warnings=[], elapsed_ms=0.0,
+            merges=[], archives=[],
+        )  # fmt: skip

@@ -18,27 +18,25 @@ into a litestar app.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from copy import copy
 from typing import Any, Protocol
 
 from litestar import Litestar, Request, Response
-from litestar.connection import ASGIConnection
 from litestar.di import Provide
-from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
-from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
-from litestar.openapi.spec import Components, Reference, SecurityScheme
+from litestar.openapi.spec import Components
 from litestar.types import ControllerRouterHandler
 
 from engram import __version__
 from engram.errors import EngramError, ProjectResolutionError, ValidationError
+from engram.http.bearer import token_schemes, with_token
 from engram.http.body import EngramRequest
 from engram.http.curation import CURATION_GUARDED_ROUTES, CURATION_OPEN_ROUTES
 from engram.http.graph_routes import ROUTES as GRAPH_ROUTES
@@ -53,7 +51,6 @@ from engram.sync.cloud.status import StatusSource
 log = logging.getLogger("engram.http")
 
 BODY_LIMIT = 1 << 20  # 1 MiB: far above the 50 000-byte memory limit, small enough to refuse junk
-TOKEN_SCHEME = "bearerToken"
 
 
 class BackgroundService(Protocol):
@@ -70,31 +67,8 @@ class BackgroundService(Protocol):
 # --- the bearer token ---------------------------------------------------------------------------
 
 
-def bearer_guard(token: str) -> Callable[[ASGIConnection, BaseRouteHandler], None]:
-    """A guard that lets a request through only with ``Authorization: Bearer <token>``."""
-    expected = token.encode()
-
-    def guard(connection: ASGIConnection, _handler: BaseRouteHandler) -> None:
-        scheme, _, given = connection.headers.get("authorization", "").partition(" ")
-        # compare_digest takes as long for a wrong token as for a right one of the same length.
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
-            raise NotAuthorizedException(
-                "this route needs 'Authorization: Bearer <token>' with the server's "
-                "ENGRAM_HTTP_TOKEN",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-
-    return guard
-
-
-def _with_token(handler: HTTPRouteHandler, token: str | None) -> HTTPRouteHandler:
-    """This app's copy of a guarded route (the module-level handler is shared by every app
-    built in this process): behind the token, and documented so, only when there is one."""
-    own = copy(handler)
-    if token:
-        own.guards = [bearer_guard(token)]
-        own.security = [{TOKEN_SCHEME: []}]
-    return own
+#: What a request without the right token is told.
+REFUSAL = "this route needs 'Authorization: Bearer <token>' with the server's ENGRAM_HTTP_TOKEN"
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -222,19 +196,12 @@ def create_app(
                 await service.stop()
 
     guarded = [
-        _with_token(handler, token) for handler in (*GUARDED_ROUTES, *CURATION_GUARDED_ROUTES)
+        with_token(handler, token, REFUSAL)
+        for handler in (*GUARDED_ROUTES, *CURATION_GUARDED_ROUTES)
     ]
-    security_schemes: dict[str, SecurityScheme | Reference] | None = (
-        {
-            TOKEN_SCHEME: SecurityScheme(
-                type="http",
-                scheme="bearer",
-                description="ENGRAM_HTTP_TOKEN: deletes, archives, consolidation, export, import "
-                "and merges need it",
-            )
-        }
-        if token
-        else None
+    security_schemes = token_schemes(
+        token,
+        "ENGRAM_HTTP_TOKEN: deletes, archives, consolidation, export, import and merges need it",
     )
     handlers: list[ControllerRouterHandler] = [
         *OPEN_ROUTES,

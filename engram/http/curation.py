@@ -12,9 +12,10 @@ from litestar.params import JSONBody, QueryParameter
 from litestar.types import ControllerRouterHandler
 from msgspec import Meta, Struct
 
+from engram.consolidate.report import ConsolidationReport
 from engram.errors import ValidationError
 from engram.http.lenient import whole_number
-from engram.http.models import MAX_INT, Observation, to_wire
+from engram.http.models import MAX_INT, Observation
 from engram.http.routes import (
     LIST_MAX,
     ObservationId,
@@ -58,47 +59,6 @@ class ConsolidateRequest(Struct, kw_only=True):
     max: int | None = None  # change at most this many memories
     threshold: float | None = None  # archive below this importance (default 0.1)
     similarity: float | None = None  # how alike duplicates must be (default 0.6)
-
-
-class MemoryRefOut(Struct):
-    id: int
-    sync_id: str
-    title: str
-    importance: float
-
-
-class MergeStepOut(Struct):
-    merged: MemoryRefOut
-    sources: list[MemoryRefOut]
-    project: str
-    status: str  # planned | merged | skipped | over_max
-    similarity: float
-
-
-class ArchiveStepOut(Struct):
-    memory: MemoryRefOut
-    project: str
-    status: str  # planned | archived | skipped | over_max
-
-
-class ConsolidationOut(Struct):
-    project: str | None
-    dry_run: bool
-    threshold: float
-    similarity: float
-    processed: int
-    merged: int
-    merged_into: int
-    archived: int
-    rescored: int
-    pinned_kept: int
-    skipped: int
-    over_max: int
-    elapsed_ms: float
-    merge_provider: str
-    warnings: list[str]
-    merges: list[MergeStepOut]
-    archives: list[ArchiveStepOut]
 
 
 # --- routes -------------------------------------------------------------------------------------
@@ -206,15 +166,14 @@ def mark_reviewed(store: StoreArg, data: JSONBody[MemoryRef]) -> Observation:
     responses=_errors(400, 401, 413),
     summary="Merge near-duplicates, archive unimportant memories, re-score (dry_run: plan only)",
 )
-def consolidate(store: StoreArg, data: JSONBody[ConsolidateRequest]) -> ConsolidationOut:
-    report = store.consolidate(
+def consolidate(store: StoreArg, data: JSONBody[ConsolidateRequest]) -> ConsolidationReport:
+    return store.consolidate(
         data.project,
         dry_run=data.dry_run,
         max_changes=data.max,
         threshold=data.threshold,
         similarity=data.similarity,
     )
-    return to_wire(report, ConsolidationOut)
 
 
 CURATION_OPEN_ROUTES: list[ControllerRouterHandler] = [

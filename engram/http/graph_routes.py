@@ -1,28 +1,23 @@
 """The HTTP routes of issue 20 — relations between memories and the entity graph — each a thin
 shell over one store method (``relate``, ``judge_relation``, ``relations_for``,
-``graph_query``, ``graph_ingest``, ``graph_relationships``)."""
+``graph_query``, ``graph_ingest``, ``graph_relationships``), answering with what the store
+returns (:class:`~engram.store.models.MemoryRelations`, :mod:`engram.graph.answers`)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-import msgspec
 from litestar import Controller
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.types import ControllerRouterHandler
 
+from engram.graph.answers import EntityRelationships, GraphAnswer, GraphEntity, IngestReport
 from engram.http.models import (
-    EntityRelationshipsOut,
-    GraphAnswerOut,
-    GraphEntityOut,
     GraphIngest,
-    IngestReportOut,
-    MemoryRelationsOut,
+    MemoryRelations,
     Relation,
     RelationCreate,
     RelationJudge,
-    many,
-    to_wire,
 )
 from engram.http.routes import (
     ObservationId,
@@ -45,10 +40,6 @@ def _limit(default: int, maximum: int) -> Any:
 GraphLimit = Annotated[int, _limit(10, 100)]
 ListLimit = Annotated[int, _limit(50, 1000)]
 RelationId = FromPath[str]
-
-
-def _wire(data: object, kind: type) -> object:
-    return msgspec.convert(data, kind)
 
 
 class RelationRoutes(Controller):
@@ -116,9 +107,8 @@ class RelationRoutes(Controller):
     responses=_errors(400, 404),
     summary="A memory's relations and whether it needs review",
 )
-def memory_relations(store: StoreArg, observation_id: ObservationId) -> MemoryRelationsOut:
-    found = store.relations_for(observation_id)
-    return _wire(found.to_dict(), MemoryRelationsOut)  # type: ignore[return-value]
+def memory_relations(store: StoreArg, observation_id: ObservationId) -> MemoryRelations:
+    return store.relations_for(observation_id)
 
 
 class GraphRoutes(Controller):
@@ -132,11 +122,10 @@ class GraphRoutes(Controller):
         q: Annotated[str, QueryParameter(description="e.g. what connects X to Y?")],
         project: Project = None,
         limit: GraphLimit = 10,
-    ) -> GraphAnswerOut:
+    ) -> GraphAnswer:
         """The entities the question names and the triples connecting them (shortest chains
         first), each with the memories that state it."""
-        answer = store.graph_query(q, project=project, limit=limit)
-        return _wire(answer, GraphAnswerOut)  # type: ignore[return-value]
+        return store.graph_query(q, project=project, limit=limit)
 
     @_post(
         "/ingest",
@@ -144,28 +133,26 @@ class GraphRoutes(Controller):
         responses=_errors(400, 404, 413),
         summary="Extract entities and relationships from memories",
     )
-    def ingest(self, store: StoreArg, data: JSONBody[GraphIngest]) -> IngestReportOut:
+    def ingest(self, store: StoreArg, data: JSONBody[GraphIngest]) -> IngestReport:
         """One memory (``id``), or every memory of ``project`` (``all_projects``: every
         project) not in the graph as it is now (``force``: all again). Rules only."""
         project = None if data.all_projects else data.project
-        report = store.graph_ingest(data.id, project=project, force=data.force)
-        return to_wire(report, IngestReportOut)
+        return store.graph_ingest(data.id, project=project, force=data.force)
 
     @_get("/entities", responses=_errors(400), summary="The most connected entities")
     def entities(
         self, store: StoreArg, project: Project = None, limit: ListLimit = 50
-    ) -> list[GraphEntityOut]:
-        return many(store.graph_entities(project, limit=limit), GraphEntityOut)
+    ) -> list[GraphEntity]:
+        return store.graph_entities(project, limit=limit)
 
     @_get(
         "/entities/{name:str}", responses=_errors(400), summary="An entity's relationships"
     )
     def entity(
         self, store: StoreArg, name: FromPath[str], project: Project = None, limit: ListLimit = 50
-    ) -> EntityRelationshipsOut:
+    ) -> EntityRelationships:
         """Empty ``relationships`` when the graph has no such entity."""
-        found = store.graph_relationships(name, project=project, limit=limit)
-        return _wire(found, EntityRelationshipsOut)  # type: ignore[return-value]
+        return store.graph_relationships(name, project=project, limit=limit)
 
 
 ROUTES: list[ControllerRouterHandler] = [RelationRoutes, memory_relations, GraphRoutes]

@@ -14,28 +14,25 @@ its ``/health`` never collides with ``engram serve``'s.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from copy import copy
 from datetime import UTC, datetime
 from typing import Any
 
 from litestar import Litestar, Request, Response, get, post
-from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency, Provide
-from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
-from litestar.handlers import BaseRouteHandler
+from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
-from litestar.openapi.spec import Components, Reference, SecurityScheme
+from litestar.openapi.spec import Components
 from litestar.params import JSONBody
 
 from engram import __version__
 from engram.errors import EngramError, StoreUnavailableError
+from engram.http.bearer import token_schemes, with_token
 from engram.http.body import EngramRequest
 from engram.http.hub_models import (
     Detail,
@@ -55,7 +52,6 @@ from engram.store.db import describe_sqlite_error
 log = logging.getLogger("engram.hub")
 
 BODY_LIMIT = 64 * 1024  # a search body is a query of ≤ 500 characters and a few filters
-TOKEN_SCHEME = "bearerToken"
 DESCRIPTION = "Engram's memory store over the first seed's Hub API (regular-expression search)"
 
 
@@ -179,19 +175,9 @@ GUARDED_ROUTES = [search, status]
 # --- the token ----------------------------------------------------------------------------------
 
 
-def bearer_guard(token: str) -> Callable[[ASGIConnection, BaseRouteHandler], None]:
-    """Let a request through only with ``Authorization: Bearer <ENGRAM_API_TOKEN>``."""
-    expected = token.encode()
-
-    def guard(connection: ASGIConnection, _handler: BaseRouteHandler) -> None:
-        scheme, _, given = connection.headers.get("authorization", "").partition(" ")
-        # compare_digest: a wrong token takes as long to refuse as a nearly right one.
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
-            raise NotAuthorizedException(
-                "Invalid or missing token", headers={"WWW-Authenticate": "Bearer"}
-            )
-
-    return guard
+#: What a request without ``ENGRAM_API_TOKEN`` is told (the seed's words, which its clients
+#: may look for).
+REFUSAL = "Invalid or missing token"
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -278,18 +264,8 @@ def create_hub(
         finally:
             index.close()
 
-    guarded = []
-    for handler in GUARDED_ROUTES:
-        own = copy(handler)  # this app's copy: the module-level handler is shared
-        if token:
-            own.guards = [bearer_guard(token)]
-            own.security = [{TOKEN_SCHEME: []}]
-        guarded.append(own)
-    schemes: dict[str, SecurityScheme | Reference] | None = (
-        {TOKEN_SCHEME: SecurityScheme(type="http", scheme="bearer", description="ENGRAM_API_TOKEN")}
-        if token
-        else None
-    )
+    guarded = [with_token(handler, token, REFUSAL) for handler in GUARDED_ROUTES]
+    schemes = token_schemes(token, "ENGRAM_API_TOKEN")
     app = Litestar(
         route_handlers=[*OPEN_ROUTES, *guarded],
         guards=LocalOnly(index.config.http_allowed_hosts).guards(),

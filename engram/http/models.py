@@ -3,8 +3,9 @@
 litestar validates request bodies against these types (a wrong or missing field is a 400 naming
 it) and builds the OpenAPI document at ``/schema`` from them, so the schema is exactly what the
 server accepts and answers. The entities and results the store hands out are answered as they
-are: :mod:`engram.store.models` are Structs too (one definition, re-exported here), so the
-schema cannot drift from what the store returns.
+are: :mod:`engram.store.models` are Structs too (one definition, re-exported here), as are the
+graph's answers (:mod:`engram.graph.answers`) and a consolidation's report
+(:mod:`engram.consolidate.report`), so the schema cannot drift from what the store returns.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from engram.store.db import MAX_INTEGER
 from engram.store.models import (
     History,
     ImportResult,
+    MemoryRelations,
     MergeResult,
     Observation,
     PassiveResult,
@@ -36,6 +38,7 @@ from engram.store.models import (
 __all__ = [  # the store's models, answered as they are
     "History",
     "ImportResult",
+    "MemoryRelations",
     "MergeResult",
     "Observation",
     "PassiveResult",
@@ -74,13 +77,8 @@ class ErrorBody(Struct, omit_defaults=True):
 
 
 def to_wire(obj: Any, kind: type[Struct]) -> Any:
-    """A report the store or a service gives as a dict or a dataclass, as its wire struct."""
+    """A report a service gives as a dict or a dataclass, as its wire struct."""
     return msgspec.convert(obj, kind, from_attributes=True)
-
-
-def many(objs: list[Any], kind: type[Struct]) -> list[Any]:
-    """:func:`to_wire` of each of ``objs``."""
-    return [msgspec.convert(o, kind, from_attributes=True) for o in objs]
 
 
 # --- health -------------------------------------------------------------------------------------
@@ -397,89 +395,8 @@ class RelationJudge(Struct, kw_only=True):
     confidence: Annotated[float, Meta(ge=0, le=1)] | None = None
 
 
-class MemoryRelationsOut(Struct):
-    id: int
-    sync_id: str
-    project: str
-    title: str
-    needs_review: bool
-    relations: list[Relation]
-
-
-class GraphSourceOut(Struct):
-    id: int
-    sync_id: str
-    title: str
-
-
-class GraphTripleOut(Struct, omit_defaults=True):
-    subject: str
-    subject_kind: str
-    predicate: str
-    object: str
-    object_kind: str
-    weight: float
-    project: str
-    source: GraphSourceOut
-    sources: list[GraphSourceOut]
-    path: int | None = None  # which connecting chain the triple belongs to
-
-
-class GraphEntityName(Struct):
-    name: str
-    kind: str
-    project: str
-
-
-class GraphAnswerOut(Struct):
-    question: str
-    project: str
-    entities: list[GraphEntityName]
-    connected: bool
-    triples: list[GraphTripleOut]
-    count: int
-    not_ingested: int
-    elapsed_ms: float
-
-
 class GraphIngest(Struct, kw_only=True):
     id: Annotated[int, Meta(ge=1, le=MAX_INT)] | None = None
     project: str | None = None
     all_projects: bool = False
     force: bool = False
-
-
-class IngestReportOut(Struct):
-    extractor: str
-    memories: int
-    entities: int
-    relationships: int
-    remaining: int
-    elapsed_ms: float
-    errors: list[str]
-
-
-class GraphEntityOut(Struct):
-    id: int
-    name: str
-    kind: str
-    project: str
-    degree: int
-    memories: int
-
-
-class RelationshipOut(Struct):
-    predicate: str
-    direction: str
-    target: str
-    target_kind: str
-    weight: float
-    source: GraphSourceOut
-    sources: list[GraphSourceOut]
-
-
-class EntityRelationshipsOut(Struct):
-    entity: str
-    kind: str | None
-    relationships: list[RelationshipOut]
-    count: int

@@ -789,10 +789,10 @@ class MemoryTools:
         whether it needs review (a pending conflict). Judge pending ones with mem_judge."""
         found = self.store.relations_for(_ref(id))
         text = "\n".join(
-            [f"#{found.memory.id} {found.memory.title}"]
+            [f"#{found.id} {found.title}"]
             + (formatting.relation_lines(found) or ["No relations to other memories."])
         )
-        resolved = Resolved(found.memory.project, "memory", "")
+        resolved = Resolved(found.project, "memory", "")
         return envelope(resolved, {"text": text, **found.to_dict()})
 
     def mem_judge(
@@ -856,7 +856,7 @@ class MemoryTools:
         else:
             resolved = self.workspace.resolve(project, write=False)
         answer = self.store.graph_query(question, project=resolved.project or None, limit=limit)
-        return envelope(resolved, {"text": formatting.graph_answer(answer), **answer})
+        return envelope(resolved, {"text": formatting.graph_answer(answer), **answer.to_dict()})
 
     def mem_graph_ingest(
         self,
@@ -1021,7 +1021,7 @@ class MemoryTools:
         first seed's graph_relationships); an empty list when the graph has no such entity."""
         resolved = self.workspace.resolve(None, write=False)
         found = self.store.graph_relationships(entity_name, project=resolved.project or None)
-        return envelope(resolved, found)
+        return envelope(resolved, found.to_dict())
 
     def graph_ingest(  # the first seed's tool name
         self,

@@ -185,6 +185,8 @@ _JSON_ESCAPES = {ord('"'): '\\"', ord("\\"): "\\\\"} | {c: f"\\u{c:04x}" for c i
 def _json_string(text: str) -> str:
     """``text`` as a JSON string: a hit line is written at every search that finds something,
     and importing a JSON library there cost every ``engram search`` process milliseconds."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'  # nothing to escape (keys and project names): no translation
     return '"' + text.translate(_JSON_ESCAPES) + '"'
 
 

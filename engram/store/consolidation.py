@@ -30,7 +30,7 @@ from engram.times import STORE_FORMAT, now_text
 
 if TYPE_CHECKING:  # the planning modules load only when a consolidation runs
     from engram.consolidate import merge as merging
-    from engram.consolidate.report import ConsolidationReport, MemoryRef
+    from engram.consolidate.report import ConsolidationReport, ReportedMemory
 
 #: Memory types never merged: each session summary records one session.
 NEVER_MERGED = frozenset({"session_summary"})
@@ -67,8 +67,8 @@ class ConsolidationMixin(StoreBase):
         from engram.consolidate.report import (
             ArchiveStep,
             ConsolidationReport,
-            MemoryRef,
             MergeStep,
+            ReportedMemory,
         )
         from engram.consolidate.similarity import DEFAULT_SIMILARITY
 
@@ -83,7 +83,9 @@ class ConsolidationMixin(StoreBase):
             raise ValidationError("similarity must be above 0", field="similarity")
         budget = _check_max(max_changes)
         name = None if project is None else normalize_project(project)[0]
-        report = ConsolidationReport(name, dry_run, bar, likeness)
+        report = ConsolidationReport.start(
+            name, dry_run=dry_run, threshold=bar, similarity=likeness
+        )
         if merge_provider is not None:
             report.merge_provider = str(getattr(merge_provider, "name", "llm"))
         now = now_text()
@@ -119,10 +121,11 @@ class ConsolidationMixin(StoreBase):
             if merge_provider is not None:
                 merged = _llm_merge(merge_provider, merged, sources, report)
             step = MergeStep(
-                merged=MemoryRef(0, merged.key, merged.title, 0.0),
+                merged=ReportedMemory(id=0, sync_id=merged.key, title=merged.title, importance=0.0),
                 sources=[_ref(r) for r in sources],
                 project=sources[0]["project"],
-                similarity=low,
+                status="planned",
+                similarity=round(low, 3),
             )
             report.merges.append(step)
             if budget is not None and len(sources) > budget:
@@ -149,7 +152,7 @@ class ConsolidationMixin(StoreBase):
             if progress is not None:
                 progress("merged", len(report.merges), len(plans))
 
-        archives = [ArchiveStep(_ref(r), r["project"]) for r in doomed]
+        archives = [ArchiveStep(memory=_ref(r), project=r["project"], status="planned") for r in doomed]
         report.archives = archives
         allowed = archives if budget is None else archives[:budget]
         for archive in archives[len(allowed) :]:
@@ -168,7 +171,7 @@ class ConsolidationMixin(StoreBase):
                 report.skipped += len(batch) - len(done)
                 if progress is not None:
                     progress("archived", start + len(batch), len(allowed))
-        report.elapsed_ms = (time.perf_counter() - started) * 1000
+        report.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
         return report
 
     # --- planning ------------------------------------------------------------------------------
@@ -400,10 +403,13 @@ def _unchanged(conn: sqlite3.Connection, sources: list[dict[str, Any]]) -> bool:
     return True
 
 
-def _ref(row: dict[str, Any]) -> MemoryRef:
-    from engram.consolidate.report import MemoryRef
+def _ref(row: dict[str, Any]) -> ReportedMemory:
+    from engram.consolidate.report import ReportedMemory
 
-    return MemoryRef(row["id"], row["sync_id"], row["title"], round(float(row["score"]), 4))
+    return ReportedMemory(
+        id=row["id"], sync_id=row["sync_id"], title=row["title"],
+        importance=round(float(row["score"]), 4),
+    )  # fmt: skip
 
 
 def _source(row: dict[str, Any]) -> merging.Source:

@@ -13,7 +13,8 @@ machine derives the same graph from the same memories, docs/graph.md).
 * **Queries** (:meth:`GraphMixin.graph_query`): the entities a question names are looked up by
   their normalized names; with two or more, the shortest chains of triples connecting them are
   returned (at most :data:`MAX_HOPS` hops), else the triples around the one named; every triple
-  lists the memories that state it.
+  lists the memories that state it. Answers are the Structs of :mod:`engram.graph.answers`,
+  which every face serves as they are.
 
 Size: over 500 lines on purpose: ingesting, keeping honest and reading one graph share its
 tables' rules; the extraction itself lives in :mod:`engram.graph`.
@@ -26,7 +27,6 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import NotFoundError, StoreUnavailableError, ValidationError
@@ -37,7 +37,14 @@ from engram.store.query import STOPWORDS
 from engram.text import require_storable
 from engram.times import now_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the graph's answers and rules load only when a graph is read or built
+    from engram.graph.answers import (
+        EntityRelationships,
+        GraphAnswer,
+        GraphEntity,
+        GraphTriple,
+        IngestReport,
+    )
     from engram.graph.extract import Extraction
     from engram.graph.llm import LLMExtractor
 
@@ -50,26 +57,6 @@ BATCH = 200
 #: How many memories a query brings into the graph first, when some are not ingested yet.
 CATCH_UP = 2000
 _WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#._/-]*")
-
-
-@dataclass(slots=True)
-class IngestReport:
-    """What one ingest did."""
-
-    extractor: str
-    memories: int = 0  # memories read and (re)written into the graph
-    entities: int = 0  # distinct entities those memories mention
-    relationships: int = 0  # triples they state
-    remaining: int = 0  # memories of the selection still not ingested
-    elapsed_ms: float = 0.0
-    errors: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _source(row: sqlite3.Row) -> dict[str, Any]:
-    return {"id": row["oid"], "sync_id": row["sync_id"], "title": row["title"]}
 
 
 class GraphMixin(StoreBase):
@@ -107,8 +94,13 @@ class GraphMixin(StoreBase):
         """Bring memories into the graph: one (``memory``: its #id), or every live memory of
         ``project`` (``None``: every project) not ingested as it is now (``force``: all of
         them again). ``extractor`` adds an LLM's entities and relationships to the rules'."""
+        from engram.graph.answers import IngestReport
+
         started = time.perf_counter()
-        report = IngestReport(extractor=RULES if extractor is None else f"{RULES}+{extractor.name}")
+        report = IngestReport(
+            extractor=RULES if extractor is None else f"{RULES}+{extractor.name}",
+            memories=0, entities=0, relationships=0, remaining=0, elapsed_ms=0.0, errors=[],
+        )  # fmt: skip
         where, params = self._selection(project)
         if memory is not None:
             from engram.store.checks import check_id
@@ -214,9 +206,11 @@ class GraphMixin(StoreBase):
 
     def graph_query(
         self, question: str, *, project: str | None = None, limit: int = 10
-    ) -> dict[str, Any]:
+    ) -> GraphAnswer:
         """Triples that answer ``question`` ("what connects the auth middleware to the session
         store?"), each with the memories that state it."""
+        from engram.graph.answers import GraphAnswer, GraphEntityName
+
         started = time.perf_counter()
         question = _check_question(question)
         limit = _check_limit(limit)
@@ -233,22 +227,23 @@ class GraphMixin(StoreBase):
             if not matched:
                 loose = _loose_entities(conn, question, name)
                 triples = _around(conn, [m["id"] for m in loose], limit) if loose else []
-        return {
-            "question": question,
-            "project": name or "",
-            "entities": [
-                {"name": m["name"], "kind": m["kind"], "project": m["project"]} for m in matched
+        return GraphAnswer(
+            question=question,
+            project=name or "",
+            entities=[
+                GraphEntityName(name=m["name"], kind=m["kind"], project=m["project"])
+                for m in matched
             ],
-            "connected": connected,
-            "triples": [_public(t) for t in triples],
-            "count": len(triples),
-            "not_ingested": remaining,
-            "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
-        }
+            connected=connected,
+            triples=[_public(t) for t in triples],
+            count=len(triples),
+            not_ingested=remaining,
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
 
     def graph_relationships(
         self, entity: str, *, project: str | None = None, limit: int = 50
-    ) -> dict[str, Any]:
+    ) -> EntityRelationships:
         """Every relationship of the entity named ``entity`` (case-insensitive), strongest first;
         an empty list when the graph has no such entity."""
         if not isinstance(entity, str) or not entity.strip():
@@ -257,6 +252,7 @@ class GraphMixin(StoreBase):
         limit = _check_limit(limit, 500)
         name = project_name(project) if project else None
         self._catch_up(name)
+        from engram.graph.answers import EntityRelationship, EntityRelationships
         from engram.graph.extract import normalize
 
         norm = normalize(entity)
@@ -275,27 +271,29 @@ class GraphMixin(StoreBase):
         for t in triples:
             outgoing = t["subject_norm"] == norm
             relationships.append(
-                {
-                    "predicate": t["predicate"],
-                    "direction": "out" if outgoing else "in",
-                    "target": t["object"] if outgoing else t["subject"],
-                    "target_kind": t["object_kind"] if outgoing else t["subject_kind"],
-                    "weight": t["weight"],
-                    "source": t["source"],
-                    "sources": t["sources"],
-                }
+                EntityRelationship(
+                    predicate=t["predicate"],
+                    direction="out" if outgoing else "in",
+                    target=t["object"] if outgoing else t["subject"],
+                    target_kind=t["object_kind"] if outgoing else t["subject_kind"],
+                    weight=t["weight"],
+                    source=t["source"],
+                    sources=t["sources"],
+                )
             )
-        return {
-            "entity": rows[0]["name"] if rows else entity.strip(),
-            "kind": rows[0]["kind"] if rows else None,
-            "relationships": relationships,
-            "count": len(relationships),
-        }
+        return EntityRelationships(
+            entity=rows[0]["name"] if rows else entity.strip(),
+            kind=rows[0]["kind"] if rows else None,
+            relationships=relationships,
+            count=len(relationships),
+        )
 
     def graph_entities(
         self, project: str | None = None, *, limit: int = 50
-    ) -> list[dict[str, Any]]:
+    ) -> list[GraphEntity]:
         """The most connected entities (of ``project``, or all), with their degree."""
+        from engram.graph.answers import GraphEntity
+
         limit = _check_limit(limit, 1000)
         name = project_name(project) if project else None
         self._catch_up(name)
@@ -309,7 +307,7 @@ class GraphMixin(StoreBase):
                 ORDER BY degree DESC, memories DESC, e.norm LIMIT ?""",
             [*params, limit],
         )
-        return [dict(r) for r in rows]
+        return [GraphEntity(**dict(r)) for r in rows]
 
     def graph_of_memory(self, memory: Any) -> dict[str, Any]:
         """The entities one memory mentions and the triples it states (ingesting it first when
@@ -591,9 +589,12 @@ _ORDER = "weight DESC, memories DESC, s_norm, t.predicate, o_norm"
 
 
 def _item(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
-    """One triple as answers show it, with the memories that state it (lowest #id first)."""
+    """One triple as answers show it, with the memories that state it (lowest #id first), and
+    the lookup keys of its ends (``*_norm``)."""
+    from engram.graph.answers import GraphSource
+
     sources = [
-        {"id": r[0], "sync_id": r[1], "title": r[2]}
+        GraphSource(id=r[0], sync_id=r[1], title=r[2])
         for r in conn.execute(
             """SELECT o.id, o.sync_id, o.title FROM graph_triples t
                JOIN observations o ON o.id = t.observation_id AND o.deleted_at IS NULL
@@ -611,9 +612,11 @@ def _item(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _public(item: dict[str, Any]) -> dict[str, Any]:
+def _public(item: dict[str, Any]) -> GraphTriple:
     """A triple as answers show it (without the lookup keys)."""
-    return {k: v for k, v in item.items() if not k.endswith("_norm")}
+    from engram.graph.answers import GraphTriple
+
+    return GraphTriple(**{k: v for k, v in item.items() if not k.endswith("_norm")})
 
 
 def _around(conn: sqlite3.Connection, ids: list[int], limit: int) -> list[dict[str, Any]]:

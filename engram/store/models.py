@@ -13,8 +13,10 @@ always written, None or not. msgspec adds a few milliseconds to start-up, well w
 what those commands may import).
 
 Results no face serves as they are (:class:`SaveResult`, :class:`PruneResult`,
-:class:`ApplyResult`, which the sync reports nest, and :class:`MemoryRelations`, which the HTTP
-API flattens) stay plain dataclasses.
+:class:`ApplyResult`, which the sync reports nest) stay plain dataclasses. The graph's and
+consolidation's results are Structs on this :class:`Model` too, declared where they are built
+(:mod:`engram.graph.answers`, :mod:`engram.consolidate.report`), which load only when a graph
+is read or a consolidation runs.
 
 Size: over 500 lines on purpose: every object the store hands out, in one module every face
 imports; each is a short declaration.
@@ -292,7 +294,19 @@ class SaveResult:
     truncated: bool = False
     original_bytes: int = 0
     limit_bytes: int = 0
-    suggested_topic_key: str | None = None
+    #: (type, title, content) of a memory saved without a topic key: what
+    #: :attr:`suggested_topic_key` suggests one from.
+    topic_hint: tuple[str, str, str] | None = None
+
+    @property
+    def suggested_topic_key(self) -> str | None:
+        """A topic key for a memory saved without one, worked out when asked (not on the save
+        path: most saves are never shown one)."""
+        if self.topic_hint is None:
+            return None
+        from engram.text import suggest_topic_key
+
+        return suggest_topic_key(*self.topic_hint)
 
     def to_dict(self) -> dict[str, Any]:
         data = self.observation.to_dict()
@@ -600,21 +614,13 @@ def _short(title: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-@dataclass(slots=True)
-class MemoryRelations:
-    """A memory with every relation that names it, and whether it needs review (an active,
-    pending ``conflicts_with`` touches it)."""
+class MemoryRelations(Model):
+    """A memory (its #id, sync id, project and title) with every relation that names it, and
+    whether it needs review (an active, pending ``conflicts_with`` touches it)."""
 
-    memory: Observation
+    id: int
+    sync_id: str
+    project: str
+    title: str
     needs_review: bool
     relations: list[Relation]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.memory.id,
-            "sync_id": self.memory.sync_id,
-            "project": self.memory.project,
-            "title": self.memory.title,
-            "needs_review": self.needs_review,
-            "relations": [r.to_dict() for r in self.relations],
-        }

@@ -42,7 +42,6 @@ from engram.text import (
     plural,
     require_storable,
     strip_private,
-    suggest_topic_key,
     topic_sync_id,
     truncate,
 )
@@ -295,7 +294,6 @@ class ObservationsMixin(StoreBase):
                 inserted = Observation.from_row(row)
         self.known_projects.add(project)
 
-        suggestion = None if topic else suggest_topic_key(kind, title, content)
         return SaveResult(
             observation=inserted,
             action=action,
@@ -303,7 +301,7 @@ class ObservationsMixin(StoreBase):
             truncated=truncation.truncated,
             original_bytes=truncation.original_bytes,
             limit_bytes=truncation.limit_bytes,
-            suggested_topic_key=suggestion,
+            topic_hint=None if topic else (kind, title, content),
         )
 
     @staticmethod

@@ -25,11 +25,16 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from engram.errors import StoreUnavailableError
 from engram.store.base import StoreBase
 from engram.times import now_text
 
 #: Pages each merge step writes: small enough that a step holds the write lock briefly.
 MERGE_PAGES = 2000
+#: Rows a process must have changed (``total_changes``: ~13 per save) for closing the store to
+#: merge the full-text indexes, and the time it may spend doing so.
+MERGE_AFTER_CHANGES = 10_000
+CLOSE_MERGE_BUDGET_S = 0.5
 FTS_INDEXES = ("observations_fts", "prompts_fts")
 CHECKPOINT_ATTEMPTS = 20
 
@@ -114,17 +119,39 @@ class PurgeMixin(StoreBase):
         report.seconds = time.perf_counter() - started
         return report
 
-    def _merge(self, fts: str) -> int:
-        """Merge an FTS5 index into one segment (dropping deleted rows' terms), step by step."""
-        steps = 0
-        while True:
+    def _merge(self, fts: str, budget_s: float | None = None) -> int:
+        """Merge an FTS5 index into one segment (dropping deleted rows' terms), step by step;
+        with ``budget_s``, no step starts once that many seconds have passed."""
+        steps, started = 0, time.perf_counter()
+        while budget_s is None or time.perf_counter() - started < budget_s:
             with self.db.write() as conn:
                 before = conn.total_changes
                 conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('merge', ?)", (-MERGE_PAGES,))
                 wrote = conn.total_changes - before > 1  # the command itself counts one
             steps += 1
             if not wrote:
-                return steps
+                break
+        return steps
+
+    def merge_after_bulk_writes(self) -> bool:
+        """Merge the full-text indexes into one segment each when this process changed many
+        rows (:data:`MERGE_AFTER_CHANGES`), within :data:`CLOSE_MERGE_BUDGET_S`: called as the
+        store closes. FTS5 writes a segment per transaction and merges them only in steps, so
+        a burst of saves leaves a dozen or more, and every search then looks each word up in
+        each (5,000 saves: 14 segments, searches ~6% slower than over one). Off the save
+        path: no save waits for it. Returns whether it merged; a busy database is left as it
+        is (the next bulk writer merges)."""
+        started = time.perf_counter()
+        try:
+            if self.db.conn.total_changes < MERGE_AFTER_CHANGES:  # (closed: raises)
+                return False
+            with self.db.without_waiting():
+                for fts in FTS_INDEXES:
+                    spent = time.perf_counter() - started
+                    self._merge(fts, budget_s=max(CLOSE_MERGE_BUDGET_S - spent, 0.0))
+        except (StoreUnavailableError, sqlite3.Error):  # closing must not fail over it
+            return False
+        return True
 
     def _truncate_wal(self) -> bool:
         """Checkpoint every frame and truncate the log to zero bytes; another process's open

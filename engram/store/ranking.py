@@ -35,6 +35,9 @@ import math
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import pairwise
+from typing import NamedTuple
 
 from engram.store.query import QueryWord
 
@@ -53,9 +56,10 @@ SCORE_DECIMALS = 9
 WORDS, PREFIX, CONTEXT = 1, 2, 3
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class IndexSpec:
-    """One FTS5 index as ranking sees it."""
+    """One FTS5 index as ranking sees it (its SQL fragments are built once per spec: a search
+    asks for them several times)."""
 
     fts: str
     vocab: str
@@ -63,11 +67,11 @@ class IndexSpec:
     own_columns: tuple[str, ...]
     weights: tuple[float, ...]
 
-    @property
+    @cached_property
     def bm25(self) -> str:
         return f"bm25({self.fts}, {', '.join(repr(float(w)) for w in self.weights)})"
 
-    @property
+    @cached_property
     def own_bm25(self) -> str:
         """BM25 of the row's own text only: below 0 exactly when a query phrase is in it."""
         weights = (
@@ -76,7 +80,7 @@ class IndexSpec:
         )
         return f"bm25({self.fts}, {', '.join(repr(float(w)) for w in weights)})"
 
-    @property
+    @cached_property
     def has_context(self) -> bool:
         """Whether some weighted column is not the row's own text."""
         return any(
@@ -85,11 +89,15 @@ class IndexSpec:
             if c not in self.own_columns
         )
 
+    @cached_property
+    def _own_filter(self) -> str:
+        if set(self.own_columns) == set(self.columns):
+            return ""
+        return f"{{{' '.join(self.own_columns)}}} : "
+
     def own(self, expression: str) -> str:
         """``expression`` restricted to the row's own text."""
-        if set(self.own_columns) == set(self.columns):
-            return expression
-        return f"{{{' '.join(self.own_columns)}}} : ({expression})"
+        return f"{self._own_filter}({expression})" if self._own_filter else expression
 
     def searched(self, expression: str) -> str:
         """``expression`` over the columns that count (the own text only when the context
@@ -108,8 +116,7 @@ class Filters:
     params: tuple[object, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):  # (a tuple: built from each ranked row as it comes, 20 per search)
     rowid: int
     tier: int  # WORDS, PREFIX or CONTEXT
     score: float  # BM25 (lower is better) within its tier
@@ -386,12 +393,25 @@ def _step(
         params.insert(0, spec.own(tier_of))
         case = f"CASE WHEN id IN t1 THEN {WORDS} WHEN own < 0 THEN {PREFIX} ELSE {CONTEXT} END"
     own = f", {spec.own_bm25} AS own" if "own" in case else ""  # a second BM25 only if read
-    rows = conn.execute(
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples, made Hits as they are
+    hits = list(map(Hit._make, cursor.execute(
         f"""{prelude}SELECT id, {case} AS tier, score FROM (
                 SELECT {fts}.rowid AS id, {spec.bm25} AS score{own} FROM {source})
             ORDER BY tier, score LIMIT ?""",
         [*params, fetch],
-    ).fetchall()
-    # Ties (to SCORE_DECIMALS) are ordered here, on the few rows kept: rounding every row in
-    # SQL cost a fifth of the query.
-    return sorted((Hit(int(r[0]), int(r[1]), float(r[2])) for r in rows), key=_order)
+    )))  # fmt: skip
+    return tie_ordered(hits)
+
+
+def tie_ordered(hits: list[Hit]) -> list[Hit]:
+    """``hits`` in (tier, BM25) order with ties (to :data:`SCORE_DECIMALS`) by rowid. Ordered
+    here, on the few rows kept (rounding every row in SQL cost a fifth of the query), and only
+    when two of them tie: the statement's order is otherwise the final one (rounding keeps it,
+    so rows that tie are next to each other)."""
+    for before, after in pairwise(hits):
+        if before.tier == after.tier and round(before.score, SCORE_DECIMALS) == round(
+            after.score, SCORE_DECIMALS
+        ):
+            return sorted(hits, key=_order)
+    return hits

@@ -567,8 +567,10 @@ class RelationsMixin(StoreBase):
         with self.db.read() as conn:
             row = self._memory_row(conn, memory, project, "id")
             found = relations_touching(conn, row["project"], [row["sync_id"]])
-        obs = Observation.from_row(row)
-        return MemoryRelations(obs, _needs_review(found), found)
+        return MemoryRelations(
+            id=row["id"], sync_id=row["sync_id"], project=row["project"], title=row["title"],
+            needs_review=_needs_review(found), relations=found,
+        )  # fmt: skip
 
     def relations_of(self, sync_id: str, *, project: str | None = None) -> list[dict[str, str]]:
         """The active relations of the memory ``sync_id`` as ``{"type", "target"}`` (what the
@@ -705,24 +707,23 @@ def _needs_review(found: list[Relation]) -> bool:
     return any(r.relation == "conflicts_with" and r.state == "pending" for r in found)
 
 
-def _check_relation_name(value: Any) -> str:
+def _one_of(value: Any, choices: Sequence[str], field: str) -> str:
+    """``value`` as one of ``choices`` (any case, spaces around ignored), else a
+    ValidationError naming ``field``."""
     name = value.strip().lower() if isinstance(value, str) else ""
-    if name not in RELATION_TYPES:
+    if name not in choices:
         raise ValidationError(
-            f"relation must be one of {', '.join(RELATION_TYPES)}, got {value!r}",
-            field="relation",
+            f"{field} must be one of {', '.join(choices)}, got {value!r}", field=field
         )
     return name
+
+
+def _check_relation_name(value: Any) -> str:
+    return _one_of(value, RELATION_TYPES, "relation")
 
 
 def _check_status(value: Any) -> str:
-    name = value.strip().lower() if isinstance(value, str) else ""
-    if name not in SETTABLE_STATUSES:
-        raise ValidationError(
-            f"status must be one of {', '.join(SETTABLE_STATUSES)}, got {value!r}",
-            field="status",
-        )
-    return name
+    return _one_of(value, SETTABLE_STATUSES, "status")
 
 
 def _check_confidence(value: Any) -> float | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
@@ -49,6 +50,7 @@ PROMPTS_SPEC = IndexSpec(
 )
 
 
+@lru_cache(maxsize=16)
 def observations_spec(context_weight: float) -> IndexSpec:
     """The observations index with the session context weighted ``context_weight`` (≤ 0: off)."""
     return IndexSpec(
@@ -193,6 +195,14 @@ class SearchMixin(StoreBase):
                 since=since,
                 until=until,
             )
+        elif not check_conflicts:
+            # The ranking and the relation notes read one snapshot, in one transaction.
+            with self.db.read():
+                return self.annotate_results(self._search_lexical(
+                    query, type=type, project=project, scope=scope,
+                    limit=self._search_limit(limit), match_mode=match_mode, since=since,
+                    until=until, include_deleted=include_deleted,
+                ))  # fmt: skip
         else:
             results = self._search_lexical(
                 query,

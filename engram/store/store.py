@@ -135,7 +135,10 @@ class Store(
         return self.journal.origin
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.merge_after_bulk_writes()  # (a burst of writes leaves many FTS segments)
+        finally:
+            self.db.close()
 
     def __enter__(self) -> Store:
         return self

@@ -8,6 +8,7 @@ One scratch database per thread (the TUI searches on worker threads).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -74,14 +75,60 @@ class Found:
 _EXACT, _PREFIX, _CONTEXT = 0, 1, 2
 
 
+#: What ends a token in any text: ASCII whitespace and punctuation ("_" too: unicode61 keeps
+#: letters and digits only). Letters and digits of any script, and every other character, may
+#: belong to a token.
+_SEPARATORS = re.escape(" \t\n\r\x0b\x0c!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+@lru_cache(maxsize=1024)
+def _whole_word(word: str) -> re.Pattern[str] | None:
+    """A pattern finding ``word`` as a whole token, ASCII letters in either case, between
+    separators (or the ends of the text); None when the word is not one ASCII token."""
+    if not (word.isascii() and word.isalnum()):
+        return None
+    return re.compile(
+        rf"(?:^|(?<=[{_SEPARATORS}])){re.escape(word)}(?=[{_SEPARATORS}]|$)",
+        re.ASCII | re.IGNORECASE,
+    )
+
+
+def _literally(own: str, probes: Sequence[Probe]) -> bool:
+    """Whether ``own`` holds every probe's word itself, as a whole token: FTS5 reads that token
+    as the probe does (the same characters, folded to lower case, stemmed the same way), so
+    each word is in it as a word — the common case, told without tokenizing the text."""
+    for probe in probes:
+        pattern = _whole_word(probe.word) if len(probe.stems) == 1 else None
+        if pattern is None or pattern.search(own) is None:
+            return False
+    return True
+
+
 def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Found]:
     """For each ``(own text, context text)``, the probes it matches, as FTS5 matches phrases
     (it is FTS5 that matches them): a probe's terms one after the other in one text, the last
-    one possibly as a prefix."""
+    one possibly as a prefix. A text without a context that holds every word as a whole token
+    is told so without FTS5 (see :func:`_literally`)."""
     found = [Found([], [], []) for _ in texts]
     if not texts or not probes:
         return found
-    context = any(ctx for _, ctx in texts)
+    words = [probe.word for probe in probes if probe.stems]
+    scratch: list[tuple[int, str, str]] = []  # (doc, own, ctx) for FTS5 to match
+    for doc, (own, ctx) in enumerate(texts, 1):
+        if not ctx and _literally(own, probes):
+            found[doc - 1].words.extend(words)
+        else:
+            scratch.append((doc, own, ctx))
+    if scratch:
+        _match(scratch, probes, found)
+    return found
+
+
+def _match(
+    texts: list[tuple[int, str, str]], probes: Sequence[Probe], found: list[Found]
+) -> None:
+    """``found[doc - 1]`` for each ``(doc, own, ctx)``, matched by FTS5 in the scratch index."""
+    context = any(ctx for _, _, ctx in texts)
     # One statement: a MATCH per probe and kind (FTS5 reads the few texts just inserted; its
     # vocabulary table cost ten times as much, flushing them first).
     parts, params = [], []
@@ -98,13 +145,13 @@ def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Foun
             parts.append(f"SELECT rowid, {i}, {kind} FROM scratch WHERE scratch MATCH ?")
             params.append(expression)
     if not parts:
-        return found
+        return
     conn = _scratch()
     conn.execute("BEGIN")  # the texts live only until the ROLLBACK
     try:
         conn.executemany(
             "INSERT INTO scratch(rowid, own, ctx) VALUES (?, ?, ?)",
-            [(n + 1, own, ctx) for n, (own, ctx) in enumerate(texts)],
+            texts,
         )
         rows = conn.execute(" UNION ALL ".join(parts), params).fetchall()
     finally:
@@ -120,4 +167,3 @@ def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Foun
             result.prefix_words.append(word)
         if _CONTEXT in kinds_held:
             result.context_words.append(word)
-    return found

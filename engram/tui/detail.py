@@ -48,7 +48,7 @@ def relations_text(row: ObservationRow) -> Text:
     if found.needs_review:
         text.append("needs review: a pending conflict\n", style="bold")
     for rel in found.relations:
-        line = for_terminal(rel.note(found.memory.sync_id))
+        line = for_terminal(rel.note(found.sync_id))
         text.append(f"↳ {line}  ", style="" if rel.active else "dim")
         text.append(f"{rel.sync_id}\n", style="dim")
     text.rstrip()

@@ -523,13 +523,7 @@ class VaultSync:
         """A soft-deleted memory: its note belongs under ``.archive/``."""
         rendered = self._render(memory)
         if note is not None:  # a live note for an archived memory: archived since the last sync
-            edited = entry is None or note.hash != entry.note
-            if edited and self.prefer != "store":
-                if self.prefer == "note" and note.fields is not None:
-                    self._new_note(note)
-                    return
-                fields = note.fields or parse_note(note.raw.decode(), fallback_title="")
-                self._conflict(key, memory, note.path, fields, "memory archived in the store")
+            if self._edit_kept(key, memory, entry, note, "memory archived in the store"):
                 return
             target = self._archive_path(note.path)
             self._write(key, memory, target, self.report.archived_notes, rendered=rendered)
@@ -553,13 +547,7 @@ class VaultSync:
             if entry is not None and not self.dry_run:
                 del self.state.notes[key]
             return
-        edited = entry is None or note.hash != entry.note
-        if edited and self.prefer != "store":
-            if self.prefer == "note" and note.fields is not None:
-                self._new_note(note)
-                return
-            fields = note.fields or parse_note(note.raw.decode(), fallback_title="")
-            self._conflict(key, None, note.path, fields, "memory deleted or moved in the store")
+        if self._edit_kept(key, None, entry, note, "memory deleted or moved in the store"):
             return
         self.report.removed_notes.append(NoteEvent(note.path, key))
         if not self.dry_run:
@@ -567,6 +555,27 @@ class VaultSync:
             self.state.notes.pop(key, None)
 
     # --- new notes --------------------------------------------------------------------------
+
+    def _edit_kept(
+        self,
+        key: str,
+        memory: dict[str, Any] | None,
+        entry: NoteEntry | None,
+        note: DiskNote,
+        reason: str,
+    ) -> bool:
+        """A note edited since the last sync whose memory the store archived, deleted or moved
+        (``reason``): unless ``--prefer store``, it is kept — saved as a new memory
+        (``--prefer note``, when it reads as one) or reported as a conflict. Whether it was."""
+        edited = entry is None or note.hash != entry.note
+        if not edited or self.prefer == "store":
+            return False
+        if self.prefer == "note" and note.fields is not None:
+            self._new_note(note)
+            return True
+        fields = note.fields or parse_note(note.raw.decode(), fallback_title="")
+        self._conflict(key, memory, note.path, fields, reason)
+        return True
 
     def _new_note(self, note: DiskNote) -> None:
         fields = note.fields

@@ -9,13 +9,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support import REPO, engram_env, run_engram
+from tests.support import REPO, engram_env, run_engram, wait_until
 from tests.support.cloud import JWT_SECRET, LEGACY_TOKEN
 
 LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+) ")
@@ -65,12 +64,13 @@ def test_port_zero_binds_a_free_port_and_says_which(
             raise AssertionError("".join(said))
         port = int(match.group(1))
         assert port not in (0, 8080)
-        for _ in range(200):  # the workers may take a moment to accept
+        def healthy() -> httpx.Response | None:  # the workers may take a moment to accept
             try:
-                health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
-                break
+                return httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
             except httpx.TransportError:
-                time.sleep(0.1)
+                return None
+
+        health = wait_until(healthy, every=0.1)
         assert health.json() == {"service": "engram-cloud", "status": "ok"}
     finally:
         process.send_signal(signal.SIGTERM)

@@ -12,6 +12,7 @@ from sqlalchemy import Engine, func, select
 
 from engram_cloud import models, sync_log
 from tests.cloud import records as rec
+from tests.support import wait_until
 from tests.support.cloud import LEGACY_TOKEN, bearer
 from tests.support.postgres import PostgresCluster
 
@@ -95,15 +96,14 @@ def test_database_restart_in_the_middle_of_a_push(
         )
     )
     request.start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:  # wait until the push is stuck inside its transaction
+    def stuck() -> bool:  # the push waits inside its transaction
         waiting = blocker.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = %s",
             (database,),
         ).fetchone()
-        if waiting and waiting[0]:
-            break
-        time.sleep(0.05)
+        return bool(waiting and waiting[0])
+
+    wait_until(stuck)
     postgres_cluster.restart()
     request.join(30)
     blocker.close()
@@ -112,12 +112,12 @@ def test_database_restart_in_the_middle_of_a_push(
         assert conn.execute(select(func.count()).select_from(models.mutations)).scalar_one() == 1
 
     # The client retries until the server answers: nothing lost, nothing twice.
-    for _ in range(50):
-        response = client.post("/sync/mutations/push", json=rec.push_body(batch), headers=AUTH)
-        if response.status_code == 200:
-            break
-        time.sleep(0.2)
-    assert response.status_code == 200 and len(response.json()["accepted"]) == len(batch)
+    def pushed():  # the answer once the server takes the push again
+        answer = client.post("/sync/mutations/push", json=rec.push_body(batch), headers=AUTH)
+        return answer if answer.status_code == 200 else None
+
+    response = wait_until(pushed, timeout=10, every=0.2)
+    assert len(response.json()["accepted"]) == len(batch)
     # The answer of a committed push got lost: the retry is accepted again, stored once.
     postgres_cluster.restart()
     again = client.post("/sync/mutations/push", json=rec.push_body(batch), headers=AUTH)

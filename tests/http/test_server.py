@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -15,7 +14,7 @@ import pytest
 from engram.settings import Config
 from engram.store import Store
 from tests.http.test_auth_and_app import EXPECTED_ROUTES, documented_routes
-from tests.support import REPO, engram_env, free_port, run_engram, wait_for_port
+from tests.support import REPO, engram_env, free_port, run_engram, wait_for_port, wait_until
 from tests.support.http import TOKEN, Server, start_server
 
 
@@ -141,9 +140,7 @@ def test_sigterm_finishes_in_flight_writes_and_loses_none(server: Server) -> Non
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 20
-    while len(acknowledged) < 80 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(acknowledged) >= 80, timeout=20, every=0.01)
     code, err = server.stop(signal.SIGTERM)
     stop.set()
     for t in threads:

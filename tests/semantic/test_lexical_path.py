@@ -64,9 +64,10 @@ LEXICAL_ENGRAM_MODULES = {
 #: every start-up (it is imported where records are encoded, never by a plain save or search).
 THIRD_PARTY_ALLOWED = {"msgspec", "typing_extensions"}
 #: Standard-library modules a save or search never needs, each measurable at start-up
-#: (socket and logging on open, random through secrets, json). uuid and platform are not
-#: among them: msgspec's core imports uuid, which imports platform.
-STDLIB_KEPT_OUT = {"socket", "logging", "random", "secrets", "json"}
+#: (socket and logging on open, random through secrets, json; string, ~1 ms for two constants
+#: the search's explanations spell out). uuid and platform are not among them: msgspec's core
+#: imports uuid, which imports platform.
+STDLIB_KEPT_OUT = {"socket", "logging", "random", "secrets", "json", "string"}
 #: Names the standard library only tries to import (copy.py probes for Jython's ``org``).
 STDLIB_PROBES = {"org"}
 

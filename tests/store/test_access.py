@@ -3,12 +3,17 @@ search; folding loses and doubles nothing when processes race or stop."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from engram.settings import Config
 from engram.store import Store
+from engram.store.access import _json_string
 
 
 def data_version(path: Path) -> int:
@@ -150,3 +155,10 @@ def test_a_file_folded_but_not_yet_deleted_keeps_its_name_through_a_fold_that_mi
     assert store.access.fold() == 0  # folder B: A's file was folded already, only deleted
     assert not taken_by_a.exists()
     assert store.get_observation(obs.id).access_count == 2
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
+def test_hit_lines_write_any_text_as_the_json_string_it_is(text: str) -> None:
+    """Names and keys are written as JSON by hand (no JSON library on the search path), most
+    without translating a character: whatever they hold reads back as itself."""
+    assert json.loads(_json_string(text)) == text

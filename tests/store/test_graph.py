@@ -37,31 +37,31 @@ def test_ingest_then_query_connects_entities_with_their_sources(store: Store) ->
     answer = store.graph_query(
         "What connects the auth middleware to the session store?", project="acme"
     )
-    assert answer["connected"] and [e["name"] for e in answer["entities"]] == [
+    assert answer.connected and [e.name for e in answer.entities] == [
         "auth middleware",
         "session store",
     ]
     chain = [
-        (t["subject"], t["predicate"], t["object"], t["source"]["id"]) for t in answer["triples"]
+        (t.subject, t.predicate, t.object, t.source.id) for t in answer.triples
     ]
     assert chain == [
         ("auth middleware", "reads_from", "session cache", ids[0]),
         ("session cache", "reads_from", "session store", ids[1]),
     ]
-    assert answer["triples"][0]["sources"][0]["title"] == "Auth middleware"
+    assert answer.triples[0].sources[0].title == "Auth middleware"
 
 
 def test_relationships_and_entities(store: Store) -> None:
     ids = seed(store)
     found = store.graph_relationships("Session Store", project="acme")  # case-insensitive
-    assert found["kind"] == "service"
-    assert {(r["predicate"], r["direction"], r["target"]) for r in found["relationships"]} == {
+    assert found.kind == "service"
+    assert {(r.predicate, r.direction, r.target) for r in found.relationships} == {
         ("reads_from", "in", "session cache"),
         ("runs_on", "out", "Redis"),
     }
-    assert store.graph_relationships("nothing like it")["relationships"] == []
+    assert store.graph_relationships("nothing like it").relationships == []
     top = store.graph_entities("acme", limit=3)
-    assert {e["name"] for e in top} <= {"session cache", "session store", "auth middleware", "JWT"}
+    assert {e.name for e in top} <= {"session cache", "session store", "auth middleware", "JWT"}
     mine = store.graph_of_memory(ids[2])
     assert ("session store", "runs_on", "Redis") in {
         (t["subject"], t["predicate"], t["object"]) for t in mine["triples"]
@@ -76,7 +76,7 @@ def test_edits_and_deletes_leave_the_graph(store: Store) -> None:
     assert store.db.scalar("SELECT COUNT(*) FROM graph_entities WHERE name = 'Redis'") == 0
     found = store.graph_relationships("session store", project="acme")
     assert ("runs_on", "Memcached") in {
-        (r["predicate"], r["target"]) for r in found["relationships"]
+        (r.predicate, r.target) for r in found.relationships
     }
     store.delete_observation(ids[3], hard=True)
     for table in ("graph_triples", "graph_mentions", "graph_ingested"):
@@ -93,8 +93,8 @@ def test_edits_and_deletes_leave_the_graph(store: Store) -> None:
     answer = store.graph_query(
         "What connects the auth middleware to the session store?", project="acme"
     )
-    assert not answer["connected"]
-    assert all(t["source"]["id"] != ids[1] for t in answer["triples"])
+    assert not answer.connected
+    assert all(t.source.id != ids[1] for t in answer.triples)
 
 
 def test_remote_changes_make_memories_pending_again(store: Store, make_store) -> None:
@@ -124,16 +124,16 @@ def test_one_memory_and_bad_input(store: Store) -> None:
         store.graph_query("x", limit=0)
     # FTS and SQL syntax in a question are only words.
     answer = store.graph_query('session" OR 1=1; -- NEAR(store *', project="acme")
-    assert answer["count"] >= 0
-    assert store.graph_query("zzz unknown things")["triples"] == []
+    assert answer.count >= 0
+    assert store.graph_query("zzz unknown things").triples == []
 
 
 def test_queries_catch_up_with_new_memories(store: Store) -> None:
     seed(store)
     answer = store.graph_query("what does the session store run on?", project="acme")
-    assert answer["not_ingested"] == 0
+    assert answer.not_ingested == 0
     assert ("session store", "runs_on", "Redis") in {
-        (t["subject"], t["predicate"], t["object"]) for t in answer["triples"]
+        (t.subject, t.predicate, t.object) for t in answer.triples
     }
 
 
@@ -164,10 +164,10 @@ def test_an_llm_extractor_adds_to_the_rules(store: Store) -> None:
     assert all("token" not in p or "REDACTED" in p for p in provider.prompts)
     found = store.graph_relationships("auth middleware", project="acme")
     assert ("guards", "admin pages") in {
-        (r["predicate"], r["target"]) for r in found["relationships"]
+        (r.predicate, r.target) for r in found.relationships
     }
     assert ("reads_from", "session cache") in {
-        (r["predicate"], r["target"]) for r in found["relationships"]
+        (r.predicate, r.target) for r in found.relationships
     }
     del ids
 

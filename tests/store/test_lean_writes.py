@@ -7,6 +7,7 @@ the lookups on the save path read the index meant for them."""
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from engram.record import STATE_FIELDS, build_record, compact_payload
 from engram.store import Store
@@ -431,3 +432,53 @@ def test_memories_built_from_rows_by_position_equal_those_built_by_name(store: S
     pinned = Observation.from_rows(conn.execute("SELECT * FROM observations").fetchall())[1]
     assert pinned.importance == 0.75 and pinned.pinned is True
     assert Observation.from_rows([]) == []
+
+
+def test_the_write_ahead_log_is_checkpointed_every_few_thousand_pages(store: Store) -> None:
+    """A save writes ~25 pages: checkpointing at SQLite's default 1,000 cost a burst of saves a
+    tenth of its CPU; a log grown by one large transaction is cut back after its checkpoint."""
+    from engram.store.db import WAL_CHECKPOINT_PAGES, WAL_LIMIT_BYTES
+
+    assert store.db.one("PRAGMA wal_autocheckpoint")[0] == WAL_CHECKPOINT_PAGES >= 4000
+    assert store.db.one("PRAGMA journal_size_limit")[0] == WAL_LIMIT_BYTES > 0
+
+
+def test_a_search_reads_its_ranking_and_relation_notes_in_one_transaction(
+    store: Store,
+) -> None:
+    for i in range(5):
+        store.add_observation(title=f"redis note {i}", content="pool size", project="acme")
+    seen: list[str] = []
+    store.db.conn.set_trace_callback(seen.append)
+    try:
+        found = store.search("redis pool", mode="lexical", record_access=False)
+    finally:
+        store.db.conn.set_trace_callback(None)
+    assert len(found) == 5
+    assert [s for s in seen if s.startswith("BEGIN")] == ["BEGIN"], seen
+
+
+def test_a_save_suggests_a_topic_key_only_when_asked(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suggestion (for saves without a topic key) is shown by some faces, never needed by
+    the save itself: worked out when read, off the save path."""
+    import engram.text
+
+    calls: list[tuple[str, ...]] = []
+    real = engram.text.suggest_topic_key
+
+    def counted(*args: str) -> str:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(engram.text, "suggest_topic_key", counted)
+    saved = store.add_observation(
+        title="Fixed login timeout", content="raised the TTL", type="bugfix", project="acme"
+    )
+    assert calls == []
+    assert saved.suggested_topic_key == real("bugfix", "Fixed login timeout", "raised the TTL")
+    assert saved.to_dict()["suggested_topic_key"] == saved.suggested_topic_key
+    assert calls and set(calls) == {("bugfix", "Fixed login timeout", "raised the TTL")}
+    topic = store.add_observation(title="a", content="b", project="acme", topic_key="x/y")
+    assert topic.suggested_topic_key is None and topic.to_dict()["suggested_topic_key"] is None

@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-import time
+import sqlite3
 from pathlib import Path
 
 import orjson
 import pytest
 
 from engram.settings import Config
-from engram.store import Store
+from engram.store import Store, purge
 from engram.store.purge_worker import PurgeWorker
-from tests.support import run_engram
+from tests.support import run_engram, wait_until
 
 from .replicas import exchange
 
@@ -128,9 +128,7 @@ def test_the_background_worker_purges_after_a_quiet_moment(store: Store, data_di
     try:
         oid = store.add_observation(title="Token", content="zebrafish-4471", project="p")
         store.delete_observation(oid.observation.id, hard=True)
-        deadline = time.monotonic() + 30
-        while worker.purges == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: worker.purges, timeout=30)
     finally:
         worker.stop()
     assert worker.purges >= 1
@@ -150,10 +148,7 @@ def test_the_cli_purges_in_the_background_after_a_hard_delete(data_dir: Path, au
     ok("save", "Unrelated note", "the build uses make", "--project", "leak")
     ok("delete", "1", "--hard")
     if auto:
-        deadline = time.monotonic() + 60
-        while files_holding(data_dir) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert files_holding(data_dir) == []
+        wait_until(lambda: files_holding(data_dir) == [], timeout=60, every=0.2)
         assert orjson.loads(ok("purge", "--if-pending", "--json")) == {"purged": False}
     else:
         assert files_holding(data_dir)
@@ -173,3 +168,39 @@ def test_engram_mcp_runs_the_worker_unless_turned_off(data_dir: Path, monkeypatc
     # The purge worker, and only it, is turned off (the conflict checker of issue 20 runs in
     # both).
     assert len(running) == len(quiet) + 1 == 2
+
+
+def _segments(path: Path, fts: str = "observations_fts") -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"SELECT count(DISTINCT segid) FROM {fts}_idx").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_closing_after_a_burst_of_saves_leaves_the_indexes_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FTS5 writes a segment per transaction: a burst of saves leaves many, and every search
+    looks each word up in each. The process that wrote them merges them as it closes the store
+    (not on the save path); one that changed few rows leaves them to FTS5."""
+    monkeypatch.setattr(purge, "MERGE_AFTER_CHANGES", 300)
+    few, many = tmp_path / "few", tmp_path / "many"
+    for data_dir, saves in ((few, 12), (many, 60)):
+        with Store.open(config=Config(data_dir=data_dir)) as store:
+            for i in range(saves):
+                store.add_observation(title=f"note {i}", content=f"words {i} here", project="p")
+            store.add_prompt("a prompt to index", session_id="s1", project="p")
+            assert _segments(store.path) > 1
+    assert _segments(few / "engram.db") > 1
+    assert _segments(many / "engram.db") == 1
+    assert _segments(many / "engram.db", "prompts_fts") == 1
+    with Store.open(config=Config(data_dir=many)) as store:
+        assert store.search("note 59", match_mode="all")[0].title == "note 59"
+
+
+def test_a_store_closed_twice_closes_quietly(tmp_path: Path) -> None:
+    store = Store.open(config=Config(data_dir=tmp_path / "d"))
+    store.add_observation(title="a", content="b", project="p")
+    store.close()
+    store.close()  # (the merge check must not touch the closed connection)

@@ -241,7 +241,7 @@ def test_merging_projects_moves_relations_with_their_memories(store: Store) -> N
     store.relate(b.id, a.id, "supersedes")
     store.merge_projects(["old-name"], "new-name")
     moved = store.relations_for(b.id)
-    assert moved.memory.project == "new-name"
+    assert moved.project == "new-name"
     assert [(r.project, r.relation, r.state, r.target.id) for r in moved.relations] == [
         ("new-name", "supersedes", "judged", a.id)
     ]

@@ -90,7 +90,7 @@ def test_apply_reports_the_superseded_local_edit(make_store) -> None:
     oid_a = a.add_observation(title="Pool", content="10", project="acme").observation.id
     exchange(a, b)
     a.update_observation(oid_a, title="Pool size", content="20")
-    time.sleep(0.005)
+    time.sleep(0.005)  # wall time must pass: the clocks' millisecond orders the two edits
     b.update_observation(b.search("pool")[0].id, content="30")
     records = [e.record for e in b.journal.pending("to-a")]
     result = a.apply_mutations(records, source="peer:b")

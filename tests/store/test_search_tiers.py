@@ -228,3 +228,50 @@ def test_every_explanation_is_what_the_index_itself_matches(store: Store) -> Non
                     assert (word.text in found.match.context_words) == context
                     checked += 1
     assert checked > 200
+
+
+def test_scores_equal_to_nine_decimals_tie_and_rowids_order_them() -> None:
+    """The same phrases summed in another order differ in the last bits: such rows tie, and
+    tied rows come in rowid order whatever order the ranking statement gave them."""
+    hits = [ranking.Hit(9, 1, -2.5), ranking.Hit(5, 1, -1.0000000001), ranking.Hit(3, 1, -1.0)]
+    assert [h.rowid for h in ranking.tie_ordered(hits)] == [9, 3, 5]
+    plain = [ranking.Hit(5, 1, -2.0), ranking.Hit(3, 1, -1.0), ranking.Hit(1, 3, -3.0)]
+    assert ranking.tie_ordered(plain) is plain  # nothing ties: kept as the statement gave it
+    tiers = [ranking.Hit(5, 1, -1.0), ranking.Hit(3, 2, -1.0)]
+    assert ranking.tie_ordered(tiers) is tiers  # equal scores in two tiers do not tie
+
+
+def test_texts_holding_every_word_as_a_whole_token_are_explained_without_fts5(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Most results hold each query word itself: told by looking for the word between
+    separators, with no text tokenized. Anything else (another form of the word, a letter of
+    another script next to it, a word of several tokens, a context text) goes to FTS5."""
+    from engram.store import terms
+
+    probes = [w.probe for w in plan_words("regression pool")]
+    matched: list[list[str]] = []
+    real = terms._match
+
+    def counted(texts, probes_, found) -> None:
+        matched.append([own for _, own, _ in texts])
+        real(texts, probes_, found)
+
+    monkeypatch.setattr(terms, "_match", counted)
+    texts = [
+        ("Regression in the pool, again", ""),  # both, whole tokens: no FTS5
+        ("pool_size regression.", ""),  # "_" and "." end tokens
+        ("regressions in the pool", ""),  # another form: FTS5 says it is the word
+        ("éregression pool", ""),  # "é" belongs to the token: FTS5 (no match)
+        ("regression pool", "pool party"),  # a context to match: FTS5
+    ]
+    found = terms.find(texts, probes)
+    assert matched == [[t for t, _ in texts[2:]]]
+    assert [f.words for f in found] == [
+        ["regression", "pool"], ["regression", "pool"], ["regression", "pool"], ["pool"],
+        ["regression", "pool"],
+    ]  # fmt: skip
+    assert found[3].prefix_words == [] and found[4].context_words == ["pool"]
+    phrase = [w.probe for w in plan_words("k8s_pods")]
+    assert terms.find([("k8s_pods here", "")], phrase)[0].words == ["k8s_pods"]
+    assert len(matched) == 2  # a word of several tokens is matched by FTS5

@@ -1,4 +1,5 @@
-"""Helpers shared by every test package: running the real ``engram`` command, free ports."""
+"""Helpers shared by every test package: running the real ``engram`` command, free ports,
+waiting for a condition."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,6 +53,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 20.0, every: float = 0.05):
+    """Poll ``predicate`` until it returns something truthy (which is returned)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met after {timeout}s")
+        time.sleep(every)
 
 
 def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 20.0) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,9 @@ import pytest
 from engram.settings import Config
 from engram.store import Store
 from engram.sync.cloud import state as cloud_state
+from engram.sync.cloud.autosync import Autosync
 from engram.sync.cloud.config import CloudConfig, normalize_server_url, save_cloud_config
-from tests.support import REPO, engram_env, free_port, wait_for_port
+from tests.support import REPO, engram_env, free_port, wait_for_port, wait_until
 from tests.support.postgres import (  # noqa: F401  (pytest finds fixtures by name)
     fixture_cloud_db_url,
     fixture_cloud_template,
@@ -217,16 +217,13 @@ def open_store(tmp_path: Path) -> Iterator[Callable[[str], Store]]:
         store.close()
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 20.0, every: float = 0.05):
-    """Poll ``predicate`` until it returns something truthy (which is returned)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met after {timeout}s")
-        time.sleep(every)
+def wait_cycles(loop: Autosync, *, push: int = 0, pull: int = 0, timeout: float = 20.0) -> None:
+    """Wait until the autosync ``loop``'s pusher finished ``push`` more cycles and its puller
+    ``pull`` more, each cycle looking at every enrolled project. The cycle under way now counts
+    as one: two are the least that include a whole cycle begun after this call. What proves
+    "nothing happened" without sleeping."""
+    pushed, pulled = loop.push_cycles + push, loop.pull_cycles + pull
+    wait_until(lambda: loop.push_cycles >= pushed and loop.pull_cycles >= pulled, timeout)
 
 
 def canonical(store: Store, project: str = "acme") -> bytes:

@@ -4,7 +4,6 @@ targets, superseded searches, and how long calls have waited on another process'
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from engram.errors import NotFoundError, StoreUnavailableError
 from engram.settings import Config
 from engram.store import Store
 from engram.tui.gateway import SEARCH_CAP, SEARCH_PAGE, Gateway, Stale, SyncTarget
+from tests.support import wait_until
 from tests.tui.helpers import Seeded, database_locked, release, seed_many
 
 
@@ -137,10 +137,7 @@ def test_waiting_for_reports_calls_blocked_by_another_process(seeded: Seeded) ->
                 target=lambda: done.append(gateway.delete(seeded.ids["retry"]))
             )
             writer.start()
-            deadline = time.monotonic() + 5
-            while gateway.waiting_for() < 0.5:
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            wait_until(lambda: gateway.waiting_for() >= 0.5, timeout=5, every=0.01)
             release(holder)
             writer.join()
         assert gateway.waiting_for() == 0

@@ -7,13 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from tests.support import REPO, engram_env
+from tests.support import REPO, engram_env, wait_until
 from tests.tui.helpers import Seeded
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -67,13 +66,17 @@ class Tmux:
 
     def wait_for(self, *texts: str, timeout: float = 20.0) -> str:
         """The pane once it shows all of ``texts``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            shown = self.screen()
-            if all(text in shown for text in texts):
-                return shown
-            time.sleep(0.1)
-        raise AssertionError(f"{texts!r} never appeared; the pane shows:\n{self.screen()}")
+        def shown() -> str | None:
+            screen = self.screen()
+            return screen if all(text in screen for text in texts) else None
+
+        try:
+            found: str = wait_until(shown, timeout, every=0.1)
+        except AssertionError:
+            raise AssertionError(
+                f"{texts!r} never appeared; the pane shows:\n{self.screen()}"
+            ) from None
+        return found
 
     def alive(self) -> bool:
         return self.run("has-session", "-t", self.session, check=False).returncode == 0
@@ -124,10 +127,7 @@ def test_engram_tui_in_a_real_terminal(seeded: Seeded, tmux: Tmux) -> None:
     tmux.keys("Escape")
     tmux.wait_for("Recent activity")
     tmux.keys("q")
-    deadline = time.monotonic() + 15
-    while tmux.alive():  # quitting ends the program, and with it the tmux session
-        assert time.monotonic() < deadline, tmux.screen()
-        time.sleep(0.1)
+    wait_until(lambda: not tmux.alive(), timeout=15, every=0.1)  # the program, and its session, end
 
 
 def test_edit_a_memorys_content_in_the_users_editor(seeded: Seeded, tmux: Tmux, tmp_path) -> None:

@@ -186,6 +186,12 @@ class Autosync:
         self.last_sync_at: str | None = None
         self.last_push_at: str | None = None
         self.last_pull_at: str | None = None
+        #: Passes each thread made: a push cycle looked at every enrolled project (pushing what
+        #: it may), a pull cycle got an answer to its long-poll (or a refusal). Each is written
+        #: by its own thread only. They show a loop that is alive but sends nothing (every
+        #: project refused, say) and let a caller wait for "N more passes" instead of a time.
+        self.push_cycles = 0
+        self.pull_cycles = 0
         self._dirty = threading.Event()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -319,6 +325,7 @@ class Autosync:
                 now = time.monotonic()
                 if pending and now >= self._push.retry_at and self._lease():
                     pending = not self._push_cycle()
+                    self.push_cycles += 1
                 self._maybe_heartbeat()
             except Exception as exc:  # a bug must not kill the loop: report it, back off
                 if self._stopping.is_set():
@@ -444,6 +451,8 @@ class Autosync:
             "quarantined": len(store.journal.quarantined(self.target)),
             "last_push_at": self.last_push_at,
             "last_pull_at": self.last_pull_at,
+            "push_cycles": self.push_cycles,
+            "pull_cycles": self.pull_cycles,
         }
         try:
             self._client("push").heartbeat(body)
@@ -472,6 +481,7 @@ class Autosync:
                         return
                     continue
                 self._pull_cycle(projects)
+                self.pull_cycles += 1
             except Exception as exc:  # a bug must not kill the loop: report it, back off
                 if self._stopping.is_set():
                     return
@@ -644,6 +654,8 @@ class Autosync:
             "last_sync_at": self.last_sync_at,
             "last_push_at": self.last_push_at,
             "last_pull_at": self.last_pull_at,
+            "push_cycles": self.push_cycles,
+            "pull_cycles": self.pull_cycles,
         }
 
 

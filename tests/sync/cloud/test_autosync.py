@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import psycopg
 import pytest
 
@@ -160,7 +161,7 @@ async def test_mcp_with_autosync_pushes_and_receives(
             if "typed into the HTTP API" in str(found):
                 break
             assert time.monotonic() < deadline, found
-            time.sleep(0.1)
+            await anyio.sleep(0.1)  # the MCP client's own tasks run meanwhile
     log = (tmp_path / "mcp-stderr-acme.log").read_text()
     assert "[autosync] started" in log
 

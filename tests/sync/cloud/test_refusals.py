@@ -6,7 +6,6 @@ directly), the commands as real ``engram`` processes on the same data directory.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +19,7 @@ from engram.sync.cloud import state as cloud_state
 from engram.sync.cloud.autosync import Timings
 from engram.sync.cloud.config import save_cloud_config
 from tests.support import free_port, run_engram
-from tests.support.sync_cloud import CloudServer, enroll, wait_until
+from tests.support.sync_cloud import CloudServer, enroll, wait_cycles, wait_until
 from tests.sync.cloud.test_autosync import FAST, autosync
 
 #: A refused project waits a minute here (two, four… in production): long enough that any retry
@@ -76,13 +75,15 @@ def test_a_forbidden_project_is_left_alone_until_sync_or_a_grant_says_otherwise(
         refusal = wait_until(lambda: refusals.active(store, target, "widgets"))
         assert refusal.reason_code == "policy_forbidden" and refusal.stops("pull")
         wait_until(lambda: len(server.mids("acme")) == 2)  # the other project goes on
-        time.sleep(1.5)  # the push and the pull that were already under way come back
+        # The push and the pull that were under way come back; later pulls leave it out.
+        wait_cycles(loop, push=1, pull=1)
         settled = refusals.active(store, target, "widgets")
         before = refused_pushes(server, "widgets")
         assert settled.count <= 2 and before <= 1  # at most once per direction
-        for i in range(3):  # local writes and several loop cycles (poll: 1 s) later…
+        for i in range(3):  # local writes and several loop cycles later…
             store.add_observation(title=f"Widget {i}", content="still refused", project="widgets")
-            time.sleep(1.2)
+            wait_cycles(loop, push=2)  # a whole push cycle after the write skipped it
+        wait_cycles(loop, pull=2)  # and pulls (poll: 1 s) went on without it
         # …nobody asked the server again: the old loop retried every poll (25 s) forever, each
         # push writing an audit row.
         assert refusals.active(store, target, "widgets") == settled
@@ -152,7 +153,9 @@ def test_a_pause_backs_off_pushes_only(
         # Pulls of the paused project go on: B's memory arrives.
         wait_until(lambda: a.search("already on the server", project="acme"), timeout=20)
         server.admin("resume", "acme")
-        time.sleep(2)
+        wait_cycles(loop, push=3)  # whole push cycles after the resume
+        live = loop.snapshot()  # the passes show in the loop's live state
+        assert live["push_cycles"] >= 3 and live["pull_cycles"] >= 1
         assert len(server.mids("acme")) == 2  # still waiting: the loop does not poll the pause
         resumed = cli(a.config.data_dir, "sync", "--cloud", "--project", "acme")
         assert resumed.returncode == 0, resumed.stderr

@@ -26,7 +26,7 @@ def test_a_replaced_local_edit_is_reported_and_kept(world) -> None:  # noqa: F81
     # Alice edits the memory, then Bob edits it too, later, before seeing hers:
     with Store.open(config=Config(data_dir=alice.data)) as store:
         store.update_observation(mine, content="20 connections (Alice)")
-    time.sleep(0.01)
+    time.sleep(0.01)  # wall time must pass: Bob's edit is the later one on the clock
     with Store.open(config=Config(data_dir=bob.data)) as store:
         store.update_observation(theirs, content="30 connections (Bob)")
     bob.sync_and_commit("bob's edit")
