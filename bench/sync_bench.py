@@ -7,7 +7,7 @@ phase in its own process:
   * export: ``engram sync --all`` of the whole journal into chunks (mutations/s);
   * import of those chunks into an empty store (mutations/s) and the import's peak RSS;
   * baseline: inserting the same rows' text into a bare FTS5 table (same ``porter unicode61``
-    tokenizer) in one transaction; target import ≤ 2× that time;
+    tokenizer) in one transaction; target import ≤ 4× that time (issue 18; issue 5 asked 2×);
   * peak RSS of the import at each size (default 10k and 100k): it should stay flat as the
     data grows, since chunks are applied one at a time.
 
@@ -45,6 +45,8 @@ from engram.sync.git.sync import GitSync
 
 ORIGINS = ["a1a1a1a1a1a1a1a1", "b2b2b2b2b2b2b2b2", "c3c3c3c3c3c3c3c3"]
 START_MS = 1_763_700_000_000
+#: Issue 18: an import of 100,000 mutations within 4x the bare FTS5 insert of the same rows.
+TARGET = 4.0
 
 
 def stamp(ms: int) -> str:
@@ -343,9 +345,9 @@ def main() -> None:
             f" {r['import_peak_rss_mb']:>8.1f} (process {r['rss_before_import_mb']:.0f})"
         )
     largest = results[-1]
-    verdict = "OK" if largest["import_vs_fts"] <= 2 else "MISSED"
+    verdict = "OK" if largest["import_vs_fts"] <= TARGET else "MISSED"
     print(
-        f"\nTarget: import within 2x of bare FTS5 inserts at {largest['mutations']:,}: "
+        f"\nTarget: import within {TARGET:g}x of bare FTS5 inserts at {largest['mutations']:,}: "
         f"{largest['import_vs_fts']:.2f}x wall, {largest['import_vs_fts_cpu']:.2f}x CPU ({verdict})"
     )
     if len(results) > 1:

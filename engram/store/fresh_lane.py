@@ -21,6 +21,7 @@ its own key and names no row or batch record (else the copy rule must look).
 
 from __future__ import annotations
 
+import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -222,20 +223,23 @@ class FreshLane:
         )  # fmt: skip
         batch.sessions |= missing
 
-    def _inserted_ids(self, count: int) -> range:
-        """The rowids the last ``executemany`` of ``count`` inserts gave (AUTOINCREMENT hands
+    def _inserted_ids(self, cursor: sqlite3.Cursor, count: int) -> range:
+        """The rowids ``cursor``'s ``executemany`` of ``count`` inserts gave (AUTOINCREMENT hands
         out consecutive ids inside one write transaction)."""
+        # Never short (every address was free), but a short count would misfile every id.
+        if cursor.rowcount != count:
+            raise RuntimeError(f"inserted {cursor.rowcount} rows of {count}")
         last = int(self.conn.execute("SELECT last_insert_rowid()").fetchone()[0])
         return range(last - count + 1, last + 1)
 
     def _prompts(self, prompts: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
         conn, batch = self.conn, self.batch
-        conn.executemany(
+        cursor = conn.executemany(
             _INSERT_PROMPT,
             [(s["sync_id"], s["session_id"], s["content"], s["project"], s["created_at"],
               r["hlc"]) for r, s in prompts],
         )  # fmt: skip
-        ids = self._inserted_ids(len(prompts))
+        ids = self._inserted_ids(cursor, len(prompts))
         conn.executemany(
             "INSERT INTO prompts_fts(rowid, content, project) VALUES (?, ?, ?)",
             [
@@ -265,8 +269,8 @@ class FreshLane:
                  record["hlc"], int(s["pinned"]), s["importance_override"], s["valid_from"],
                  s["valid_to"], s["delete_reason"], s["superseded_by"], s["reviewed_at"], score)
             )  # fmt: skip
-        conn.executemany(_INSERT_OBSERVATION, rows)
-        ids = self._inserted_ids(len(memories))
+        cursor = conn.executemany(_INSERT_OBSERVATION, rows)
+        ids = self._inserted_ids(cursor, len(memories))
         for rowid, (_, s), row in zip(ids, memories, rows, strict=True):
             batch.index.inserted(rowid)  # indexed with its context at the batch's end
             if row[-1] is None:
@@ -290,8 +294,8 @@ class FreshLane:
                  record["key"], record["op"], record["project"], record["scope"], stored,
                  self.source, batch.now)
             )  # fmt: skip
-        self.conn.executemany(_INSERT_JOURNAL, rows)
-        seqs = self._inserted_ids(len(run))
+        cursor = self.conn.executemany(_INSERT_JOURNAL, rows)
+        seqs = self._inserted_ids(cursor, len(run))
         for seq, (record, _, _) in zip(seqs, run, strict=True):
             batch.mids[record["mid"]] = seq
             batch.delivered.append((self.source, seq))

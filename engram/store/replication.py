@@ -169,6 +169,8 @@ class _ApplyBatch:
         self.related = (
             conn.execute("SELECT EXISTS (SELECT 1 FROM memory_relations)").fetchone()[0] == 1
         )
+        #: This replica's origin, once a kept revision asked for it.
+        self.origin: str | None = None
         #: Whether this batch created or deleted a memory a waiting relation may name.
         self.memories_arrived = False
         #: Memories written by this batch, and the ends of relations it wrote: scored once at
@@ -444,7 +446,9 @@ class _ApplyBatch:
         new = {**new, "project": record["project"]}
         if not revisions.keep(self.conn, old, old_hlc, new, record["hlc"]):
             return
-        mine = self.store.journal.origin
+        if self.origin is None:  # read once per batch (an import keeps many revisions)
+            self.origin = self.store.journal.origin
+        mine = self.origin
         if revisions.origin_of(old_hlc) == mine and record["origin"] != mine:
             result.superseded.append(
                 {"id": rowid, "project": record["project"], "title": old.get("title"),

@@ -291,12 +291,20 @@ def _derived(
     """``(rowid, stored context, context by the rule)`` of every live observation of an agent
     session (of ``sessions``, ``(session_id, project)`` pairs, when given), by one set-based
     statement: the rule of :func:`derive` spelled as window functions."""
-    where, params = "", []
+    wanted, source, params = "", "observations", []
     if sessions is not None:
-        where = f"AND (session_id, project) IN (VALUES {', '.join('(?, ?)' for _ in sessions)})"
+        # Joined from the sessions wanted, each looked up through the session index (an IN
+        # list made SQLite scan the whole index, and for a few hundred sessions it builds an
+        # automatic index of the whole table instead: a bulk apply into a large store spent
+        # most of its derivation there).
+        wanted = f"WITH wanted(sid, pid) AS (VALUES {', '.join('(?, ?)' for _ in sessions)}) "
+        source = (
+            "wanted CROSS JOIN observations INDEXED BY observations_session"
+            " ON session_id = sid AND project = pid"
+        )
         params = [value for pair in sessions for value in pair]
     rows = conn.execute(
-        f"""SELECT id, search_context, prev1, prev2,
+        f"""{wanted}SELECT id, search_context, prev1, prev2,
                    (SELECT substr(p.content, 1, {PIECE_CHARS}) FROM user_prompts p
                     WHERE p.session_id = w.session_id AND p.project = w.project
                       AND (p.created_at < w.created_at OR (p.created_at = w.created_at
@@ -309,7 +317,7 @@ def _derived(
                   FROM (SELECT id, session_id, project, scope, created_at, sync_id,
                                search_context,
                                substr(title || ' ' || content, 1, {PIECE_CHARS}) AS piece
-                        FROM observations WHERE deleted_at IS NULL AND {_AGENT_SQL} {where})
+                        FROM {source} WHERE deleted_at IS NULL AND {_AGENT_SQL})
                   WINDOW win AS (PARTITION BY session_id, project, scope
                                  ORDER BY created_at, sync_id)) AS w""",
         params,

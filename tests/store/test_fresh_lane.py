@@ -160,3 +160,25 @@ class Counted:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.conn, name)
+
+
+def test_a_bulk_apply_derives_contexts_by_looking_its_sessions_up(make_store) -> None:
+    """The sessions a bulk apply derives again are looked up through the session index, one
+    by one: with an IN list SQLite scanned the whole index (or built an automatic index of
+    the whole table) for every batch, so an import's derivation grew with the store."""
+    a = make_store("a")
+    for i in range(BULK_RECORDS + 10):
+        a.add_observation(title=f"Memory {i}", content=f"walrus fact {i}", project="p",
+                          session_id=f"s{i // 5}")  # fmt: skip
+    b = make_store("b")
+    seen: list[str] = []
+    b.db.conn.set_trace_callback(seen.append)
+    try:
+        b.apply_mutations([e.record for e in a.journal.pending("x")], source="git:/x")
+    finally:
+        b.db.conn.set_trace_callback(None)
+    [derivation] = [s for s in seen if "LAG(piece, 1)" in s]
+    plan = [r[3] for r in b.db.rows(f"EXPLAIN QUERY PLAN {derivation}")]
+    assert any(step.startswith("SEARCH observations USING INDEX observations_session")
+               for step in plan), plan  # fmt: skip
+    assert not any(step.startswith("SCAN observations") for step in plan), plan
