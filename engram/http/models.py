@@ -365,7 +365,7 @@ class SyncStatus(Struct):
     #: records pulled or imported for the project that wait in the local quarantine
     #: (clock_skew, invalid …; engram sync --quarantine lists them)
     inbound_quarantined_count: int = 0
-    #: this server's autosync loop, when it runs here and holds the lease
+    #: the passes of this server's autosync loop, when it runs here
     loop_cycles: LoopCycles | None = None
 
 
