@@ -322,6 +322,9 @@ def _autosync_text(data: dict[str, Any], sync: dict[str, Any]) -> str:
     else:
         pid = f" (pid {holder['pid']})" if holder.get("pid") else ""
         where = f"running in another engram process on this machine{pid}"
+    cycles = (data.get("daemon_sync_status") or {}).get("loop_cycles")
+    if holder is not None and holder.get("engram_serve") and cycles:  # that loop's own count
+        where += f", {cycles['push']} push and {cycles['pull']} pull cycles so far"
     return f"Autosync: {where}; project phase: {sync['phase']}"
 
 

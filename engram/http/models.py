@@ -340,6 +340,13 @@ class UpgradeStatus(Struct):
     reason_message: str | None
 
 
+class LoopCycles(Struct):
+    """How many passes this server's autosync loop made: pushes and long-polls."""
+
+    push: int
+    pull: int
+
+
 class SyncStatus(Struct):
     project: str
     enabled: bool
@@ -358,6 +365,8 @@ class SyncStatus(Struct):
     #: records pulled or imported for the project that wait in the local quarantine
     #: (clock_skew, invalid …; engram sync --quarantine lists them)
     inbound_quarantined_count: int = 0
+    #: the passes of this server's autosync loop, when it runs here
+    loop_cycles: LoopCycles | None = None
 
 
 # --- relations and the graph (issue 20) ---------------------------------------------------------

@@ -60,6 +60,11 @@ def _defaults(project: str) -> dict[str, Any]:
         "quarantined_count": 0,
         "inbound_quarantined_count": 0,
         "upgrade": {"stage": None, "reason_code": None, "reason_message": None},
+        #: The passes of the autosync loop running in this process ({"push": n, "pull": n}),
+        #: whether or not it holds the lease this very moment (it lapses between renewals while
+        #: a long poll waits): a loop that is alive but sends nothing (every project refused,
+        #: say) still counts up.
+        "loop_cycles": None,
     }
 
 
@@ -172,6 +177,9 @@ def project_status(
         last_push_at=row.get("last_push_at"),
         last_pull_at=row.get("last_pull_at"),
         autosync=_autosync_state(store, target, live),
+        loop_cycles={"push": live["push_cycles"], "pull": live["pull_cycles"]}
+        if live is not None and live["running"]
+        else None,
         refusal=None
         if refusal is None
         else {

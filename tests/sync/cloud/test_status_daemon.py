@@ -6,6 +6,7 @@ like every other command, and shows a paused project's own phase, never "healthy
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +53,18 @@ def test_status_finds_the_daemon_detects_the_project_and_shows_a_pause(
         in human
     )
     assert f"Autosync: running in engram serve at {daemon.url} (pid {daemon.process.pid})" in human
+    # The daemon's loop counts its passes: its status (and so this command) shows them.
+    cycles = wait_until(
+        lambda: (c := (status().get("daemon_sync_status") or {}).get("loop_cycles"))
+        and c["push"] >= 1
+        and c["pull"] >= 1
+        and c
+    )
+    assert set(cycles) == {"push", "pull"}
+    assert re.search(
+        rf"\(pid {daemon.process.pid}\), \d+ push and \d+ pull cycles so far; project phase",
+        engram("cloud", "status").stdout,
+    )
 
     # Paused on the server: the daemon's next push is refused, and the project says so.
     assert server.admin("pause", "acme", "--reason", "migration").returncode == 0
