@@ -5,7 +5,6 @@ a port already taken is one clear line."""
 from __future__ import annotations
 
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import REPO, engram_env, run_engram, wait_until
+from tests.support import REPO, engram_env, run_engram, stop_process, wait_until
 from tests.support.cloud import JWT_SECRET, LEGACY_TOKEN
 
 LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+) ")
@@ -73,12 +72,7 @@ def test_port_zero_binds_a_free_port_and_says_which(
         health = wait_until(healthy, every=0.1)
         assert health.json() == {"service": "engram-cloud", "status": "ok"}
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def test_a_taken_port_is_one_clear_line(data_dir: Path, cloud_db_url: str) -> None:

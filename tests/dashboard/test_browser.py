@@ -11,7 +11,6 @@ project and sees the refused push in the audit log. Screenshots of the main page
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ from engram_cloud.db import create_db_engine
 from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
 from engram_cloud.settings import derive_pepper
 from tests.cloud import records as rec
-from tests.support import REPO, engram_env, free_port, wait_for_port
+from tests.support import REPO, engram_env, free_port, stop_process, wait_for_port
 from tests.support.dashboard import ADMIN_TOKEN, JWT_SECRET, LEGACY_TOKEN
 from tests.support.postgres import PostgresCluster
 
@@ -98,12 +97,7 @@ def server(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         wait_for_port(port, timeout=60)
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def make_user(engine: Engine, name: str, projects: list[str], role: str = "member") -> str:

@@ -1,10 +1,11 @@
 """Helpers shared by every test package: running the real ``engram`` command, free ports,
-waiting for a condition."""
+waiting for a condition, stopping a server process."""
 
 from __future__ import annotations
 
 import os
 import pty
+import signal
 import socket
 import subprocess
 import sys
@@ -76,6 +77,18 @@ def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 20.0) -> 
                 return
         time.sleep(0.05)
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
+
+
+def stop_process(process: subprocess.Popen, grace: float = 20.0) -> None:
+    """Ask a server to stop as a service manager would (SIGTERM), and kill it if it has not
+    stopped within ``grace`` seconds, so a hung shutdown never outlives its test."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def run_on_terminal(

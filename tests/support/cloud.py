@@ -19,7 +19,7 @@ from engram_cloud.app import create_app
 from engram_cloud.db import create_db_engine
 from engram_cloud.principals import CLI_ACTOR, create_principal, grant, issue_token
 from engram_cloud.settings import Settings, parse_allowlist
-from tests.support import REPO, engram_env, free_port, wait_for_port
+from tests.support import REPO, engram_env, free_port, stop_process, wait_for_port
 from tests.support.observed_cloud import command as observed_command
 from tests.support.postgres import (  # noqa: F401  (pytest finds fixtures by name)
     fixture_cloud_db_url,
@@ -152,14 +152,10 @@ def serve(data_dir: Path, cloud_db_url: str) -> Iterator[Callable[..., RunningSe
         return RunningServer(f"http://127.0.0.1:{port}", process, log)
 
     yield start
-    for process in processes:
+    for process in processes:  # all at once: they shut down side by side
         process.send_signal(signal.SIGTERM)
     for process in processes:
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 @pytest.fixture
