@@ -182,3 +182,38 @@ def test_a_bulk_apply_derives_contexts_by_looking_its_sessions_up(make_store) ->
     assert any(step.startswith("SEARCH observations USING INDEX observations_session")
                for step in plan), plan  # fmt: skip
     assert not any(step.startswith("SCAN observations") for step in plan), plan
+
+
+def test_a_bulk_batch_still_quarantines_hostile_fresh_records(make_store) -> None:
+    """The lane takes only records whose rules it knows the outcome of: a new memory with a
+    clock far ahead, or whose payload names another project than its record, is quarantined
+    with its reason inside a bulk batch exactly as when it comes alone, and the rest applies."""
+    from types import SimpleNamespace
+
+    from engram.store import quarantine
+
+    from .test_trust import FAR_FUTURE, upsert_of
+
+    a = make_store("a")
+    for i in range(BULK_RECORDS + 10):
+        a.add_observation(title=f"Memory {i}", content=f"walrus fact number {i}", project="p")
+    records: list[Any] = [e.record for e in a.journal.pending("x")]
+
+    def fresh(key: str) -> SimpleNamespace:
+        return SimpleNamespace(sync_id=key, session_id="manual", type="manual", title="Planted",
+                               topic_key=None)  # fmt: skip
+
+    ahead = upsert_of(fresh("obs-future00000000001"), project="p", content="FOREVER",
+                      hlc=FAR_FUTURE)  # fmt: skip
+    liar = upsert_of(fresh("obs-liar000000000001"), project="q", content="ATTACKER TEXT")
+    liar["payload"]["project"] = "p"  # a q record carrying a p payload
+    records[20:20] = [ahead, liar]
+    victim = make_store("victim")
+    result = victim.apply_mutations(records, source="git:/elsewhere")
+    assert len(records) >= BULK_RECORDS
+    assert result.quarantined == {"clock_skew": 1, "invalid": 1}
+    assert result.observations == BULK_RECORDS + 10
+    held = {(q.reason, q.key) for q in quarantine.listing(victim.db)}
+    assert held == {("clock_skew", "obs-future00000000001"), ("invalid", "obs-liar000000000001")}
+    planted = victim.db.rows("SELECT sync_id FROM observations WHERE title = 'Planted'")
+    assert list(planted) == []
