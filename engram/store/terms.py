@@ -8,7 +8,6 @@ One scratch database per thread (the TUI searches on worker threads).
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -77,31 +76,43 @@ _EXACT, _PREFIX, _CONTEXT = 0, 1, 2
 
 #: What ends a token in any text: ASCII whitespace and punctuation ("_" too: unicode61 keeps
 #: letters and digits only). Letters and digits of any script, and every other character, may
-#: belong to a token.
-_SEPARATORS = re.escape(" \t\n\r\x0b\x0c!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+#: belong to a token. As UTF-8 bytes: every byte of a non-ASCII character is >= 0x80, never one
+#: of these.
+_SEPARATORS = frozenset(b" \t\n\r\x0b\x0c!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
-@lru_cache(maxsize=1024)
-def _whole_word(word: str) -> re.Pattern[str] | None:
-    """A pattern finding ``word`` as a whole token, ASCII letters in either case, between
-    separators (or the ends of the text); None when the word is not one ASCII token."""
-    if not (word.isascii() and word.isalnum()):
+def _token(word: str, stems: tuple[str, ...]) -> bytes | None:
+    """``word`` as the bytes of one ASCII token (lower case), or None when it is not one."""
+    if len(stems) != 1 or not (word.isascii() and word.isalnum()):
         return None
-    return re.compile(
-        rf"(?:^|(?<=[{_SEPARATORS}])){re.escape(word)}(?=[{_SEPARATORS}]|$)",
-        re.ASCII | re.IGNORECASE,
-    )
+    return word.lower().encode("ascii")
 
 
-def _literally(own: str, probes: Sequence[Probe]) -> bool:
-    """Whether ``own`` holds every probe's word itself, as a whole token: FTS5 reads that token
-    as the probe does (the same characters, folded to lower case, stemmed the same way), so
-    each word is in it as a word — the common case, told without tokenizing the text."""
-    for probe in probes:
-        pattern = _whole_word(probe.word) if len(probe.stems) == 1 else None
-        if pattern is None or pattern.search(own) is None:
-            return False
-    return True
+def _holds(text: bytes, token: bytes) -> bool:
+    """Whether ``text`` (UTF-8, ASCII letters in lower case) holds ``token`` between separators
+    (or the ends of the text)."""
+    size, end_of_text = len(token), len(text)
+    start = text.find(token)
+    while start >= 0:
+        end = start + size
+        if (start == 0 or text[start - 1] in _SEPARATORS) and (
+            end == end_of_text or text[end] in _SEPARATORS
+        ):
+            return True
+        start = text.find(token, start + 1)
+    return False
+
+
+def _literally(own: str, tokens: Sequence[bytes | None]) -> bool:
+    """Whether ``own`` holds every probe's word itself (``tokens``: :func:`_token` of each), as
+    a whole token: FTS5 reads that token as the probe does (the same characters, folded to
+    lower case, stemmed the same way), so each word is in it as a word — the common case, told
+    without tokenizing the text. (``bytes.lower`` folds ASCII letters only, as the comparison
+    must: a letter of another script is never read as an ASCII one.)"""
+    if None in tokens:
+        return False
+    text = own.encode("utf-8", "surrogatepass").lower()
+    return all(_holds(text, token) for token in tokens)  # type: ignore[arg-type]
 
 
 def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Found]:
@@ -114,8 +125,9 @@ def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Foun
         return found
     words = [probe.word for probe in probes if probe.stems]
     scratch: list[tuple[int, str, str]] = []  # (doc, own, ctx) for FTS5 to match
+    tokens = [_token(probe.word, probe.stems) for probe in probes]
     for doc, (own, ctx) in enumerate(texts, 1):
-        if not ctx and _literally(own, probes):
+        if not ctx and _literally(own, tokens):
             found[doc - 1].words.extend(words)
         else:
             scratch.append((doc, own, ctx))

@@ -275,3 +275,9 @@ def test_texts_holding_every_word_as_a_whole_token_are_explained_without_fts5(
     phrase = [w.probe for w in plan_words("k8s_pods")]
     assert terms.find([("k8s_pods here", "")], phrase)[0].words == ["k8s_pods"]
     assert len(matched) == 2  # a word of several tokens is matched by FTS5
+    # Every occurrence is looked at (the first may be inside a longer token); only ASCII
+    # letters fold (the Kelvin sign lowers to "k" in Python, but is not an ASCII letter).
+    kafka = [w.probe for w in plan_words("kafka pool")]
+    found = terms.find([("xpool kafkas POOL KAFKA", ""), ("\u212aafka pool", "")], kafka)
+    assert len(matched) == 3 and matched[-1] == ["\u212aafka pool"]
+    assert found[0].words == ["kafka", "pool"]
