@@ -52,6 +52,8 @@ SMALL_QUERY = 2 * GROUP_BUDGET
 #: Scores equal to this many decimals are ties, broken by rowid: the same phrases summed in
 #: another order differ in the last bits, and must not reorder results.
 SCORE_DECIMALS = 9
+#: Scores further apart than this never round to the same :data:`SCORE_DECIMALS` decimals.
+_TIE_GAP = 2 * 10**-SCORE_DECIMALS
 #: The tiers (see the module docstring).
 WORDS, PREFIX, CONTEXT = 1, 2, 3
 
@@ -398,7 +400,7 @@ def _step(
     hits = list(map(Hit._make, cursor.execute(
         f"""{prelude}SELECT id, {case} AS tier, score FROM (
                 SELECT {fts}.rowid AS id, {spec.bm25} AS score{own} FROM {source})
-            ORDER BY tier, score LIMIT ?""",
+            ORDER BY tier, score, id LIMIT ?""",
         [*params, fetch],
     )))  # fmt: skip
     return tie_ordered(hits)
@@ -407,11 +409,17 @@ def _step(
 def tie_ordered(hits: list[Hit]) -> list[Hit]:
     """``hits`` in (tier, BM25) order with ties (to :data:`SCORE_DECIMALS`) by rowid. Ordered
     here, on the few rows kept (rounding every row in SQL cost a fifth of the query), and only
-    when two of them tie: the statement's order is otherwise the final one (rounding keeps it,
-    so rows that tie are next to each other)."""
+    when two of them tie and are out of rowid order: the statement orders equal scores by rowid,
+    so its order is the final one unless two scores differ in their last bits only (rounding
+    keeps the order otherwise, so rows that tie are next to each other)."""
     for before, after in pairwise(hits):
-        if before.tier == after.tier and round(before.score, SCORE_DECIMALS) == round(
-            after.score, SCORE_DECIMALS
+        # (Rounding only pairs that could need it: equal scores are common, and two rounds
+        # per pair were a hundredth of a search.)
+        if (
+            before.rowid > after.rowid
+            and after.score - before.score < _TIE_GAP
+            and before.tier == after.tier
+            and round(before.score, SCORE_DECIMALS) == round(after.score, SCORE_DECIMALS)
         ):
             return sorted(hits, key=_order)
     return hits

@@ -12,7 +12,6 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 #: The tokenizer of both FTS5 indexes (engram/store/schema.py builds them with it).
 TOKENIZER = "porter unicode61"
@@ -35,18 +34,41 @@ def _scratch() -> sqlite3.Connection:
     return conn
 
 
-@lru_cache(maxsize=8192)
+#: Index terms of words already asked for (query words repeat: an agent's questions do).
+_STEMS: dict[str, tuple[str, ...]] = {}
+_STEMS_LIMIT = 8192
+
+
 def stems(word: str) -> tuple[str, ...]:
     """The index terms of one query word, in order ("postgres" → ("postgr",), "k8s_pods" →
     ("k8", "pod"), a lone "_" → ())."""
-    conn = _scratch()
-    conn.execute("BEGIN")
-    try:
-        conn.execute("INSERT INTO scratch(rowid, own) VALUES (1, ?)", (word,))
-        rows = conn.execute("SELECT term FROM scratch_terms ORDER BY offset").fetchall()
-    finally:
-        conn.execute("ROLLBACK")
-    return tuple(r[0] for r in rows)
+    return stems_of([word])[0]
+
+
+def stems_of(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """:func:`stems` of each word: those not asked for before tokenized together, in one
+    insert into the scratch index (a query's new words cost one round trip, not one each)."""
+    known = {word: _STEMS.get(word) for word in words}
+    missing = [word for word, held in known.items() if held is None]
+    if missing:
+        conn = _scratch()
+        conn.execute("BEGIN")
+        try:
+            conn.executemany(
+                "INSERT INTO scratch(rowid, own) VALUES (?, ?)", enumerate(missing, 1)
+            )
+            rows = conn.execute("SELECT doc, term FROM scratch_terms ORDER BY doc, offset")
+            found: dict[int, list[str]] = {}
+            for doc, term in rows:
+                found.setdefault(doc, []).append(term)
+        finally:
+            conn.execute("ROLLBACK")
+        new = {word: tuple(found.get(doc, ())) for doc, word in enumerate(missing, 1)}
+        if len(_STEMS) + len(new) > _STEMS_LIMIT:
+            _STEMS.clear()
+        _STEMS.update(new)
+        known.update(new)
+    return [known[word] or () for word in words]
 
 
 @dataclass(frozen=True, slots=True)
