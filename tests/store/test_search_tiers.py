@@ -364,3 +364,33 @@ def test_tied_hits_end_in_rowid_order_whatever_order_equal_scores_came_in(rows: 
         {ranking.Hit(r, t, s) for r, t, s in rows}, key=lambda h: (h.tier, h.score, h.rowid)
     )
     assert ranking.tie_ordered(hits) == sorted(hits, key=ranking._order)
+
+
+def test_every_word_uses_a_prefix_form_only_while_the_index_holds_a_longer_term(
+    data_dir: Path,
+) -> None:
+    """Where no indexed term extends a word's stem, "word"* matches what "word" matches (the
+    same rows, instances and IDF) at more cost, so the word itself is asked for; a later save,
+    by this store or another process, that adds a longer term brings the prefix form back."""
+    config = Config(data_dir=data_dir)
+    with Store.open(config=config) as store, Store.open(config=config) as other:
+        save(store, "Rate limiter", "the limiter drops requests")
+        statements: list[str] = []
+        store.db.conn.set_trace_callback(statements.append)
+
+        def asked(query: str) -> list[str]:
+            statements.clear()
+            found = store.search(query, match_mode="all", record_access=False)
+            assert [s for s in statements if "bm25" in s], "no ranking statement ran"
+            return [o.title for o in found]
+
+        assert asked("limiter") == ["Rate limiter"]
+        assert any("MATCH '(\"limiter\")'" in s for s in statements)  # no longer term: itself
+        save(store, "Limiterless", "a limiterless queue")  # this store adds a longer term
+        assert sorted(asked("limiter")) == ["Limiterless", "Rate limiter"]
+        assert any("\"limiter\"*" in s for s in statements)
+        assert asked("droppers requests") == []
+        assert asked("drops requests") == ["Rate limiter"]
+        other.add_observation(title="Dropsy", content="dropsical requests", project="acme")
+        assert sorted(asked("drops requests")) == ["Dropsy", "Rate limiter"]  # another writer
+        store.db.conn.set_trace_callback(None)
