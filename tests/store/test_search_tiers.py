@@ -394,3 +394,17 @@ def test_every_word_uses_a_prefix_form_only_while_the_index_holds_a_longer_term(
         other.add_observation(title="Dropsy", content="dropsical requests", project="acme")
         assert sorted(asked("drops requests")) == ["Dropsy", "Rate limiter"]  # another writer
         store.db.conn.set_trace_callback(None)
+
+
+def test_equal_scores_come_in_rowid_order_and_the_lowest_rowids_make_the_page(
+    data_dir: Path,
+) -> None:
+    """The ranking statement sorts by score alone (each key compared costs), so equal scores
+    keep FTS5's rowid order, and the page cut keeps the lowest rowids, in both modes."""
+    config = Config(data_dir=data_dir, importance_tiebreak=False)
+    with Store.open(config=config) as store:
+        ids = [save(store, f"Twin {i:02d}", "identical words in every twin") for i in range(40)]
+        for mode in ("all", "any"):
+            for query in ("twin identical", "identical"):
+                found = store.search(query, match_mode=mode, limit=10, record_access=False)
+                assert [o.id for o in found] == ids[:10], (mode, query)
