@@ -5,9 +5,10 @@ queue behind every sync import). So each search or read notes one line per memor
 lines are appended to a small log beside the database (``engram.db-access``, one ``write``
 with ``O_APPEND``, no transaction, no fsync) — not at every search: the process keeps them in
 memory until :data:`BUFFER_SECONDS` have passed since the oldest, or they fill
-:data:`BUFFER_BYTES` (at most a quarter of a fold), and always when the store closes, before a
-fold or a count is read, and when the interpreter exits (the open-lock-check-write-close of one
-append was ~4% of an every-word search). A process that is killed, or crashes, loses the hits
+:data:`BUFFER_HITS` hits (at most a quarter of a fold), and always when the store closes, before a
+fold or a count is read, and when the interpreter exits, even for a store dropped unclosed (a
+forked child forgets its parent's; the open-lock-check-write-close of one append was ~4% of an
+every-word search). A process that is killed, or crashes, loses the hits
 it had not appended yet (at most that second's); the log was never synced to disk, so a power
 loss could already lose the last ones. The log is *folded* into ``observations.access_count`` /
 ``last_accessed_at`` in one transaction once it holds :attr:`Config.access_fold_bytes` (about
@@ -36,7 +37,6 @@ import os
 import sqlite3
 import threading
 import time
-import weakref
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,14 +63,28 @@ BUFFER_SECONDS = 1.0
 BUFFER_HITS = 200
 LINE_BYTES = 80
 
-#: Logs holding hits not appended yet: appended when the interpreter exits.
-_unwritten: weakref.WeakSet[AccessLog] = weakref.WeakSet()
+#: Logs holding hits not appended yet, appended when the interpreter exits (held here until
+#: then: a store dropped without being closed loses none).
+_unwritten: set[AccessLog] = set()
 
 
 @atexit.register
 def _append_all() -> None:
     for log in list(_unwritten):
         log.flush(fold=False)
+
+
+def _forget_in_child() -> None:
+    """A forked child must not append its parent's hits a second time."""
+    for log in list(_unwritten):
+        # (A fresh lock: another thread of the parent may have held this one at the fork.)
+        log._lock = threading.Lock()
+        log._noted, log._count = [], 0
+    _unwritten.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class AccessLog:

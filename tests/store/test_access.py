@@ -166,13 +166,17 @@ def test_hits_noted_by_a_process_that_never_closes_its_store_are_appended_at_exi
         key = store.add_observation(title="Redis", content="eviction", project="acme")
     script = (
         "from pathlib import Path; from engram.settings import Config;"
-        "from engram.store import Store; import sys;"
+        "from engram.store import Store; import gc, os, sys;"
         f"s = Store.open(config=Config(data_dir=Path({str(data_dir)!r})));"
-        "s.search('redis', mode='lexical'); sys.exit(0)"
+        "s.search('redis', mode='lexical');"
+        # A forked child exiting normally must not append the parent's hit a second time.
+        "pid = os.fork()\nif pid == 0: sys.exit(0)\nos.waitpid(pid, 0);"
+        # Dropped without being closed: the hit is still appended at exit.
+        "s.search('redis', mode='lexical'); del s; gc.collect(); sys.exit(0)"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     with Store.open(config=Config(data_dir=data_dir)) as store:
-        assert store.access.pending_counts() == {("acme", key.observation.sync_id): 1}
+        assert store.access.pending_counts() == {("acme", key.observation.sync_id): 2}
 
 
 def test_the_log_is_private(store: Store) -> None:
