@@ -52,6 +52,8 @@ SMALL_QUERY = 2 * GROUP_BUDGET
 #: Scores equal to this many decimals are ties, broken by rowid: the same phrases summed in
 #: another order differ in the last bits, and must not reorder results.
 SCORE_DECIMALS = 9
+#: Most SELECTs joined into one compound statement (SQLite refuses more than 500).
+COMPOUND_TERMS = 400
 #: Scores further apart than this never round to the same :data:`SCORE_DECIMALS` decimals.
 _TIE_GAP = 2 * 10**-SCORE_DECIMALS
 #: The tiers (see the module docstring).
@@ -199,26 +201,23 @@ class TermCounts:
         if version != self._version:
             self._extended = {key: True for key, held in self._extended.items() if held}
             self._version = version
-        found = set()
-        for stem in stems:
-            key = (spec.fts, stem)
-            held = self._extended.get(key)
-            if held is None:
-                # Terms after the stem itself ("\x01": no term holds a smaller character; from
-                # the stem, FTS5's vocabulary would first count every row holding it).
-                held = (
-                    conn.execute(
-                        f"SELECT 1 FROM {spec.vocab} WHERE term >= ? AND term < ? LIMIT 1",
-                        (stem + "\x01", stem + "\U0010ffff"),
-                    ).fetchone()
-                    is not None
-                )
-                if len(self._extended) >= self.LIMIT:
-                    self._extended.clear()
-                self._extended[key] = held
-            if held:
-                found.add(stem)
-        return found
+        missing = sorted(stem for stem in stems if (spec.fts, stem) not in self._extended)
+        if len(self._extended) + len(missing) > self.LIMIT:
+            self._extended.clear()
+        for start in range(0, len(missing), 100):  # (a statement has at most 2,000 columns)
+            batch = missing[start : start + 100]
+            # Terms after the stem itself ("\x01": no term holds a smaller character; from the
+            # stem, FTS5's vocabulary would first count every row holding it), a statement for
+            # all the stems.
+            parts = [
+                f"(SELECT 1 FROM {spec.vocab} WHERE term >= ? AND term < ? LIMIT 1)"
+                for _ in batch
+            ]
+            bounds = [b for stem in batch for b in (stem + "\x01", stem + "\U0010ffff")]
+            held = conn.execute(f"SELECT {', '.join(parts)}", bounds).fetchone()
+            for stem, one in zip(batch, held, strict=True):
+                self._extended[(spec.fts, stem)] = one is not None
+        return {stem for stem in stems if self._extended.get((spec.fts, stem), True)}
 
     def get(self, fts: str, term: str, total: int) -> int | None:
         held = self._counts.get((fts, term))
@@ -247,9 +246,12 @@ def _statistics(
     terms = {stem for word in words for stem in word.stems}
     docs = {term: counts.get(spec.fts, term, total) for term in terms}
     missing = sorted(term for term, held in docs.items() if held is None)
+    found: dict[int, int] = {}
+    for start in range(0, len(missing), COMPOUND_TERMS):  # (a long question: in pieces)
+        batch = range(start, min(start + COMPOUND_TERMS, len(missing)))
+        parts = [f"SELECT {n}, doc FROM {spec.vocab} WHERE term = ?" for n in batch]
+        found.update(conn.execute(" UNION ALL ".join(parts), missing[start : batch.stop]))
     if missing:
-        parts = [f"SELECT {n}, doc FROM {spec.vocab} WHERE term = ?" for n in range(len(missing))]
-        found = dict(conn.execute(" UNION ALL ".join(parts), missing).fetchall())
         for n, term in enumerate(missing):
             holding = int(found.get(n, 0))
             docs[term] = holding

@@ -676,16 +676,18 @@ class RelationsMixin(StoreBase):
             return results
         if check_conflicts:
             self.settle_conflicts()  # type: ignore[attr-defined]
-        by_project: dict[str, list[str]] = {}
-        for obs in results:
-            by_project.setdefault(obs.project, []).append(obs.sync_id)
         with self.db.read() as conn:
             # (Most stores hold no relation: one probe instead of a lookup per project.)
-            related = conn.execute("SELECT 1 FROM memory_relations LIMIT 1").fetchone()
+            if conn.execute("SELECT 1 FROM memory_relations LIMIT 1").fetchone() is None:
+                for obs in results:
+                    obs.relations = []
+                return results
+            by_project: dict[str, list[str]] = {}
+            for obs in results:
+                by_project.setdefault(obs.project, []).append(obs.sync_id)
             found = {
                 project: relations_touching(conn, project, keys)
                 for project, keys in by_project.items()
-                if related is not None
             }
         successor: dict[int, int] = {}
         for obs in results:

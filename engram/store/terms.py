@@ -90,6 +90,9 @@ class Found:
     context_words: list[str]
 
 
+#: Most MATCHes joined into one compound statement (SQLite refuses more than 500 SELECTs).
+_COMPOUND_TERMS = 400
+
 #: What a probe's MATCH in the scratch table found in a text: the word itself in the own text,
 #: the word or a longer one starting with it there, or the word (any form it may take) in the
 #: context text.
@@ -182,12 +185,16 @@ def _match(
         return
     conn = _scratch()
     conn.execute("BEGIN")  # the texts live only until the ROLLBACK
+    rows: list[tuple[int, int, int]] = []
     try:
         conn.executemany(
             "INSERT INTO scratch(rowid, own, ctx) VALUES (?, ?, ?)",
             texts,
         )
-        rows = conn.execute(" UNION ALL ".join(parts), params).fetchall()
+        # (In pieces for a long question: SQLite joins at most 500 SELECTs in one statement.)
+        for start in range(0, len(parts), _COMPOUND_TERMS):
+            end = start + _COMPOUND_TERMS
+            rows += conn.execute(" UNION ALL ".join(parts[start:end]), params[start:end])
     finally:
         conn.execute("ROLLBACK")
     held: dict[tuple[int, int], set[int]] = {}  # (doc, probe) → kinds

@@ -408,3 +408,24 @@ def test_equal_scores_come_in_rowid_order_and_the_lowest_rowids_make_the_page(
             for query in ("twin identical", "identical"):
                 found = store.search(query, match_mode=mode, limit=10, record_access=False)
                 assert [o.id for o in found] == ids[:10], (mode, query)
+
+
+def test_a_question_of_thousands_of_words_is_answered_and_explained(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile input: a pasted document as the question. The word counts, the vocabulary
+    look-ups and the explanations are asked in pieces (SQLite joins at most 500 SELECTs in one
+    statement), so the search answers instead of failing."""
+    monkeypatch.setattr(ranking, "SMALL_QUERY", 1)  # plan the query as a large store does
+    save(store, "Rate limiter", "the limiter drops requests")
+    save(store, "Limiters", "limiters everywhere")
+    rng = random.Random(7)
+    noise = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(9)) for _ in range(1500)
+    ]
+    question = " ".join([*noise, "limiter", "drops"])
+    found = store.search(question, record_access=False)
+    assert [o.title for o in found][:1] == ["Rate limiter"]
+    assert found[0].match.words == ["limiter", "drops"]
+    assert store.search(" ".join([*noise, "limiter"]), match_mode="all") == []
+    assert [o.title for o in store.search("limiter drops", match_mode="all")] == ["Rate limiter"]
