@@ -16,7 +16,8 @@ lower than any import could reach. Variants (``--variants``):
   * ``full``: every table and both full-text indexes, the memories' session context included;
   * ``no-context``: the same with every ``search_context`` empty (the row and the FTS entry
     without it): what indexing the session context some other way would leave;
-  * ``no-journal``: ``full`` without the journal and delivery rows.
+  * ``no-journal``: ``full`` without the journal and delivery rows;
+  * ``neither``: without the session context and without the journal and delivery rows.
 
     .venv/bin/python bench/import_floor.py [--n 100000] [--rounds 3] [--json]
 """
@@ -63,7 +64,7 @@ _FTS = {
     ),
     "user_prompts": ("prompts_fts", "content, project"),
 }
-VARIANTS = ("full", "no-context", "no-journal")
+VARIANTS = ("full", "no-context", "no-journal", "neither")
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -92,11 +93,12 @@ def write_floor(
     target: Path, reference: dict[str, tuple[list[str], list[tuple]]], chunks: int, variant: str
 ) -> tuple[float, float]:
     """Write the reference rows into the empty store at ``target`` (wall, CPU seconds)."""
-    tables = [t for t in TABLES if variant != "no-journal" or t not in ("sync_journal", "sync_delivery")]
+    journal = variant not in ("no-journal", "neither")
+    tables = [t for t in TABLES if journal or t not in ("sync_journal", "sync_delivery")]
     prepared: dict[str, tuple[str, list[list[tuple]]]] = {}
     for table in tables:
         columns, rows = reference[table]
-        if variant == "no-context" and table == "observations":
+        if variant in ("no-context", "neither") and table == "observations":
             at = columns.index("search_context")
             rows = [(*row[:at], "", *row[at + 1 :]) for row in rows]
         sql = f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
@@ -208,7 +210,9 @@ def main() -> None:
         print(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
         return
     print(f"{summary['mutations']:,} mutations, {chunks} transactions; rows: {summary['rows']}")
-    print(f"bare FTS5 insert: wall {median(base_wall):.2f} s, CPU {median(base_cpu):.2f} s (median)")
+    print(
+        f"bare FTS5 insert: wall {median(base_wall):.2f} s, CPU {median(base_cpu):.2f} s (median)"
+    )
     for variant in variants:
         s = summary[variant]
         print(
