@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from engram.errors import ValidationError
-from engram.store.terms import Probe, stems
+from engram.store.terms import Probe, stems_of
 
 MATCH_MODES = ("any", "all")
 
@@ -86,14 +87,21 @@ class QueryWord:
 
 def plan_words(text: str) -> list[QueryWord]:
     """The searchable words of ``text``, in order (words the index cannot hold are dropped)."""
+    return list(_planned(text))
+
+
+@lru_cache(maxsize=1024)
+def _planned(text: str) -> tuple[QueryWord, ...]:
+    # Cached per text: an agent asks the same questions again, and planning (the words, their
+    # stems) was a hundredth of a search. QueryWords are frozen: sharing them is safe.
+    words = query_words(text)
     planned = []
-    for word in query_words(text):
-        terms = stems(word)
+    for word, terms in zip(words, stems_of(words), strict=True):
         if not terms:
             continue
         prefix = len(word) >= PREFIX_MIN_CHARS and len(terms[-1]) >= PREFIX_MIN_CHARS
         planned.append(QueryWord(word, terms, prefix))
-    return planned
+    return tuple(planned)
 
 
 def build_match(text: str, match_mode: str = "any") -> str | None:

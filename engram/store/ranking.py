@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
@@ -52,6 +52,8 @@ SMALL_QUERY = 2 * GROUP_BUDGET
 #: Scores equal to this many decimals are ties, broken by rowid: the same phrases summed in
 #: another order differ in the last bits, and must not reorder results.
 SCORE_DECIMALS = 9
+#: Scores further apart than this never round to the same :data:`SCORE_DECIMALS` decimals.
+_TIE_GAP = 2 * 10**-SCORE_DECIMALS
 #: The tiers (see the module docstring).
 WORDS, PREFIX, CONTEXT = 1, 2, 3
 
@@ -180,6 +182,43 @@ class TermCounts:
 
     def __init__(self) -> None:
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+        self._extended: dict[tuple[str, str], bool] = {}
+        self._version: tuple[int, int] | None = None
+
+    def extended(self, conn: sqlite3.Connection, spec: IndexSpec, stems: Iterable[str]) -> set[str]:
+        """Which of ``stems`` the index holds a longer term starting with: for the others a
+        word's prefix form ``"word"*`` matches exactly the rows, instances and IDF of the word
+        itself, at a tenth to a quarter more cost (FTS5 merges a prefix's doclists, for the
+        query and again for BM25's IDF). Run inside the search's read snapshot.
+
+        Remembered while the database is unchanged (``PRAGMA data_version``, which the
+        snapshot fixes, and this connection's own changes): any write may add a longer term,
+        so a stem found without one is asked again after it; one found with one stays so (a
+        prefix form is never wrong, only slower)."""
+        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        if version != self._version:
+            self._extended = {key: True for key, held in self._extended.items() if held}
+            self._version = version
+        found = set()
+        for stem in stems:
+            key = (spec.fts, stem)
+            held = self._extended.get(key)
+            if held is None:
+                # Terms after the stem itself ("\x01": no term holds a smaller character; from
+                # the stem, FTS5's vocabulary would first count every row holding it).
+                held = (
+                    conn.execute(
+                        f"SELECT 1 FROM {spec.vocab} WHERE term >= ? AND term < ? LIMIT 1",
+                        (stem + "\x01", stem + "\U0010ffff"),
+                    ).fetchone()
+                    is not None
+                )
+                if len(self._extended) >= self.LIMIT:
+                    self._extended.clear()
+                self._extended[key] = held
+            if held:
+                found.add(stem)
+        return found
 
     def get(self, fts: str, term: str, total: int) -> int | None:
         held = self._counts.get((fts, term))
@@ -250,13 +289,21 @@ def rank(
     prefixes = [spec.searched(w.prefix_phrase) for w in words if w.prefix]
     if match_all:
         # Any form: a word's prefix phrase matches the word itself too (its Porter stem starts
-        # it), so one phrase per word finds the same rows as both, at half the BM25 work.
+        # it), so one phrase per word finds the same rows as both, at half the BM25 work; and
+        # the word itself where the index holds no longer term starting with it (the same
+        # rows and scores: see TermCounts.extended).
+        stems = {w.stems[-1] for w in words if w.prefix}
+        longer = stems if counts is None or not stems else counts.extended(conn, spec, stems)
         every = " AND ".join(
-            f"({spec.searched(w.prefix_phrase if w.prefix else w.exact)})" for w in words
+            f"({spec.searched(w.prefix_phrase if w.prefix and w.stems[-1] in longer else w.exact)})"
+            for w in words
         )
-        if precise or not prefixes:
+        if precise:
             found = _step(conn, spec, every, fetch, filters, tier_of=_any(exact))
             return Ranking(found, len(found) < fetch, 1)
+        # Every row tier 1 for now: the caller explains the best rows anyway, and ranks again
+        # precisely when one of them holds no query word itself in its own text (a prefix
+        # only, or the session context only).
         found = _step(conn, spec, every, fetch, filters, provisional=True)
         return Ranking(found, len(found) < fetch, 1, provisional=True)
     counts = counts or TermCounts()
@@ -319,7 +366,9 @@ def _tier_one(
     if not stats:
         return Ranking([], True)
     if sum(s.docs for s in stats) <= SMALL_QUERY:
-        found = _step(conn, spec, _any([s.phrase for s in stats]), fetch, filters, provisional=provisional)
+        found = _step(
+            conn, spec, _any([s.phrase for s in stats]), fetch, filters, provisional=provisional
+        )
         return Ranking(found, len(found) < fetch, 1, provisional=provisional)
     # Step 1: the rows holding one of the rarest words (up to GROUP_BUDGET rows), scored with
     # every word. Step 2, only if rows without them could still be among the best k: the rest.
@@ -393,12 +442,17 @@ def _step(
         params.insert(0, spec.own(tier_of))
         case = f"CASE WHEN id IN t1 THEN {WORDS} WHEN own < 0 THEN {PREFIX} ELSE {CONTEXT} END"
     own = f", {spec.own_bm25} AS own" if "own" in case else ""  # a second BM25 only if read
+    # Sorted by score alone when the tier is one number: every matching row goes through the
+    # sort, and each key compared cost ~3% of the statement. Equal keys keep the order FTS5
+    # gives the rows in (rowid order; SQLite numbers them as they come), which tie_ordered
+    # checks, re-sorting the few kept when that does not hold.
+    order = "score" if case.isdigit() else "tier, score"
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples, made Hits as they are
     hits = list(map(Hit._make, cursor.execute(
         f"""{prelude}SELECT id, {case} AS tier, score FROM (
                 SELECT {fts}.rowid AS id, {spec.bm25} AS score{own} FROM {source})
-            ORDER BY tier, score LIMIT ?""",
+            ORDER BY {order} LIMIT ?""",
         [*params, fetch],
     )))  # fmt: skip
     return tie_ordered(hits)
@@ -407,11 +461,17 @@ def _step(
 def tie_ordered(hits: list[Hit]) -> list[Hit]:
     """``hits`` in (tier, BM25) order with ties (to :data:`SCORE_DECIMALS`) by rowid. Ordered
     here, on the few rows kept (rounding every row in SQL cost a fifth of the query), and only
-    when two of them tie: the statement's order is otherwise the final one (rounding keeps it,
-    so rows that tie are next to each other)."""
+    when two of them tie and are out of rowid order: the statement gives equal scores in rowid
+    order, so its order is the final one unless two scores differ in their last bits only
+    (rounding keeps the order otherwise, so rows that tie are next to each other)."""
     for before, after in pairwise(hits):
-        if before.tier == after.tier and round(before.score, SCORE_DECIMALS) == round(
-            after.score, SCORE_DECIMALS
+        # (Rounding only pairs that could need it: equal scores are common, and two rounds
+        # per pair were a hundredth of a search.)
+        if (
+            before.rowid > after.rowid
+            and after.score - before.score < _TIE_GAP
+            and before.tier == after.tier
+            and round(before.score, SCORE_DECIMALS) == round(after.score, SCORE_DECIMALS)
         ):
             return sorted(hits, key=_order)
     return hits

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any
 
@@ -62,6 +62,10 @@ def observations_spec(context_weight: float) -> IndexSpec:
     )
 
 
+#: (own text, context text) of a row, made for the columns of one statement.
+Texts = Callable[[sqlite3.Row], tuple[str, str]]
+
+
 @dataclass(frozen=True, slots=True)
 class _Table:
     """Where ranked rows come from, and how their texts read when explaining a match."""
@@ -69,25 +73,32 @@ class _Table:
     name: str
     alias: str
     build: Callable[[list[sqlite3.Row]], list[Any]]  # the rows of one statement
-    texts: Callable[[sqlite3.Row], tuple[str, str]]  # (own text, context text)
+    texts: Callable[[tuple[str, ...]], Texts]  # given the statement's column names
 
 
-_own_texts = itemgetter(*OWN_COLUMNS)
+@lru_cache(maxsize=16)
+def _observation_texts(keys: tuple[str, ...], context: bool) -> Texts:
+    """The texts of observations rows with these columns, read by position (by name, each
+    column of each row was looked up among ~30)."""
+    own_texts = itemgetter(*(keys.index(c) for c in OWN_COLUMNS))
+    ctx = keys.index("search_context")
 
-
-def _observation_texts(context: bool) -> Callable[[sqlite3.Row], tuple[str, str]]:
     def texts(row: sqlite3.Row) -> tuple[str, str]:
-        own = "\n".join(filter(None, _own_texts(row)))
-        return own, row["search_context"] if context else ""
+        own = "\n".join(filter(None, own_texts(row)))
+        return own, row[ctx] if context else ""
 
     return texts
+
+
+def _prompt_texts(row: sqlite3.Row) -> tuple[str, str]:
+    return f"{row['content']}\n{row['project']}", ""
 
 
 def _prompts(rows: list[sqlite3.Row]) -> list[Prompt]:
     return [Prompt.from_row(row) for row in rows]
 
 
-PROMPTS = _Table("user_prompts", "p", _prompts, lambda r: (f"{r['content']}\n{r['project']}", ""))
+PROMPTS = _Table("user_prompts", "p", _prompts, lambda keys: _prompt_texts)
 
 
 class SearchMixin(StoreBase):
@@ -257,7 +268,7 @@ class SearchMixin(StoreBase):
             if words and len(results) < limit:
                 seen = {o.id for o in results}
                 table = _Table("observations", "o", Observation.from_rows,
-                               _observation_texts(weight > 0))  # fmt: skip
+                               partial(_observation_texts, context=weight > 0))  # fmt: skip
                 ranked = self._ranked(
                     conn, observations_spec(weight), table, words, mode, limit + len(seen),
                     where, params,
@@ -357,7 +368,8 @@ class SearchMixin(StoreBase):
         if not best:
             return []
         chosen = [rows[h.rowid] for h in best]
-        found = terms.find([table.texts(row) for row in chosen], [w.probe for w in words])
+        texts = table.texts(tuple(chosen[0].keys()))
+        found = terms.find([texts(row) for row in chosen], [w.probe for w in words])
         if ranking.provisional and any(
             h.tier == WORDS and not f.words for h, f in zip(best, found, strict=True)
         ):

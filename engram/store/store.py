@@ -135,6 +135,7 @@ class Store(
         return self.journal.origin
 
     def close(self) -> None:
+        self.access.flush()  # the hits this process noted (engram/store/access.py)
         self.db.close()
 
     def __enter__(self) -> Store:

@@ -8,12 +8,10 @@ One scratch database per thread (the TUI searches on worker threads).
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 #: The tokenizer of both FTS5 indexes (engram/store/schema.py builds them with it).
 TOKENIZER = "porter unicode61"
@@ -36,18 +34,41 @@ def _scratch() -> sqlite3.Connection:
     return conn
 
 
-@lru_cache(maxsize=8192)
+#: Index terms of words already asked for (query words repeat: an agent's questions do).
+_STEMS: dict[str, tuple[str, ...]] = {}
+_STEMS_LIMIT = 8192
+
+
 def stems(word: str) -> tuple[str, ...]:
     """The index terms of one query word, in order ("postgres" → ("postgr",), "k8s_pods" →
     ("k8", "pod"), a lone "_" → ())."""
-    conn = _scratch()
-    conn.execute("BEGIN")
-    try:
-        conn.execute("INSERT INTO scratch(rowid, own) VALUES (1, ?)", (word,))
-        rows = conn.execute("SELECT term FROM scratch_terms ORDER BY offset").fetchall()
-    finally:
-        conn.execute("ROLLBACK")
-    return tuple(r[0] for r in rows)
+    return stems_of([word])[0]
+
+
+def stems_of(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """:func:`stems` of each word: those not asked for before tokenized together, in one
+    insert into the scratch index (a query's new words cost one round trip, not one each)."""
+    known = {word: _STEMS.get(word) for word in words}
+    missing = [word for word, held in known.items() if held is None]
+    if missing:
+        conn = _scratch()
+        conn.execute("BEGIN")
+        try:
+            conn.executemany(
+                "INSERT INTO scratch(rowid, own) VALUES (?, ?)", enumerate(missing, 1)
+            )
+            rows = conn.execute("SELECT doc, term FROM scratch_terms ORDER BY doc, offset")
+            found: dict[int, list[str]] = {}
+            for doc, term in rows:
+                found.setdefault(doc, []).append(term)
+        finally:
+            conn.execute("ROLLBACK")
+        new = {word: tuple(found.get(doc, ())) for doc, word in enumerate(missing, 1)}
+        if len(_STEMS) + len(new) > _STEMS_LIMIT:
+            _STEMS.clear()
+        _STEMS.update(new)
+        known.update(new)
+    return [known[word] or () for word in words]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,31 +98,43 @@ _EXACT, _PREFIX, _CONTEXT = 0, 1, 2
 
 #: What ends a token in any text: ASCII whitespace and punctuation ("_" too: unicode61 keeps
 #: letters and digits only). Letters and digits of any script, and every other character, may
-#: belong to a token.
-_SEPARATORS = re.escape(" \t\n\r\x0b\x0c!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+#: belong to a token. As UTF-8 bytes: every byte of a non-ASCII character is >= 0x80, never one
+#: of these.
+_SEPARATORS = frozenset(b" \t\n\r\x0b\x0c!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
-@lru_cache(maxsize=1024)
-def _whole_word(word: str) -> re.Pattern[str] | None:
-    """A pattern finding ``word`` as a whole token, ASCII letters in either case, between
-    separators (or the ends of the text); None when the word is not one ASCII token."""
-    if not (word.isascii() and word.isalnum()):
+def _token(word: str, stems: tuple[str, ...]) -> bytes | None:
+    """``word`` as the bytes of one ASCII token (lower case), or None when it is not one."""
+    if len(stems) != 1 or not (word.isascii() and word.isalnum()):
         return None
-    return re.compile(
-        rf"(?:^|(?<=[{_SEPARATORS}])){re.escape(word)}(?=[{_SEPARATORS}]|$)",
-        re.ASCII | re.IGNORECASE,
-    )
+    return word.lower().encode("ascii")
 
 
-def _literally(own: str, probes: Sequence[Probe]) -> bool:
-    """Whether ``own`` holds every probe's word itself, as a whole token: FTS5 reads that token
-    as the probe does (the same characters, folded to lower case, stemmed the same way), so
-    each word is in it as a word — the common case, told without tokenizing the text."""
-    for probe in probes:
-        pattern = _whole_word(probe.word) if len(probe.stems) == 1 else None
-        if pattern is None or pattern.search(own) is None:
-            return False
-    return True
+def _holds(text: bytes, token: bytes) -> bool:
+    """Whether ``text`` (UTF-8, ASCII letters in lower case) holds ``token`` between separators
+    (or the ends of the text)."""
+    size, end_of_text = len(token), len(text)
+    start = text.find(token)
+    while start >= 0:
+        end = start + size
+        if (start == 0 or text[start - 1] in _SEPARATORS) and (
+            end == end_of_text or text[end] in _SEPARATORS
+        ):
+            return True
+        start = text.find(token, start + 1)
+    return False
+
+
+def _literally(own: str, tokens: Sequence[bytes | None]) -> bool:
+    """Whether ``own`` holds every probe's word itself (``tokens``: :func:`_token` of each), as
+    a whole token: FTS5 reads that token as the probe does (the same characters, folded to
+    lower case, stemmed the same way), so each word is in it as a word — the common case, told
+    without tokenizing the text. (``bytes.lower`` folds ASCII letters only, as the comparison
+    must: a letter of another script is never read as an ASCII one.)"""
+    if None in tokens:
+        return False
+    text = own.encode("utf-8", "surrogatepass").lower()
+    return all(_holds(text, token) for token in tokens)  # type: ignore[arg-type]
 
 
 def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Found]:
@@ -114,8 +147,9 @@ def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Foun
         return found
     words = [probe.word for probe in probes if probe.stems]
     scratch: list[tuple[int, str, str]] = []  # (doc, own, ctx) for FTS5 to match
+    tokens = [_token(probe.word, probe.stems) for probe in probes]
     for doc, (own, ctx) in enumerate(texts, 1):
-        if not ctx and _literally(own, probes):
+        if not ctx and _literally(own, tokens):
             found[doc - 1].words.extend(words)
         else:
             scratch.append((doc, own, ctx))

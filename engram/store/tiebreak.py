@@ -36,13 +36,30 @@ def tied(best: Any, other: Any, band: float = TIE_BAND) -> bool:
 
 def break_ties(results: Sequence[Any], band: float = TIE_BAND) -> list[Any]:
     """``results`` (best first) with each run of tied results ordered by importance."""
+    # What tied() asks of each pair, read once per result (most pages have runs to look at).
+    ranks = [getattr(r, "rank", None) for r in results]
+    tiers = [_tier(r) for r in results]
     ordered: list[Any] = []
-    start = 0
-    while start < len(results):
+    start, count = 0, len(results)
+    while start < count:
+        best, tier = ranks[start], tiers[start]
         end = start + 1
-        while end < len(results) and tied(results[start], results[end], band):
-            end += 1
-        run = results[start:end]
-        ordered += sorted(run, key=lambda r: -float(getattr(r, "importance", 0.0) or 0.0))
+        if best is not None:
+            close = band * max(abs(best), 1e-9)
+            while (
+                end < count
+                and ranks[end] is not None
+                and tiers[end] == tier
+                and abs(ranks[end] - best) <= close
+            ):
+                end += 1
+        if end - start == 1:
+            ordered.append(results[start])
+        else:
+            ordered += sorted(results[start:end], key=_importance)
         start = end
     return ordered
+
+
+def _importance(result: Any) -> float:
+    return -float(getattr(result, "importance", 0.0) or 0.0)

@@ -121,9 +121,64 @@ def test_concurrent_searchers_and_folders_lose_no_hit(data_dir: Path) -> None:
         assert store.get_observation(key.observation.id).access_count == threads * per_thread
 
 
+def test_hits_wait_in_memory_and_are_appended_when_the_store_closes(data_dir: Path) -> None:
+    """A search does not touch the log file (an append per search was ~4% of its time): the
+    hits wait in memory, and closing the store appends them, so no normal exit loses one."""
+    config = Config(data_dir=data_dir)
+    with Store.open(config=config) as store:
+        key = store.add_observation(title="Redis", content="eviction", project="acme")
+        store.search("redis")
+        store.get_observation(key.observation.id, record_access=True)
+        assert not store.access.path.exists()
+    assert store.access.path.exists()
+    with Store.open(config=config) as other:
+        assert other.access.pending_counts() == {("acme", key.observation.sync_id): 2}
+
+
+def test_hits_are_appended_once_a_second_has_passed_or_the_buffer_is_full(
+    data_dir: Path, monkeypatch
+) -> None:
+    from engram.store import access
+
+    with Store.open(config=Config(data_dir=data_dir, access_fold_bytes=1_000_000)) as store:
+        store.add_observation(title="Redis", content="eviction", project="acme")
+        clock = [1000.0]
+        monkeypatch.setattr(access.time, "monotonic", lambda: clock[0])
+        store.search("redis")
+        clock[0] += access.BUFFER_SECONDS / 2
+        store.search("redis")
+        assert not store.access.path.exists()
+        clock[0] += access.BUFFER_SECONDS / 2
+        store.search("redis")  # the oldest hit has waited long enough: all three appended
+        assert store.access.path.read_bytes().count(b"\n[") == 3
+        for _ in range(access.BUFFER_HITS):  # the buffer fills
+            store.search("redis")
+        assert store.access.path.read_bytes().count(b"\n[") > 3
+
+
+def test_hits_noted_by_a_process_that_never_closes_its_store_are_appended_at_exit(
+    data_dir: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    with Store.open(config=Config(data_dir=data_dir)) as store:
+        key = store.add_observation(title="Redis", content="eviction", project="acme")
+    script = (
+        "from pathlib import Path; from engram.settings import Config;"
+        "from engram.store import Store; import sys;"
+        f"s = Store.open(config=Config(data_dir=Path({str(data_dir)!r})));"
+        "s.search('redis', mode='lexical'); sys.exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    with Store.open(config=Config(data_dir=data_dir)) as store:
+        assert store.access.pending_counts() == {("acme", key.observation.sync_id): 1}
+
+
 def test_the_log_is_private(store: Store) -> None:
     store.add_observation(title="Redis", content="eviction", project="acme")
     store.search("redis")
+    store.access.flush()  # hits are appended in batches (see the tests below)
     assert os.stat(store.access.path).st_mode & 0o077 == 0
 
 

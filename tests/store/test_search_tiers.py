@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engram.settings import Config
 from engram.store import Store, ranking
@@ -275,3 +277,134 @@ def test_texts_holding_every_word_as_a_whole_token_are_explained_without_fts5(
     phrase = [w.probe for w in plan_words("k8s_pods")]
     assert terms.find([("k8s_pods here", "")], phrase)[0].words == ["k8s_pods"]
     assert len(matched) == 2  # a word of several tokens is matched by FTS5
+    # Every occurrence is looked at (the first may be inside a longer token); only ASCII
+    # letters fold (the Kelvin sign lowers to "k" in Python, but is not an ASCII letter).
+    kafka = [w.probe for w in plan_words("kafka pool")]
+    found = terms.find([("xpool kafkas POOL KAFKA", ""), ("\u212aafka pool", "")], kafka)
+    assert len(matched) == 3 and matched[-1] == ["\u212aafka pool"]
+    assert found[0].words == ["kafka", "pool"]
+
+
+def test_a_query_s_new_words_are_stemmed_together_and_remembered(monkeypatch) -> None:
+    """One scratch transaction for every word not stemmed before (not one each); a word asked
+    for again is not tokenized again; a plan handed out can be changed without changing the
+    next one."""
+    from engram.store import terms
+
+    words = ["zyxwvu_pods", "qwertyings", "_", "qwertyings"]
+    assert terms.stems_of(words) == [("zyxwvu", "pod"), ("qwerti",), (), ("qwerti",)]
+    inserts: list[int] = []
+    real = terms._scratch
+
+    def counting() -> object:
+        conn = real()
+        conn.set_trace_callback(lambda sql: inserts.append(1) if sql == "BEGIN" else None)
+        return conn
+
+    monkeypatch.setattr(terms, "_scratch", counting)
+    try:
+        assert terms.stems_of(["qwertyings", "asdfghs", "lkjhgs"]) == [
+            ("qwerti",), ("asdfgh",), ("lkjhg",)
+        ]  # fmt: skip
+        assert len(inserts) == 1  # the two new words, in one scratch transaction
+        assert terms.stems("asdfghs") == ("asdfgh",) and len(inserts) == 1
+    finally:
+        real().set_trace_callback(None)
+    plan = plan_words("mnbvcx poiuyt")
+    plan.pop()
+    assert [w.text for w in plan_words("mnbvcx poiuyt")] == ["mnbvcx", "poiuyt"]
+
+
+def _reference_break_ties(results: list, band: float) -> list:
+    """The tie-break as first written (tiebreak.tied per pair), to check the faster one by."""
+    from engram.store.tiebreak import tied
+
+    ordered: list = []
+    start = 0
+    while start < len(results):
+        end = start + 1
+        while end < len(results) and tied(results[start], results[end], band):
+            end += 1
+        run = results[start:end]
+        ordered += sorted(run, key=lambda r: -float(getattr(r, "importance", 0.0) or 0.0))
+        start = end
+    return ordered
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.sampled_from([-3.0, -2.001, -2.0, -1.999, -1.0, 0.0])),
+            st.sampled_from(["words", "prefix", None]),
+            st.sampled_from([0.0, 0.2, 0.5, 0.9]),
+        ),
+        max_size=12,
+    )
+)
+def test_breaking_ties_orders_as_the_rule_says(rows: list) -> None:
+    from types import SimpleNamespace
+
+    from engram.store.tiebreak import TIE_BAND, break_ties
+
+    results = [
+        SimpleNamespace(rank=r, match=SimpleNamespace(tier=t) if t else None, importance=i, n=n)
+        for n, (r, t, i) in enumerate(rows)
+    ]
+    for band in (TIE_BAND, 0.01):
+        expected = [r.n for r in _reference_break_ties(results, band)]
+        assert [r.n for r in break_ties(results, band)] == expected
+
+
+@given(st.lists(st.tuples(st.integers(1, 9), st.sampled_from([1, 3]),
+                          st.sampled_from([-2.0, -1.0000000001, -1.0, -0.5])), max_size=8))  # fmt: skip
+def test_tied_hits_end_in_rowid_order_whatever_order_equal_scores_came_in(rows: list) -> None:
+    """The statement orders equal scores by rowid; scores equal to nine decimals but not in
+    their last bits still tie, and are put in rowid order."""
+    hits = sorted(
+        {ranking.Hit(r, t, s) for r, t, s in rows}, key=lambda h: (h.tier, h.score, h.rowid)
+    )
+    assert ranking.tie_ordered(hits) == sorted(hits, key=ranking._order)
+
+
+def test_every_word_uses_a_prefix_form_only_while_the_index_holds_a_longer_term(
+    data_dir: Path,
+) -> None:
+    """Where no indexed term extends a word's stem, "word"* matches what "word" matches (the
+    same rows, instances and IDF) at more cost, so the word itself is asked for; a later save,
+    by this store or another process, that adds a longer term brings the prefix form back."""
+    config = Config(data_dir=data_dir)
+    with Store.open(config=config) as store, Store.open(config=config) as other:
+        save(store, "Rate limiter", "the limiter drops requests")
+        statements: list[str] = []
+        store.db.conn.set_trace_callback(statements.append)
+
+        def asked(query: str) -> list[str]:
+            statements.clear()
+            found = store.search(query, match_mode="all", record_access=False)
+            assert [s for s in statements if "bm25" in s], "no ranking statement ran"
+            return [o.title for o in found]
+
+        assert asked("limiter") == ["Rate limiter"]
+        assert any("MATCH '(\"limiter\")'" in s for s in statements)  # no longer term: itself
+        save(store, "Limiterless", "a limiterless queue")  # this store adds a longer term
+        assert sorted(asked("limiter")) == ["Limiterless", "Rate limiter"]
+        assert any("\"limiter\"*" in s for s in statements)
+        assert asked("droppers requests") == []
+        assert asked("drops requests") == ["Rate limiter"]
+        other.add_observation(title="Dropsy", content="dropsical requests", project="acme")
+        assert sorted(asked("drops requests")) == ["Dropsy", "Rate limiter"]  # another writer
+        store.db.conn.set_trace_callback(None)
+
+
+def test_equal_scores_come_in_rowid_order_and_the_lowest_rowids_make_the_page(
+    data_dir: Path,
+) -> None:
+    """The ranking statement sorts by score alone (each key compared costs), so equal scores
+    keep FTS5's rowid order, and the page cut keeps the lowest rowids, in both modes."""
+    config = Config(data_dir=data_dir, importance_tiebreak=False)
+    with Store.open(config=config) as store:
+        ids = [save(store, f"Twin {i:02d}", "identical words in every twin") for i in range(40)]
+        for mode in ("all", "any"):
+            for query in ("twin identical", "identical"):
+                found = store.search(query, match_mode=mode, limit=10, record_access=False)
+                assert [o.id for o in found] == ids[:10], (mode, query)
