@@ -16,6 +16,7 @@ travels with the memory); the computed score is local, derived data (docs/import
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -66,6 +67,9 @@ def _score(length: float, topics: float, links: float, recency: float, access: f
     return round(min(1.0, max(0.0, total)), 4)
 
 
+# Cached: a bulk apply scores thousands of memories, most of them with the same few topic keys
+# and types and with timestamps a second apart (parsing a timestamp was half of a score).
+@functools.lru_cache(maxsize=1024)
 def topic_count(topic_key: str | None, type: str | None) -> int:
     """Distinct topic tags: the topic key's segments, plus the type unless it is ``manual``."""
     tags = {part for part in (topic_key or "").lower().split("/") if part.strip()}
@@ -75,6 +79,7 @@ def topic_count(topic_key: str | None, type: str | None) -> int:
     return len(tags)
 
 
+@functools.lru_cache(maxsize=1024)
 def days_since(stamp: str | None, now: datetime) -> float:
     """Days from a stored timestamp to ``now`` (0 for a missing or unreadable one, never
     negative: a timestamp from a clock ahead of ours is "now")."""

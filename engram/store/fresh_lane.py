@@ -239,14 +239,8 @@ class FreshLane:
             [(s["sync_id"], s["session_id"], s["content"], s["project"], s["created_at"],
               r["hlc"]) for r, s in prompts],
         )  # fmt: skip
-        ids = self._inserted_ids(cursor, len(prompts))
-        conn.executemany(
-            "INSERT INTO prompts_fts(rowid, content, project) VALUES (?, ?, ?)",
-            [
-                (rowid, s["content"], s["project"])
-                for rowid, (_, s) in zip(ids, prompts, strict=True)
-            ],
-        )
+        # Indexed at the batch's end, in rowid order with the rest (fts.DeferredIndex).
+        batch.index.inserted_prompts(self._inserted_ids(cursor, len(prompts)))
         # The memories a prompt leads to take it into their context: their sessions are
         # derived again at the batch's end (the whole session: a superset is harmless).
         batch.fresh_sessions.update((s["session_id"], s["project"]) for _, s in prompts)

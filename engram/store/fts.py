@@ -13,7 +13,7 @@ index needs the exact old values to delete them).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engram.store import graph_rows, vector_queue
@@ -99,7 +99,9 @@ class DeferredIndex:
     time in those flushes. So a batch notes each changed row's indexed values the first time it
     touches it and, at :meth:`flush`, removes those and adds the rows' final values in rowid order.
     New rows are indexed at once (their rowids only grow), or at :meth:`flush` when noted with
-    :meth:`inserted` (a bulk apply, whose new rows' session context is derived at its end).
+    :meth:`inserted` (a bulk apply: its new memories' session context is derived at its end, and
+    its new prompts, indexed as they came, became one tiny segment each, since any later
+    statement that runs a trigger — an edit keeping a state — made FTS5 flush them).
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -107,10 +109,16 @@ class DeferredIndex:
         self._old: dict[str, dict[int, tuple[Any, ...]]] = {table: {} for table in _INDEXES}
         #: Observations inserted but not indexed yet (indexed at flush, if still there).
         self._fresh: set[int] = set()
+        #: Prompts likewise.
+        self._fresh_prompts: set[int] = set()
 
     def inserted(self, rowid: int) -> None:
         """An observation just inserted, to be indexed (and queued for a vector) at flush."""
         self._fresh.add(rowid)
+
+    def inserted_prompts(self, rowids: Iterable[int]) -> None:
+        """Prompts just inserted, to be indexed at flush."""
+        self._fresh_prompts.update(rowids)
 
     def before_change(
         self, table: str, column: str, value: object, *, own_text: bool = True
@@ -121,10 +129,13 @@ class DeferredIndex:
             if own_text:  # not indexed yet, and no vector yet either: nothing to note
                 vector_queue.forget(self.conn, [value])
             return
+        fresh = self._fresh if table == "observations" else self._fresh_prompts
+        if column == "id" and value in fresh:
+            return  # a prompt not indexed yet
         old = self._old[table]
         rows = self.conn.execute(_select(table, column), (value,)).fetchall()
         for row in rows:
-            if not (table == "observations" and row[0] in self._fresh):  # not in the index yet
+            if row[0] not in fresh:  # not in the index yet
                 old.setdefault(row[0], tuple(row))
         if table == "observations" and own_text:
             vector_queue.forget(self.conn, [row[0] for row in rows])
@@ -136,11 +147,14 @@ class DeferredIndex:
         for the batch; reading and adding each row with its own statements cost an import a
         tenth of its time)."""
         fresh, self._fresh = self._fresh, set()
+        prompts, self._fresh_prompts = self._fresh_prompts, set()
         for table, old in self._old.items():
             for rowid in sorted(old):
                 self.conn.execute(_REMOVE[table], old[rowid])
             _add_rows(
-                self.conn, table, sorted(old.keys() | fresh if table == "observations" else old)
+                self.conn,
+                table,
+                sorted(old.keys() | (fresh if table == "observations" else prompts)),
             )
             old.clear()
         for part in vector_queue.chunks(sorted(fresh)):

@@ -1,0 +1,226 @@
+"""The import's floor: only the SQL writes the design requires, set-wise, with no Python.
+
+``bench/sync_bench.py`` times ``engram sync --import`` of N mutations against a bare FTS5
+insert of the same rows. This script answers how much of that is the schema and how much is
+Python: it imports the chunks once the ordinary way (a *reference* store), reads every row that
+import left (sessions, prompts, memories with their session context, journal rows, deliveries,
+revisions, vector queue, kept states), then writes exactly those rows into an empty store of
+the same schema with one ``executemany`` per table and one ``INSERT … SELECT`` per full-text
+index, one transaction per chunk the import applied (as the import commits), and times that
+against the bare FTS5 insert of the same mutations' text, in one process, round after round.
+
+Each row is written once in its final state: a memory edited in a later chunk is written by
+the import twice (its insert, then the edit's update) and here once, so the floor is a little
+lower than any import could reach. Variants (``--variants``):
+
+  * ``full``: every table and both full-text indexes, the memories' session context included;
+  * ``no-context``: the same with every ``search_context`` empty (the row and the FTS entry
+    without it): what indexing the session context some other way would leave;
+  * ``no-journal``: ``full`` without the journal and delivery rows;
+  * ``neither``: without the session context and without the journal and delivery rows.
+
+    .venv/bin/python bench/import_floor.py [--n 100000] [--rounds 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import sync_bench
+
+from engram.settings import Config
+from engram.store import Store
+from engram.store.db import connect
+
+#: Tables the import fills, in the order it writes them (FTS indexes are filled from their
+#: tables after each transaction's rows, as the import's deferred index does).
+TABLES = (
+    "sessions",
+    "user_prompts",
+    "observations",
+    "observation_revisions",
+    "vector_pending",
+    "sync_kept_sessions",
+    "sync_kept_observations",
+    "sync_kept_user_prompts",
+    "sync_journal",
+    "sync_delivery",
+)
+_FTS = {
+    "observations": (
+        "observations_fts",
+        "title, content, tool_name, type, project, topic_key, search_context",
+    ),
+    "user_prompts": ("prompts_fts", "content, project"),
+}
+VARIANTS = ("full", "no-context", "no-journal", "neither")
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def reference_rows(db: Path) -> dict[str, tuple[list[str], list[tuple]]]:
+    """Every row of every table the import fills, in rowid (or key) order."""
+    conn = sqlite3.connect(db)
+    out: dict[str, tuple[list[str], list[tuple]]] = {}
+    for table in TABLES:
+        columns = _columns(conn, table)
+        order = "rowid" if table != "sync_delivery" else "seq"
+        rows = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}").fetchall()
+        out[table] = (columns, rows)
+    conn.close()
+    return out
+
+
+def _split(rows: list[tuple], parts: int) -> list[list[tuple]]:
+    size = -(-len(rows) // parts) if rows else 1
+    return [rows[i * size : (i + 1) * size] for i in range(parts)]
+
+
+def write_floor(
+    target: Path, reference: dict[str, tuple[list[str], list[tuple]]], chunks: int, variant: str
+) -> tuple[float, float]:
+    """Write the reference rows into the empty store at ``target`` (wall, CPU seconds)."""
+    journal = variant not in ("no-journal", "neither")
+    tables = [t for t in TABLES if journal or t not in ("sync_journal", "sync_delivery")]
+    prepared: dict[str, tuple[str, list[list[tuple]]]] = {}
+    for table in tables:
+        columns, rows = reference[table]
+        if variant in ("no-context", "neither") and table == "observations":
+            at = columns.index("search_context")
+            rows = [(*row[:at], "", *row[at + 1 :]) for row in rows]
+        sql = f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        prepared[table] = (sql, _split(rows, chunks))
+    conn = connect(target)
+    started, cpu = time.perf_counter(), time.process_time()
+    for part in range(chunks):
+        conn.execute("BEGIN IMMEDIATE")
+        for table in tables:
+            sql, parts = prepared[table]
+            rows = parts[part]
+            if not rows:
+                continue
+            conn.executemany(sql, rows)
+            if table in _FTS:
+                fts, names = _FTS[table]
+                conn.execute(
+                    f"INSERT INTO {fts}(rowid, {names}) SELECT id, {names} FROM {table}"
+                    " WHERE id BETWEEN ? AND ? ORDER BY id",
+                    (rows[0][0], rows[-1][0]),
+                )
+        conn.execute("COMMIT")
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    conn.close()
+    return seconds, cpu
+
+
+def bare_insert(target: Path, rows: list[tuple]) -> tuple[float, float]:
+    """``sync_bench``'s baseline: the mutations' text into a bare FTS5 table, one transaction."""
+    conn = sqlite3.connect(target)
+    started, cpu = time.perf_counter(), time.process_time()
+    conn.execute(
+        "CREATE VIRTUAL TABLE bare USING fts5(title, content, tool_name, type, project,"
+        " topic_key, tokenize='porter unicode61')"
+    )
+    with conn:
+        conn.executemany("INSERT INTO bare VALUES (?, ?, ?, ?, ?, ?)", rows)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    conn.close()
+    return seconds, cpu
+
+
+def bare_rows(work: Path) -> list[tuple]:
+    import gzip
+
+    rows = []
+    for path in sync_bench.chunk_files(work):
+        for line in gzip.decompress(path.read_bytes()).split(b"\n")[1:]:
+            if line:
+                p = orjson.loads(line)["payload"]
+                rows.append(
+                    (p.get("title"), p.get("content") or p.get("directory"), p.get("tool_name"),
+                     p.get("type"), p.get("project"), p.get("topic_key"))
+                )  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000, help="mutations")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--work", help="a directory sync_bench's seed/export/import phases filled")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    variants = args.variants.split(",")
+    with tempfile.TemporaryDirectory(prefix="engram-floor-") as tmp:
+        work = Path(args.work) if args.work else Path(tmp) / "work"
+        if not args.work:
+            work.mkdir()
+            sync_bench.run_phase("seed", work, "--n", str(args.n))
+            sync_bench.run_phase("export", work)
+            sync_bench.run_phase("import", work)
+        db = Config(data_dir=work / "dest").db_path
+        reference = reference_rows(db)
+        chunks = len(sync_bench.chunk_files(work))
+        bare = bare_rows(work)
+        results: dict[str, list[tuple[float, float]]] = {v: [] for v in ["bare", *variants]}
+        for round_ in range(args.rounds):
+            for variant in ["bare", *variants]:
+                target = Path(tmp) / f"{variant}-{round_}"
+                if variant == "bare":
+                    target.mkdir()
+                    results[variant].append(bare_insert(target / "bare.db", bare))
+                    continue
+                Store.open(config=Config(data_dir=target)).close()  # the schema, empty
+                results[variant].append(
+                    write_floor(Config(data_dir=target).db_path, reference, chunks, variant)
+                )
+    base_wall = [w for w, _ in results["bare"]]
+    base_cpu = [c for _, c in results["bare"]]
+    summary = {
+        "mutations": len(bare),
+        "transactions": chunks,
+        "rows": {t: len(reference[t][1]) for t in TABLES},
+        "bare_wall_s": base_wall,
+        "bare_cpu_s": base_cpu,
+    }
+    for variant in variants:
+        walls = [w for w, _ in results[variant]]
+        cpus = [c for _, c in results[variant]]
+        summary[variant] = {
+            "wall_s": walls,
+            "cpu_s": cpus,
+            "vs_bare_wall": [w / b for w, b in zip(walls, base_wall, strict=True)],
+            "vs_bare_cpu": [c / b for c, b in zip(cpus, base_cpu, strict=True)],
+        }
+    if args.json:
+        print(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
+        return
+    print(f"{summary['mutations']:,} mutations, {chunks} transactions; rows: {summary['rows']}")
+    print(
+        f"bare FTS5 insert: wall {median(base_wall):.2f} s, CPU {median(base_cpu):.2f} s (median)"
+    )
+    for variant in variants:
+        s = summary[variant]
+        print(
+            f"floor {variant:>10}: wall {median(s['wall_s']):.2f} s, CPU {median(s['cpu_s']):.2f} s"
+            f" — {median(s['vs_bare_wall']):.2f}x wall, {median(s['vs_bare_cpu']):.2f}x CPU"
+            f" (rounds: {', '.join(f'{r:.2f}' for r in s['vs_bare_cpu'])}x CPU)"
+        )
+
+
+if __name__ == "__main__":
+    main()
