@@ -19,7 +19,10 @@ lower than any import could reach. Variants (``--variants``):
   * ``no-journal``: ``full`` without the journal and delivery rows;
   * ``neither``: without the session context and without the journal and delivery rows.
 
-    .venv/bin/python bench/import_floor.py [--n 100000] [--rounds 3] [--json]
+    .venv/bin/python bench/import_floor.py [--n 100000] [--rounds 3] [--transactions N] [--json]
+
+``--transactions`` commits that many times instead of once per chunk (the bare insert commits
+once): what the import's per-chunk commits cost.
 """
 
 from __future__ import annotations
@@ -162,6 +165,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--work", help="a directory sync_bench's seed/export/import phases filled")
+    parser.add_argument(
+        "--transactions", type=int, help="commit this many times (default: once per chunk)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     variants = args.variants.split(",")
@@ -174,7 +180,7 @@ def main() -> None:
             sync_bench.run_phase("import", work)
         db = Config(data_dir=work / "dest").db_path
         reference = reference_rows(db)
-        chunks = len(sync_bench.chunk_files(work))
+        chunks = args.transactions or len(sync_bench.chunk_files(work))
         bare = bare_rows(work)
         results: dict[str, list[tuple[float, float]]] = {v: [] for v in ["bare", *variants]}
         for round_ in range(args.rounds):
