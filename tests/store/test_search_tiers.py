@@ -393,6 +393,10 @@ def test_every_word_uses_a_prefix_form_only_while_the_index_holds_a_longer_term(
         assert asked("drops requests") == ["Rate limiter"]
         other.add_observation(title="Dropsy", content="dropsical requests", project="acme")
         assert sorted(asked("drops requests")) == ["Dropsy", "Rate limiter"]  # another writer
+        # A question of more new words than are looked up per search keeps their prefix forms.
+        assert asked("limiter quickly slowly bravely calmly") == []
+        assert not any("fts_vocab" in s for s in statements)
+        assert all(f'"{w}"*' in " ".join(statements) for w in ("quickly", "calmly", "limiter"))
         store.db.conn.set_trace_callback(None)
 
 
