@@ -129,21 +129,6 @@ def write_floor(
     return seconds, cpu
 
 
-def bare_insert(target: Path, rows: list[tuple]) -> tuple[float, float]:
-    """``sync_bench``'s baseline: the mutations' text into a bare FTS5 table, one transaction."""
-    conn = sqlite3.connect(target)
-    started, cpu = time.perf_counter(), time.process_time()
-    conn.execute(
-        "CREATE VIRTUAL TABLE bare USING fts5(title, content, tool_name, type, project,"
-        " topic_key, tokenize='porter unicode61')"
-    )
-    with conn:
-        conn.executemany("INSERT INTO bare VALUES (?, ?, ?, ?, ?, ?)", rows)
-    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    conn.close()
-    return seconds, cpu
-
-
 def bare_rows(work: Path) -> list[tuple]:
     import gzip
 
@@ -188,7 +173,7 @@ def main() -> None:
                 target = Path(tmp) / f"{variant}-{round_}"
                 if variant == "bare":
                     target.mkdir()
-                    results[variant].append(bare_insert(target / "bare.db", bare))
+                    results[variant].append(sync_bench.bare_insert(target / "bare.db", bare))
                     continue
                 Store.open(config=Config(data_dir=target)).close()  # the schema, empty
                 results[variant].append(

@@ -260,7 +260,14 @@ def phase_fts(work: Path) -> dict:
                     p.get("topic_key"),
                 )
             )
-    conn = sqlite3.connect(work / "bare.db")
+    seconds, cpu = bare_insert(work / "bare.db", rows)
+    return {"fts_seconds": seconds, "fts_cpu_seconds": cpu, "fts_rows": len(rows)}
+
+
+def bare_insert(target: Path, rows: list[tuple]) -> tuple[float, float]:
+    """The baseline: ``rows`` (the mutations' text) into a bare FTS5 table in one
+    transaction; returns (wall, CPU) seconds. ``import_floor.py`` times the same."""
+    conn = sqlite3.connect(target)
     started, cpu = time.perf_counter(), time.process_time()
     conn.execute(
         "CREATE VIRTUAL TABLE bare USING fts5(title, content, tool_name, type, project,"
@@ -268,10 +275,9 @@ def phase_fts(work: Path) -> dict:
     )
     with conn:
         conn.executemany("INSERT INTO bare VALUES (?, ?, ?, ?, ?, ?)", rows)
-    seconds = time.perf_counter() - started
-    cpu = time.process_time() - cpu
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     conn.close()
-    return {"fts_seconds": seconds, "fts_cpu_seconds": cpu, "fts_rows": len(rows)}
+    return seconds, cpu
 
 
 # --- driver --------------------------------------------------------------------------------
