@@ -40,6 +40,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from engram.store.query import QueryWord
+from engram.store.terms import COMPOUND_TERMS
 
 #: Most rows step 1 scores (always at least the rarest word's).
 GROUP_BUDGET = 1500
@@ -52,8 +53,6 @@ SMALL_QUERY = 2 * GROUP_BUDGET
 #: Scores equal to this many decimals are ties, broken by rowid: the same phrases summed in
 #: another order differ in the last bits, and must not reorder results.
 SCORE_DECIMALS = 9
-#: Most SELECTs joined into one compound statement (SQLite refuses more than 500).
-COMPOUND_TERMS = 400
 #: Scores further apart than this never round to the same :data:`SCORE_DECIMALS` decimals.
 _TIE_GAP = 2 * 10**-SCORE_DECIMALS
 #: The tiers (see the module docstring).

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 #: The tokenizer of both FTS5 indexes (engram/store/schema.py builds them with it).
 TOKENIZER = "porter unicode61"
+#: Most SELECTs joined into one compound statement (SQLite refuses more than 500): a long
+#: question's words are looked up in pieces of this many.
+COMPOUND_TERMS = 400
 
 _local = threading.local()
 
@@ -89,9 +92,6 @@ class Found:
     prefix_words: list[str]
     context_words: list[str]
 
-
-#: Most MATCHes joined into one compound statement (SQLite refuses more than 500 SELECTs).
-_COMPOUND_TERMS = 400
 
 #: What a probe's MATCH in the scratch table found in a text: the word itself in the own text,
 #: the word or a longer one starting with it there, or the word (any form it may take) in the
@@ -192,8 +192,8 @@ def _match(
             texts,
         )
         # (In pieces for a long question: SQLite joins at most 500 SELECTs in one statement.)
-        for start in range(0, len(parts), _COMPOUND_TERMS):
-            end = start + _COMPOUND_TERMS
+        for start in range(0, len(parts), COMPOUND_TERMS):
+            end = start + COMPOUND_TERMS
             rows += conn.execute(" UNION ALL ".join(parts[start:end]), params[start:end])
     finally:
         conn.execute("ROLLBACK")
