@@ -26,8 +26,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engram.record import check_clock, full_state
-from engram.store import scoring
+from engram.record import check_clock, full_state, is_hard_delete
+from engram.store import edit_lane, scoring
 from engram.store.go_copies import derived_key
 from engram.store.identity import STUB_HLC
 from engram.store.journal import ELIDED, state_text
@@ -45,6 +45,8 @@ _ADDRESS = {
 }
 _KINDS = {"session": "sessions", "observation": "observations", "prompt": "prompts"}
 _PART = 500
+#: How a record takes a lane: the state a fresh record writes, or an edit's plan.
+Planned = dict[str, Any] | edit_lane.Edit
 
 _INSERT_SESSION = """INSERT INTO sessions(id, project, directory, started_at, ended_at, summary,
                          hlc)
@@ -77,65 +79,96 @@ class FreshLane:
         self.conn = batch.conn
         self.source = source
         self.result = result
-        #: The run waiting to be written: (record, exact text or None, state).
-        self._run: list[tuple[dict[str, Any], str | None, dict[str, Any]]] = []
+        #: The run waiting to be written: (record, exact text or None, how it takes its lane).
+        self._run: list[tuple[dict[str, Any], str | None, Planned]] = []
 
     # --- which records qualify -------------------------------------------------------------
 
-    def plan(self, records: Sequence[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
-        """For each record (``None``: invalid), the state it writes when it takes the fresh
-        lane, else ``None``. Every address, mid and derived key is looked up once here."""
+    def plan(self, records: Sequence[dict[str, Any] | None]) -> list[Planned | None]:
+        """For each record (``None``: invalid), how it takes a lane — the state it writes when
+        it takes the fresh lane, an :class:`~engram.store.edit_lane.Edit` for the edit lane —
+        else ``None``. Every address, mid, derived key and held row is looked up once here."""
         batch = self.batch
+        plans: list[Planned | None] = [None] * len(records)
         states: list[dict[str, Any] | None] = [None] * len(records)
         derived: list[str | None] = [None] * len(records)
         seen_mids: set[str] = set()
         seen: set[tuple[str, str, str]] = set()  # every address a record of the batch names
-        first: list[bool] = [False] * len(records)
+        # Per record: 0 no lane, 1 the fresh lane if its address is free, 2 also the edit lane
+        # if a memory is there, 3 only the edit lane (a soft delete).
+        lane: list[int] = [0] * len(records)
         for i, record in enumerate(records):
             if record is None:
                 continue
             address = (record["entity"], record["project"], record["key"])
             mid = record["mid"]
-            first[i] = (
+            if (
                 address not in seen
                 and mid not in seen_mids
                 and batch.mids.get(mid) is None
-                and record["op"] == "upsert"
                 and record["entity"] in _ADDRESS
                 and check_clock(record["hlc"], batch.now_ms, batch.max_drift_ms) is None
-            )
+            ):
+                if record["op"] == "upsert":
+                    lane[i] = 2 if record["entity"] == "observation" else 1
+                elif not is_hard_delete(record):
+                    lane[i] = 3
             seen.add(address)
             seen_mids.add(mid)
         wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
         for i, record in enumerate(records):
-            if not first[i]:
+            if not lane[i]:
                 continue
             assert record is not None
             entity, project = record["entity"], record["project"]
-            state = full_state(record)
-            assert state is not None  # an upsert always has one
-            state = {**state, "project": project}
+            state = full_state(record)  # (None: a soft delete of key fields only)
+            if state is not None:
+                state = {**state, "project": project}
+                if entity != "session":
+                    key = derived_key(entity, state)
+                    derived[i] = key
+                    wanted[(entity, project)].add(key)
             states[i] = state
             wanted[(entity, project)].add(record["key"])
-            if entity != "session":
-                key = derived_key(entity, state)
-                derived[i] = key
-                wanted[(entity, project)].add(key)
         taken = self._taken(wanted)
-        for i, state in enumerate(states):
-            if state is None:
+        held = self._held(records, lane, taken)
+        for i, record in enumerate(records):
+            if not lane[i]:
                 continue
-            record = records[i]
             assert record is not None
             entity, project, key = record["entity"], record["project"], record["key"]
             other = derived[i]
-            if (entity, project, key) in taken or (
-                other is not None
-                and (other == key or (entity, project, other) in taken
-                     or (entity, project, other) in seen)
+            if other is not None and (
+                other == key or (entity, project, other) in taken
+                or (entity, project, other) in seen
             ):  # fmt: skip
-                states[i] = None
-        return states
+                continue  # the Go copy rule must look
+            if (entity, project, key) not in taken:
+                if lane[i] < 3:
+                    plans[i] = states[i]
+            elif lane[i] > 1 and edit_lane.qualifies(found := held.get((project, key))):
+                assert found is not None
+                plans[i] = edit_lane.plan(record, found, states[i])
+        return plans
+
+    def _held(
+        self,
+        records: Sequence[dict[str, Any] | None],
+        lane: list[int],
+        taken: set[tuple[str, str, str]],
+    ) -> dict[tuple[str, str], edit_lane.Held]:
+        """The rows (as they are before the batch) of the memories the edit lane may take."""
+        keys: dict[str, list[str]] = defaultdict(list)
+        for i, record in enumerate(records):
+            if lane[i] > 1:
+                assert record is not None
+                if ("observation", record["project"], record["key"]) in taken:
+                    keys[record["project"]].append(record["key"])
+        held: dict[tuple[str, str], edit_lane.Held] = {}
+        for project, wanted in keys.items():
+            rows = edit_lane.held_rows(self.conn, project, sorted(wanted))
+            held.update(((project, key), row) for key, row in rows.items())
+        return held
 
     def _taken(self, wanted: dict[tuple[str, str], set[str]]) -> set[tuple[str, str, str]]:
         """The addresses among ``wanted`` that hold a row, or a tombstone."""
@@ -171,9 +204,9 @@ class FreshLane:
 
     # --- writing a run ---------------------------------------------------------------------
 
-    def add(self, record: dict[str, Any], text: str | None, state: dict[str, Any]) -> None:
-        """Buffer a fresh record (its state from :meth:`plan`)."""
-        self._run.append((record, text, state))
+    def add(self, record: dict[str, Any], text: str | None, planned: Planned) -> None:
+        """Buffer a record that takes a lane (as :meth:`plan` planned it)."""
+        self._run.append((record, text, planned))
 
     def flush(self) -> None:
         """Write the buffered run: what applying its records one by one would write."""
@@ -181,7 +214,9 @@ class FreshLane:
         if not run:
             return
         batch, conn = self.batch, self.conn
-        sessions = [(r, s) for r, _, s in run if r["entity"] == "session"]
+        fresh = [(r, s) for r, _, s in run if isinstance(s, dict)]
+        edits = [(r, e) for r, _, e in run if isinstance(e, edit_lane.Edit)]
+        sessions = [(r, s) for r, s in fresh if r["entity"] == "session"]
         if sessions:
             conn.executemany(
                 _INSERT_SESSION,
@@ -189,13 +224,18 @@ class FreshLane:
                   s["summary"], r["hlc"]) for r, s in sessions],
             )  # fmt: skip
             batch.sessions.update((s["project"], s["id"]) for _, s in sessions)
-        self._stub_sessions([s for r, _, s in run if r["entity"] != "session"])
-        prompts = [(r, s) for r, _, s in run if r["entity"] == "prompt"]
+        self._stub_sessions(
+            [s for r, s in fresh if r["entity"] != "session"]
+            + [e.state for _, e in edits if e.wins and e.state is not None]
+        )
+        prompts = [(r, s) for r, s in fresh if r["entity"] == "prompt"]
         if prompts:
             self._prompts(prompts)
-        memories = [(r, s) for r, _, s in run if r["entity"] == "observation"]
+        memories = [(r, s) for r, s in fresh if r["entity"] == "observation"]
         if memories:
             self._memories(memories)
+        if edits:
+            edit_lane.write(batch, edits, self.result)
         self._journal(run)
 
     def _stub_sessions(self, states: list[dict[str, Any]]) -> None:
@@ -273,16 +313,23 @@ class FreshLane:
                 batch.fresh_sessions.add((s["session_id"], s["project"]))
         batch.memories_arrived = True  # a waiting relation may name one
 
-    def _journal(self, run: list[tuple[dict[str, Any], str | None, dict[str, Any]]]) -> None:
-        """Journal the run in its order, each record elided when its exact text is what its
-        row rebuilds to (as :meth:`_ApplyBatch._journal` does one at a time)."""
+    def _journal(self, run: list[tuple[dict[str, Any], str | None, Planned]]) -> None:
+        """Journal the run in its order, each record that won elided when its exact text is
+        what its row rebuilds to (as :meth:`_ApplyBatch._journal` does one at a time)."""
         import orjson
 
         batch, result = self.batch, self.result
         rows = []
-        for record, text, state in run:
-            exact = text if text is not None else orjson.dumps(record).decode()
-            stored = ELIDED if exact == state_text(record, state) else exact
+        won: list[bool] = []
+        for record, text, planned in run:
+            if isinstance(planned, edit_lane.Edit):
+                state, wins = (planned.state, True) if planned.wins else (None, False)
+            else:
+                state, wins = planned, True
+            stored = text if text is not None else orjson.dumps(record).decode()
+            if state is not None and stored == state_text(record, state):
+                stored = ELIDED
+            won.append(wins)
             rows.append(
                 (record["mid"], record["hlc"], record["origin"], record["entity"],
                  record["key"], record["op"], record["project"], record["scope"], stored,
@@ -290,10 +337,13 @@ class FreshLane:
             )  # fmt: skip
         cursor = self.conn.executemany(_INSERT_JOURNAL, rows)
         seqs = self._inserted_ids(cursor, len(run))
-        for seq, (record, _, _) in zip(seqs, run, strict=True):
+        for seq, (record, _, _), wins in zip(seqs, run, won, strict=True):
             batch.mids[record["mid"]] = seq
             batch.delivered.append((self.source, seq))
-            kind = _KINDS[record["entity"]]
-            setattr(result, kind, getattr(result, kind) + 1)
+            if wins:
+                kind = _KINDS[record["entity"]]
+                setattr(result, kind, getattr(result, kind) + 1)
+            else:
+                result.stale += 1
         batch.newest = max(batch.newest, max(r["hlc"] for r, _, _ in run))
-        result.applied += len(run)
+        result.applied += sum(won)

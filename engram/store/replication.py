@@ -231,7 +231,7 @@ class _ApplyBatch:
             if lane is not None:
                 if state is not None:
                     assert record is not None
-                    lane.add(record, text, state)
+                    lane.add(record, text, state)  # (a fresh state or an edit)
                     continue
                 lane.flush()  # what the record may see is written first
             if record is None:

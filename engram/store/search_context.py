@@ -129,6 +129,12 @@ def _spot(conn: sqlite3.Connection, rowid: int) -> _Spot | None:
     return _Spot(row[0], row[1], row[2], row[3], row[4], row[5], row[6] is None)
 
 
+def _state_spot(rowid: int, state: dict[str, Any]) -> _Spot:
+    """Where observation ``rowid`` sits when its replicated state is ``state``."""
+    return _Spot(rowid, state["session_id"], state["project"], state.get("scope") or "project",
+                 state["created_at"], state["sync_id"], state.get("deleted_at") is None)  # fmt: skip
+
+
 def _prompt_spot(conn: sqlite3.Connection, rowid: int) -> _PromptSpot | None:
     row = conn.execute(
         "SELECT session_id, project, created_at, sync_id FROM user_prompts WHERE id = ?",
@@ -208,8 +214,7 @@ class ContextRefresh:
     def inserted(self, rowid: int, state: dict[str, Any]) -> None:
         """Note an observation just inserted with its derived context: only the rows after it
         (if it arrived out of order) need work."""
-        spot = _Spot(rowid, state["session_id"], state["project"], state.get("scope") or "project",
-                     state["created_at"], state["sync_id"], state.get("deleted_at") is None)  # fmt: skip
+        spot = _state_spot(rowid, state)
         if spot.live:
             self._rows.update(_following(self.conn, spot))
 
@@ -219,6 +224,18 @@ class ContextRefresh:
         self._prompts.setdefault(rowid, [])
         if spot is not None:
             self._prompts[rowid].append(spot)
+
+    def changed(
+        self, rowid: int, before: dict[str, Any], after: dict[str, Any] | None
+    ) -> None:
+        """Note an observation just changed in place by a caller that knew its replicated
+        state ``before`` and ``after`` the change (``None``: soft-deleted): what
+        :meth:`observation` then :meth:`settle` would find, without reading the row twice."""
+        rows = self._due if self.deferred else self._rows
+        rows.add(rowid)
+        for spot in {_state_spot(rowid, state) for state in (before, after) if state is not None}:
+            if spot.live:
+                rows.update(_following(self.conn, spot))
 
     def settle(self) -> int:
         """Re-derive every row whose context may have used what was noted; returns how many
