@@ -8,13 +8,15 @@ revision, the Go copy check) and broke the fresh lane's run in two. For such a r
 :mod:`engram.store.replication` need only what the row held before the batch, read for all of
 them at once (:func:`held_rows`): last writer wins is one string comparison, the revision's old
 state is the row's, the session-context places are the old and new states'. A record qualifies
-when, in the batch, it is the first at its address and with its mid, it is an upsert or a soft
-delete of a memory whose row is here, that row was not written by the Go tool (only such a row
-can be retired as a Go copy by another record of the batch), and its own Go-derived key is not
-its key and names no row or batch record (so it retires no copy either). Nothing else in the
-batch can then touch its row before the record is written, so writing the run's edits together
-(after the run's new rows, before its journal rows, in the run's order) leaves what the
-one-by-one apply leaves.
+when, in the batch, it is the first with its mid, it is an upsert or a soft delete of a memory
+whose row is here (before the batch, or written by the batch's earlier records at its address,
+each of which took a lane), that row's clock is not the Go tool's (only such a row can be
+retired as a Go copy by another record of the batch), and its own Go-derived key is not its key
+and names no row or batch record (so it retires no copy either). Nothing else in the batch can
+then touch its row before the record is written, so writing the run's edits together (after the
+run's new rows, before its journal rows, in the run's order; an edit of a memory the run
+writes already goes in the next run, after the journal rows whose kept state it must leave) leaves what the one-by-one apply leaves. A row the batch wrote is read when the run
+is written; last writer wins is decided at planning from the clocks alone.
 """
 
 from __future__ import annotations
@@ -44,11 +46,12 @@ _SOFT_DELETE = "UPDATE observations SET deleted_at = ?, updated_at = ?, hlc = ? 
 
 
 class Held(NamedTuple):
-    """A memory's row as it was before the batch."""
+    """A memory's row as it was before the batch, or only its clock (``state`` None, the row
+    read when the run is written) when earlier records of the batch wrote it."""
 
     rowid: int
     hlc: str
-    state: dict[str, Any]
+    state: dict[str, Any] | None
 
 
 class Edit(NamedTuple):
@@ -98,13 +101,15 @@ def write(batch: _ApplyBatch, edits: list[tuple[dict[str, Any], Edit]], result: 
     around them (the old indexed values, vectors and graph, revisions, context, scores). The
     run's new rows and stub sessions are written before, its journal rows after."""
     conn = batch.conn
+    edits = _read_rows(conn, edits)
     updates: list[tuple[Any, ...]] = []
     deletes: list[tuple[str, str, str, int]] = []
     kept: list[tuple[dict[str, Any], int, dict[str, Any], str, dict[str, Any]]] = []
     for record, edit in edits:
         if not edit.wins:
             continue
-        rowid, hlc, s = edit.held.rowid, record["hlc"], edit.state
+        rowid, hlc, s, old = edit.held.rowid, record["hlc"], edit.state, edit.held.state
+        assert old is not None  # (read)
         if s is None:  # a soft delete of key fields only: the row and its index entry stay
             deleted_at = record["payload"].get("deleted_at") or hlc_text(hlc)
             vector_queue.forget_deleted(conn, "id", rowid)
@@ -120,7 +125,7 @@ def write(batch: _ApplyBatch, edits: list[tuple[dict[str, Any], Edit]], result: 
                  s["superseded_by"], s["reviewed_at"], rowid)
             )  # fmt: skip
             if record["op"] != "delete":  # a delete is no new version
-                kept.append((record, rowid, edit.held.state, edit.held.hlc, s))
+                kept.append((record, rowid, old, edit.held.hlc, s))
         batch.rescore.add(rowid)  # and, at the end, the memories related to it
     if updates:
         conn.executemany(_UPDATE, updates)
@@ -128,12 +133,34 @@ def write(batch: _ApplyBatch, edits: list[tuple[dict[str, Any], Edit]], result: 
         conn.executemany(_SOFT_DELETE, deletes)
         graph_rows.forget(conn, [d[3] for d in deletes])  # the graph holds live memories only
     for _, edit in edits:
-        if edit.wins:  # the row and the rows after its old and new places
+        if edit.wins and edit.held.state is not None:  # the row, the rows after its places
             batch.context.changed(edit.held.rowid, edit.held.state, edit.state)
     if kept:
         _keep_revisions(batch, kept, result)
     if any(edit.wins for _, edit in edits):
         batch.memories_arrived = True  # a waiting relation may name one
+
+
+def _read_rows(
+    conn: sqlite3.Connection, edits: list[tuple[dict[str, Any], Edit]]
+) -> list[tuple[dict[str, Any], Edit]]:
+    """The edits with the rows they find: a row an earlier record of the batch wrote (the
+    run's own new rows are written by now) is read here, once per run."""
+    unread: dict[str, list[str]] = {}
+    for record, edit in edits:
+        if edit.held.state is None:
+            unread.setdefault(record["project"], []).append(record["key"])
+    if not unread:
+        return edits
+    rows = {
+        (project, key): row
+        for project, keys in unread.items()
+        for key, row in held_rows(conn, project, keys).items()
+    }
+    return [
+        (r, e if e.held.state is not None else e._replace(held=rows[(r["project"], r["key"])]))
+        for r, e in edits
+    ]
 
 
 def _keep_revisions(

@@ -81,6 +81,8 @@ class FreshLane:
         self.result = result
         #: The run waiting to be written: (record, exact text or None, how it takes its lane).
         self._run: list[tuple[dict[str, Any], str | None, Planned]] = []
+        #: The memories the run writes, ``(project, key)``.
+        self._written: set[tuple[str, str]] = set()
 
     # --- which records qualify -------------------------------------------------------------
 
@@ -95,7 +97,8 @@ class FreshLane:
         seen_mids: set[str] = set()
         seen: set[tuple[str, str, str]] = set()  # every address a record of the batch names
         # Per record: 0 no lane, 1 the fresh lane if its address is free, 2 also the edit lane
-        # if a memory is there, 3 only the edit lane (a soft delete).
+        # if a memory is there, 3 only the edit lane (a soft delete), 4 the edit lane after
+        # the batch's earlier records at its address (if each of those took a lane).
         lane: list[int] = [0] * len(records)
         for i, record in enumerate(records):
             if record is None:
@@ -103,13 +106,16 @@ class FreshLane:
             address = (record["entity"], record["project"], record["key"])
             mid = record["mid"]
             if (
-                address not in seen
-                and mid not in seen_mids
+                mid not in seen_mids
                 and batch.mids.get(mid) is None
                 and record["entity"] in _ADDRESS
                 and check_clock(record["hlc"], batch.now_ms, batch.max_drift_ms) is None
             ):
-                if record["op"] == "upsert":
+                upsert = record["op"] == "upsert"
+                if address in seen:
+                    if record["entity"] == "observation" and (upsert or not is_hard_delete(record)):
+                        lane[i] = 4
+                elif upsert:
                     lane[i] = 2 if record["entity"] == "observation" else 1
                 elif not is_hard_delete(record):
                     lane[i] = 3
@@ -132,23 +138,38 @@ class FreshLane:
             wanted[(entity, project)].add(record["key"])
         taken = self._taken(wanted)
         held = self._held(records, lane, taken)
+        #: The clock of each address after the batch's records so far, while each of them took
+        #: a lane (so that nothing but the lanes wrote there).
+        clocks: dict[tuple[str, str, str], str] = {}
         for i, record in enumerate(records):
-            if not lane[i]:
+            if record is None:
                 continue
-            assert record is not None
-            entity, project, key = record["entity"], record["project"], record["key"]
+            address = (entity, project, key) = record["entity"], record["project"], record["key"]
             other = derived[i]
-            if other is not None and (
+            if not lane[i] or (other is not None and (
                 other == key or (entity, project, other) in taken
                 or (entity, project, other) in seen
-            ):  # fmt: skip
-                continue  # the Go copy rule must look
-            if (entity, project, key) not in taken:
+            )):  # fmt: skip
+                clocks.pop(address, None)  # one by one (the Go copy rule must look, say)
+                continue
+            planned: Planned | None = None
+            if lane[i] == 4:
+                clock = clocks.get(address)
+                if clock is not None:
+                    planned = edit_lane.plan(record, edit_lane.Held(0, clock, None), states[i])
+            elif address not in taken:
                 if lane[i] < 3:
-                    plans[i] = states[i]
+                    planned = states[i]
             elif lane[i] > 1 and edit_lane.qualifies(found := held.get((project, key))):
                 assert found is not None
-                plans[i] = edit_lane.plan(record, found, states[i])
+                planned = edit_lane.plan(record, found, states[i])
+            if planned is None or (
+                isinstance(planned, edit_lane.Edit) and not edit_lane.qualifies(planned.held)
+            ):
+                clocks.pop(address, None)
+                continue
+            plans[i] = planned
+            clocks[address] = max(clocks.get(address, ""), record["hlc"])
         return plans
 
     def _held(
@@ -206,11 +227,20 @@ class FreshLane:
 
     def add(self, record: dict[str, Any], text: str | None, planned: Planned) -> None:
         """Buffer a record that takes a lane (as :meth:`plan` planned it)."""
+        if record["entity"] == "observation":
+            address = (record["project"], record["key"])
+            if isinstance(planned, edit_lane.Edit) and address in self._written:
+                # A memory the run writes is edited in the next run: the run's journal rows
+                # are written last, and the row's state at the earlier record must be kept
+                # (the journal's kept-state trigger) when the edit moves the row on.
+                self.flush()
+            self._written.add(address)
         self._run.append((record, text, planned))
 
     def flush(self) -> None:
         """Write the buffered run: what applying its records one by one would write."""
         run, self._run = self._run, []
+        self._written.clear()
         if not run:
             return
         batch, conn = self.batch, self.conn
