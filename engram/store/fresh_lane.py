@@ -127,13 +127,13 @@ class FreshLane:
                 continue
             assert record is not None
             entity, project = record["entity"], record["project"]
-            state = full_state(record)  # (None: a soft delete of key fields only)
-            if state is not None:
-                state = {**state, "project": project}
-                if entity != "session":
-                    key = derived_key(entity, state)
-                    derived[i] = key
-                    wanted[(entity, project)].add(key)
+            # (None: a soft delete of key fields only.) Its project is the record's: a payload
+            # naming another one never validates, and one naming none gets the record's.
+            state = full_state(record)
+            if state is not None and entity != "session":
+                key = derived_key(entity, state)
+                derived[i] = key
+                wanted[(entity, project)].add(key)
             states[i] = state
             wanted[(entity, project)].add(record["key"])
         taken = self._taken(wanted)

@@ -17,7 +17,7 @@ deleted text stays searchable.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,6 +203,8 @@ class ContextRefresh:
     _prompts: dict[int, list[_PromptSpot]] = field(default_factory=dict)
     _rows: set[int] = field(default_factory=set)
     _due: set[int] = field(default_factory=set)
+    #: Places (deferred :meth:`changed`) whose following rows are due at the flush.
+    _places: set[_Spot] = field(default_factory=set)
 
     def observation(self, rowid: int) -> None:
         """Note an observation about to change or be deleted (its current place, if any)."""
@@ -231,11 +233,15 @@ class ContextRefresh:
         """Note an observation just changed in place by a caller that knew its replicated
         state ``before`` and ``after`` the change (``None``: soft-deleted): what
         :meth:`observation` then :meth:`settle` would find, without reading the row twice."""
-        rows = self._due if self.deferred else self._rows
-        rows.add(rowid)
-        for spot in {_state_spot(rowid, state) for state in (before, after) if state is not None}:
+        spots = {_state_spot(rowid, state) for state in (before, after) if state is not None}
+        if self.deferred:  # the rows after them are found at the flush (most need no lookup)
+            self._due.add(rowid)
+            self._places.update(spot for spot in spots if spot.live)
+            return
+        self._rows.add(rowid)
+        for spot in spots:
             if spot.live:
-                rows.update(_following(self.conn, spot))
+                self._rows.update(_following(self.conn, spot))
 
     def settle(self) -> int:
         """Re-derive every row whose context may have used what was noted; returns how many
@@ -260,17 +266,30 @@ class ContextRefresh:
             return 0
         return rederive(self.conn, rows, self.index)
 
-    def flush(self) -> int:
-        """Re-derive the rows deferred settles collected (before the batch's index flush)."""
+    def flush(self, derived: Collection[tuple[str, str]] = ()) -> int:
+        """Re-derive the rows deferred settles collected (before the batch's index flush).
+        ``derived``: agent sessions (``(session_id, project)``) whose live rows the caller has
+        just derived set-wise (:func:`rederive_sessions`): nothing of theirs is done again.
+
+        The rows after a noted place are looked up now rather than when it was noted: any row
+        that came there since came with its own bookkeeping, and one that left did too."""
         rows, self._due = self._due, set()
-        return rederive(self.conn, rows, self.index)
+        places, self._places = self._places, set()
+        for spot in places:
+            if (spot.session_id, spot.project) not in derived:
+                rows.update(_following(self.conn, spot))
+        return rederive(self.conn, rows, self.index, derived)
 
 
 def rederive(
-    conn: sqlite3.Connection, ids: Iterable[int], index: fts.DeferredIndex | None = None
+    conn: sqlite3.Connection,
+    ids: Iterable[int],
+    index: fts.DeferredIndex | None = None,
+    derived: Collection[tuple[str, str]] = (),
 ) -> int:
     """Recompute the context of these observations (rowids), rewriting the row and its index
-    entry only where it changed; returns how many changed."""
+    entry only where it changed; returns how many changed. The live rows of ``derived``
+    sessions are skipped (derived set-wise by the caller, by the same rule)."""
     changed = 0
     for rowid in sorted(set(ids)):
         row = conn.execute(
@@ -278,7 +297,7 @@ def rederive(
                FROM observations WHERE id = ?""",
             (rowid,),
         ).fetchone()
-        if row is None:
+        if row is None or (row[5] is None and (row[0], row[1]) in derived):
             continue
         context = derive(
             conn,
