@@ -27,6 +27,9 @@ MAX_INTEGER = 2**63 - 1
 WAL_CHECKPOINT_PAGES = 4000
 #: Size the log is cut back to after a checkpoint (a large import's log must not stay large).
 WAL_LIMIT_BYTES = 20 * 1024 * 1024
+#: Pages the log may hold before a commit checkpoints it during a bulk run of transactions
+#: (:meth:`Database.bulk_writes`: an import's chunks): 64 MB of 4 KB pages.
+BULK_CHECKPOINT_PAGES = 16_000
 
 
 #: Files SQLite keeps beside the database (it gives new ones the database file's mode).
@@ -165,6 +168,33 @@ class Database:
                 import logging  # (not at import: every engram process opens a store)
 
                 logging.getLogger(__name__).exception("write listener failed")
+
+    @contextmanager
+    def bulk_writes(self) -> Iterator[None]:
+        """A long run of write transactions (an import's chunks, one transaction each): commits
+        checkpoint the write-ahead log every :data:`BULK_CHECKPOINT_PAGES` pages instead of
+        every :data:`WAL_CHECKPOINT_PAGES`, and the run ends with one checkpoint.
+
+        Why: every chunk rewrites much the same pages (the leaves of the indexes with random
+        keys, the full-text segments being merged), and each checkpoint copies every page the
+        log holds into the database file and syncs it; a larger log copies each page once per
+        four times as many chunks. Each chunk still commits on its own (a killed import keeps
+        every chunk it finished; another writer still gets in between chunks). The setting
+        is restored, and the log checkpointed, however the run ends; a checkpoint that cannot
+        finish (a reader holds an old snapshot) is left to later commits, as SQLite does."""
+        with self._lock:
+            before = int(self.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+            self.conn.execute(f"PRAGMA wal_autocheckpoint={max(before, BULK_CHECKPOINT_PAGES)}")
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.conn.execute(f"PRAGMA wal_autocheckpoint={before}")
+                if not self._depth:  # (never inside a transaction: SQLite would refuse)
+                    try:
+                        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    except sqlite3.OperationalError:
+                        pass  # busy or locked: the next commit's checkpoint does it
 
     @contextmanager
     def without_waiting(self) -> Iterator[None]:

@@ -30,6 +30,7 @@ from engram.store.models import (
     Timeline,
     TimelineEntry,
 )
+from engram.store.schema import DEDUPE_PREFIX_SQL, dedupe_prefix
 from engram.store.search_context import ContextRefresh, derive
 from engram.store.sessions import check_session_id
 from engram.text import (
@@ -339,13 +340,17 @@ class ObservationsMixin(StoreBase):
         # (fromisoformat reads the store's format, far faster than strptime)
         start = (datetime.fromisoformat(now) - timedelta(minutes=window)).strftime(STORE_FORMAT)
         # "+created_at": rows with this content hash are few; ordering by the project's time
-        # index instead would read every memory of the project saved within the window.
+        # index instead would read every memory of the project saved within the window (hence
+        # "+project" too). The hash's prefix is what the dedupe index holds; "+normalized_hash":
+        # an equality on the plain column makes SQLite substitute its value into the prefix
+        # expression, which then no longer matches the index's.
         row = conn.execute(
-            """SELECT id, sync_id FROM observations
-               WHERE normalized_hash = ? AND project = ? AND scope = ? AND type = ? AND title = ?
+            f"""SELECT id, sync_id FROM observations
+               WHERE {DEDUPE_PREFIX_SQL} = ? AND +normalized_hash = ? AND +project = ?
+                 AND scope = ? AND type = ? AND title = ?
                  AND +created_at >= ? AND deleted_at IS NULL
                ORDER BY +created_at DESC, id DESC LIMIT 1""",
-            (digest, project, scope, kind, title, start),
+            (dedupe_prefix(digest), digest, project, scope, kind, title, start),
         ).fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
 
@@ -792,10 +797,11 @@ class ObservationsMixin(StoreBase):
         result = PassiveResult(extracted=len(learnings))
         project = normalize_project(project)[0]
         for learning in learnings:
+            digest = normalized_hash(learning)
             exists = self.db.one(
-                """SELECT 1 FROM observations WHERE normalized_hash = ? AND project = ?
-                     AND deleted_at IS NULL LIMIT 1""",
-                (normalized_hash(learning), project),
+                f"""SELECT 1 FROM observations WHERE {DEDUPE_PREFIX_SQL} = ?
+                      AND +normalized_hash = ? AND +project = ? AND deleted_at IS NULL LIMIT 1""",
+                (dedupe_prefix(digest), digest, project),
             )
             if exists:
                 result.duplicates += 1

@@ -199,10 +199,10 @@ def test_save_path_lookups_read_their_own_index(store: Store) -> None:
     dedupe = plan(
         store,
         """SELECT id, sync_id FROM observations
-           WHERE normalized_hash = ? AND project = ? AND scope = ? AND type = ? AND title = ?
-             AND +created_at >= ? AND deleted_at IS NULL
+           WHERE substr(normalized_hash, 1, 12) = ? AND +normalized_hash = ? AND +project = ?
+             AND scope = ? AND type = ? AND title = ? AND +created_at >= ? AND deleted_at IS NULL
            ORDER BY +created_at DESC, id DESC LIMIT 1""",
-        ("h", "acme", "project", "manual", "t", "2026-01-01 00:00:00"),
+        ("h", "h", "acme", "project", "manual", "t", "2026-01-01 00:00:00"),
     )
     assert "observations_dedupe" in dedupe
     led = plan(

@@ -105,7 +105,10 @@ class ChunkImporter:
         pending = [c for c in listed if c.id not in done]
         report.chunks_already = len(listed) - len(pending)
         work = [c for c in listed if c.id in reread or c.id not in done]
-        with self.progress("Importing chunks", sum(c.mutations for c in work)) as advance:
+        with (
+            self.progress("Importing chunks", sum(c.mutations for c in work)) as advance,
+            self.store.db.bulk_writes(),
+        ):
             for chunk in work:
                 self._apply(chunk, report, again=chunk.id in done)
                 advance(chunk.mutations)

@@ -1,0 +1,98 @@
+"""The indexes an import writes, and the reads that need them (issue 18, the import's storage
+cost): every lookup that matters still reads an index after an index was narrowed or dropped.
+
+The statements are the ones the store really runs (captured with SQLite's trace callback while
+the store does the work), planned with ``EXPLAIN QUERY PLAN``: no copy of their SQL here that
+could drift from the code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from engram.settings import Config
+from engram.store import Store
+from engram.store.schema import MIGRATIONS, SCHEMA_VERSION, migration_hash_prefix
+
+
+@contextmanager
+def traced(store: Store) -> Iterator[list[str]]:
+    """The statements ``store`` runs inside the block (with their values bound)."""
+    seen: list[str] = []
+    store.db.conn.set_trace_callback(seen.append)
+    try:
+        yield seen
+    finally:
+        store.db.conn.set_trace_callback(None)
+
+
+def plan(store: Store, sql: str) -> str:
+    return " | ".join(r[3] for r in store.db.rows(f"EXPLAIN QUERY PLAN {sql}"))
+
+
+def statement(seen: list[str], test: Callable[[str], bool]) -> str:
+    found = [s for s in seen if test(" ".join(s.split()))]
+    assert found, seen
+    return found[0]
+
+
+def test_the_dedupe_lookup_of_a_save_reads_the_hash_prefix_index(store: Store) -> None:
+    store.add_observation(title="t", content="the build uses make", project="acme")
+    with traced(store) as seen:
+        again = store.add_observation(title="t", content="The  build uses MAKE", project="acme")
+    assert again.action == "deduplicated"  # same normalized content, in the window
+    lookup = statement(seen, lambda s: s.startswith("SELECT id, sync_id FROM observations WHERE"))
+    assert "USING INDEX observations_dedupe" in plan(store, lookup)
+
+
+def test_the_passive_capture_lookup_reads_the_hash_prefix_index(store: Store) -> None:
+    store.add_observation(title="x", content="Always pin the lockfile", project="acme")
+    with traced(store) as seen:
+        result = store.capture_passive(
+            "## Key Learnings:\n1. Always pin the lockfile\n2. Run the linter first", project="acme"
+        )
+    assert (result.extracted, result.duplicates) == (2, 1)
+    lookup = statement(seen, lambda s: s.startswith("SELECT 1 FROM observations WHERE substr("))
+    assert "USING INDEX observations_dedupe" in plan(store, lookup)
+
+
+def test_a_hash_prefix_shared_by_other_rows_does_not_dedupe(store: Store) -> None:
+    """The index holds 12 digits of the hash: rows sharing them but not the whole hash, or in
+    another project, are read and set aside, never merged."""
+    first = store.add_observation(title="t", content="alpha", project="acme").observation
+    digest = store.db.scalar("SELECT normalized_hash FROM observations WHERE id = ?", (first.id,))
+    # Another memory whose stored hash shares the prefix (as a collision would).
+    other = store.add_observation(title="t", content="beta", project="acme").observation
+    store.db.conn.execute(
+        "UPDATE observations SET normalized_hash = ? WHERE id = ?",
+        (digest[:12] + "0" * 52, other.id),
+    )
+    elsewhere = store.add_observation(title="t", content="alpha", project="other")
+    assert elsewhere.action == "created"  # another project: its own memory
+    gamma = store.add_observation(title="t", content="gamma", project="acme")
+    assert gamma.action == "created"
+    store.db.conn.execute(  # gamma's hash now shares alpha's prefix, not its whole hash
+        "UPDATE observations SET normalized_hash = ? WHERE id = ?",
+        (digest[:12] + "f" * 52, gamma.observation.id),
+    )
+    again = store.add_observation(title="t", content="alpha", project="acme")
+    assert again.action == "deduplicated" and again.observation.id == first.id
+    assert again.observation.duplicate_count == 2
+    assert store.get_observation(other.id).duplicate_count == 1
+
+
+def test_a_store_before_the_migration_gets_the_narrow_index(tmp_path) -> None:
+    config = Config(data_dir=tmp_path / "old")
+    with Store.open(config=config) as store:
+        saved = store.add_observation(title="t", content="kept across", project="acme").observation
+        conn = store.db.conn
+        conn.execute("DROP INDEX observations_dedupe")
+        conn.execute("CREATE INDEX observations_dedupe ON observations(normalized_hash, project)")
+        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(migration_hash_prefix)}")
+    with Store.open(config=config) as store:
+        assert store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION
+        ddl = store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'observations_dedupe'")
+        assert "substr(normalized_hash, 1, 12)" in str(ddl)
+        again = store.add_observation(title="t", content="kept  across", project="acme")
+        assert again.action == "deduplicated" and again.observation.id == saved.id
