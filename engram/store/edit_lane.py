@@ -111,6 +111,7 @@ def write(batch: _ApplyBatch, edits: list[tuple[dict[str, Any], Edit]], result: 
     conn = batch.conn
     edits = _read_rows(conn, edits)
     updates: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    changed: list[int] = []  # the rows whose indexed text may change
     deletes: list[tuple[str, str, str, int]] = []
     kept: list[tuple[dict[str, Any], int, dict[str, Any], str, dict[str, Any]]] = []
     for record, edit in edits:
@@ -123,7 +124,7 @@ def write(batch: _ApplyBatch, edits: list[tuple[dict[str, Any], Edit]], result: 
             vector_queue.forget_deleted(conn, "id", rowid)
             deletes.append((deleted_at, deleted_at, hlc, rowid))
         else:
-            batch.index.before_change("observations", "id", rowid)
+            changed.append(rowid)
             new = (s["session_id"], s["type"], s["title"], s["content"], s["tool_name"],
                    s["scope"], s["topic_key"], normalized_hash(s["content"]),
                    s["revision_count"], s["duplicate_count"], s["last_seen_at"],
@@ -143,6 +144,8 @@ def write(batch: _ApplyBatch, edits: list[tuple[dict[str, Any], Edit]], result: 
             if record["op"] != "delete":  # a delete is no new version
                 kept.append((record, rowid, old, edit.held.hlc, s))
         batch.rescore.add(rowid)  # and, at the end, the memories related to it
+    if changed:  # (their indexed values noted before any is updated)
+        batch.index.before_changes(changed)
     for columns, rows in updates.items():
         sets = "".join(f"{name} = ?, " for name in columns)
         conn.executemany(f"UPDATE observations SET {sets}hlc = ? WHERE id = ?", rows)

@@ -13,12 +13,19 @@ from collections.abc import Iterable
 def forget(conn: sqlite3.Connection, observation_ids: Iterable[int]) -> None:
     """Take memories out of the graph before their row changes or goes (every write path calls
     this through :mod:`engram.store.fts`); entities nobody mentions any more go too."""
-    for oid in observation_ids:
-        row = conn.execute(
-            "SELECT 1 FROM graph_ingested WHERE observation_id = ?", (oid,)
-        ).fetchone()
-        if row is None:
-            continue
+    wanted = list(observation_ids)
+    ingested: list[int] = []
+    for start in range(0, len(wanted), 500):  # which of them are in the graph: one lookup
+        part = wanted[start : start + 500]
+        ingested += [
+            r[0]
+            for r in conn.execute(
+                "SELECT observation_id FROM graph_ingested WHERE observation_id IN"
+                f" ({', '.join('?' * len(part))})",
+                part,
+            )
+        ]
+    for oid in ingested:
         entities = [
             r[0]
             for r in conn.execute(

@@ -216,3 +216,40 @@ def test_an_edit_updates_only_the_columns_it_changes(make_store) -> None:
         sets = statement.split(" SET ")[1].split(" WHERE ")[0]
         assert "session_id" not in sets and "created_at" not in sets and "pinned" not in sets
     assert b.canonical_export() == a.canonical_export()
+
+
+def test_edits_are_written_with_a_few_statements_per_run(make_store, monkeypatch) -> None:
+    """The lane writes a run of edits with a few statements, not several per edit (before
+    the lane: a dozen each; then still four each to note the old indexed text, the vector
+    and the graph of each row)."""
+    from engram.store import edit_lane
+
+    from .test_fresh_lane import Counted
+
+    a, b = make_store("a"), make_store("b")
+    ids = [a.add_observation(title=f"Memory {i}", content=f"walrus fact {i}", project="p",
+                             session_id="s1").observation.id for i in range(BULK_RECORDS)]  # fmt: skip
+    b.apply_mutations([e.record for e in a.journal.pending("x")], source="git:/a")
+    before = len(a.journal.pending("x"))
+    for memory in ids:
+        a.update_observation(memory, content=f"walrus fact {memory}, edited")
+    counted = Counted(b.db.conn)
+    in_lane: list[int] = []
+    write = edit_lane.write
+
+    def counting(batch: Any, edits: Any, result: Any) -> None:
+        start = counted.calls
+        write(batch, edits, result)
+        in_lane.append(counted.calls - start)
+
+    monkeypatch.setattr(edit_lane, "write", counting)
+    b.db.conn = counted  # type: ignore[assignment]
+    try:
+        result = b.apply_mutations(
+            [e.record for e in a.journal.pending("x")][before:], source="git:/a"
+        )
+    finally:
+        b.db.conn = counted.conn
+    assert result.observations == BULK_RECORDS
+    assert len(in_lane) == 1 and in_lane[0] <= 12, in_lane
+    assert b.canonical_export() == a.canonical_export()
