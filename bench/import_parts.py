@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import devnotes
 import sync_bench
 
-from engram.store import fresh_lane, fts, replication, search_context
+from engram.store import edit_lane, fresh_lane, fts, replication, search_context
 from engram.sync.git import importer
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
@@ -98,6 +98,7 @@ def instrument() -> None:
     timed(fresh_lane.FreshLane, "_journal", "    journal rows")
     timed(fresh_lane.FreshLane, "_prompts", "    prompts")
     timed(fresh_lane.FreshLane, "_stub_sessions", "    stub sessions")
+    timed(edit_lane, "write", "    edits (the edit lane)")
     timed(replication._ApplyBatch, "_take", "  other records, one by one")
     timed(replication._ApplyBatch, "finish", "  the batch's end")
     timed(search_context, "rederive_sessions", "    sessions' contexts")

@@ -26,8 +26,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engram.record import check_clock, full_state
-from engram.store import scoring
+from engram.record import check_clock, full_state, is_hard_delete
+from engram.store import edit_lane, scoring
 from engram.store.go_copies import derived_key
 from engram.store.identity import STUB_HLC
 from engram.store.journal import ELIDED, state_text
@@ -45,6 +45,8 @@ _ADDRESS = {
 }
 _KINDS = {"session": "sessions", "observation": "observations", "prompt": "prompts"}
 _PART = 500
+#: How a record takes a lane: the state a fresh record writes, or an edit's plan.
+Planned = dict[str, Any] | edit_lane.Edit
 
 _INSERT_SESSION = """INSERT INTO sessions(id, project, directory, started_at, ended_at, summary,
                          hlc)
@@ -77,65 +79,117 @@ class FreshLane:
         self.conn = batch.conn
         self.source = source
         self.result = result
-        #: The run waiting to be written: (record, exact text or None, state).
-        self._run: list[tuple[dict[str, Any], str | None, dict[str, Any]]] = []
+        #: The run waiting to be written: (record, exact text or None, how it takes its lane).
+        self._run: list[tuple[dict[str, Any], str | None, Planned]] = []
+        #: The memories the run writes, ``(project, key)``.
+        self._written: set[tuple[str, str]] = set()
 
     # --- which records qualify -------------------------------------------------------------
 
-    def plan(self, records: Sequence[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
-        """For each record (``None``: invalid), the state it writes when it takes the fresh
-        lane, else ``None``. Every address, mid and derived key is looked up once here."""
+    def plan(self, records: Sequence[dict[str, Any] | None]) -> list[Planned | None]:
+        """For each record (``None``: invalid), how it takes a lane — the state it writes when
+        it takes the fresh lane, an :class:`~engram.store.edit_lane.Edit` for the edit lane —
+        else ``None``. Every address, mid, derived key and held row is looked up once here."""
         batch = self.batch
+        plans: list[Planned | None] = [None] * len(records)
         states: list[dict[str, Any] | None] = [None] * len(records)
         derived: list[str | None] = [None] * len(records)
         seen_mids: set[str] = set()
         seen: set[tuple[str, str, str]] = set()  # every address a record of the batch names
-        first: list[bool] = [False] * len(records)
+        # Per record: 0 no lane, 1 the fresh lane if its address is free, 2 also the edit lane
+        # if a memory is there, 3 only the edit lane (a soft delete), 4 the edit lane after
+        # the batch's earlier records at its address (if each of those took a lane).
+        lane: list[int] = [0] * len(records)
         for i, record in enumerate(records):
             if record is None:
                 continue
             address = (record["entity"], record["project"], record["key"])
             mid = record["mid"]
-            first[i] = (
-                address not in seen
-                and mid not in seen_mids
+            if (
+                mid not in seen_mids
                 and batch.mids.get(mid) is None
-                and record["op"] == "upsert"
                 and record["entity"] in _ADDRESS
                 and check_clock(record["hlc"], batch.now_ms, batch.max_drift_ms) is None
-            )
+            ):
+                upsert = record["op"] == "upsert"
+                if address in seen:
+                    if record["entity"] == "observation" and (upsert or not is_hard_delete(record)):
+                        lane[i] = 4
+                elif upsert:
+                    lane[i] = 2 if record["entity"] == "observation" else 1
+                elif not is_hard_delete(record):
+                    lane[i] = 3
             seen.add(address)
             seen_mids.add(mid)
         wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
         for i, record in enumerate(records):
-            if not first[i]:
+            if not lane[i]:
                 continue
             assert record is not None
             entity, project = record["entity"], record["project"]
+            # (None: a soft delete of key fields only.) Its project is the record's: a payload
+            # naming another one never validates, and one naming none gets the record's.
             state = full_state(record)
-            assert state is not None  # an upsert always has one
-            state = {**state, "project": project}
-            states[i] = state
-            wanted[(entity, project)].add(record["key"])
-            if entity != "session":
+            if state is not None and entity != "session":
                 key = derived_key(entity, state)
                 derived[i] = key
                 wanted[(entity, project)].add(key)
+            states[i] = state
+            wanted[(entity, project)].add(record["key"])
         taken = self._taken(wanted)
-        for i, state in enumerate(states):
-            if state is None:
+        held = self._held(records, lane, taken)
+        #: The clock of each address after the batch's records so far, while each of them took
+        #: a lane (so that nothing but the lanes wrote there).
+        clocks: dict[tuple[str, str, str], str] = {}
+        for i, record in enumerate(records):
+            if record is None:
                 continue
-            record = records[i]
-            assert record is not None
-            entity, project, key = record["entity"], record["project"], record["key"]
+            address = (entity, project, key) = record["entity"], record["project"], record["key"]
             other = derived[i]
-            if (entity, project, key) in taken or (
-                other is not None
-                and (other == key or (entity, project, other) in taken
-                     or (entity, project, other) in seen)
-            ):  # fmt: skip
-                states[i] = None
-        return states
+            if not lane[i] or (other is not None and (
+                other == key or (entity, project, other) in taken
+                or (entity, project, other) in seen
+            )):  # fmt: skip
+                clocks.pop(address, None)  # one by one (the Go copy rule must look, say)
+                continue
+            planned: Planned | None = None
+            if lane[i] == 4:
+                clock = clocks.get(address)
+                if clock is not None:
+                    planned = edit_lane.plan(record, edit_lane.Held(0, clock, None), states[i])
+            elif address not in taken:
+                if lane[i] < 3:
+                    planned = states[i]
+            elif lane[i] > 1 and edit_lane.qualifies(found := held.get((project, key))):
+                assert found is not None
+                planned = edit_lane.plan(record, found, states[i])
+            if planned is None or (
+                isinstance(planned, edit_lane.Edit) and not edit_lane.qualifies(planned.held)
+            ):
+                clocks.pop(address, None)
+                continue
+            plans[i] = planned
+            clocks[address] = max(clocks.get(address, ""), record["hlc"])
+        return plans
+
+    def _held(
+        self,
+        records: Sequence[dict[str, Any] | None],
+        lane: list[int],
+        taken: set[tuple[str, str, str]],
+    ) -> dict[tuple[str, str], edit_lane.Held]:
+        """The rows (as they are before the batch) of the memories the edit lane may take."""
+        keys: dict[str, list[str]] = defaultdict(list)
+        for i, record in enumerate(records):
+            if lane[i] > 1:
+                assert record is not None
+                if ("observation", record["project"], record["key"]) in taken:
+                    keys[record["project"]].append(record["key"])
+        held: dict[tuple[str, str], edit_lane.Held] = {}
+        for project, wanted in keys.items():
+            rows = edit_lane.held_rows(self.conn, project, sorted(wanted))
+            held.update(((project, key), row) for key, row in rows.items())
+        return held
 
     def _taken(self, wanted: dict[tuple[str, str], set[str]]) -> set[tuple[str, str, str]]:
         """The addresses among ``wanted`` that hold a row, or a tombstone."""
@@ -171,17 +225,28 @@ class FreshLane:
 
     # --- writing a run ---------------------------------------------------------------------
 
-    def add(self, record: dict[str, Any], text: str | None, state: dict[str, Any]) -> None:
-        """Buffer a fresh record (its state from :meth:`plan`)."""
-        self._run.append((record, text, state))
+    def add(self, record: dict[str, Any], text: str | None, planned: Planned) -> None:
+        """Buffer a record that takes a lane (as :meth:`plan` planned it)."""
+        if record["entity"] == "observation":
+            address = (record["project"], record["key"])
+            if isinstance(planned, edit_lane.Edit) and address in self._written:
+                # A memory the run writes is edited in the next run: the run's journal rows
+                # are written last, and the row's state at the earlier record must be kept
+                # (the journal's kept-state trigger) when the edit moves the row on.
+                self.flush()
+            self._written.add(address)
+        self._run.append((record, text, planned))
 
     def flush(self) -> None:
         """Write the buffered run: what applying its records one by one would write."""
         run, self._run = self._run, []
+        self._written.clear()
         if not run:
             return
         batch, conn = self.batch, self.conn
-        sessions = [(r, s) for r, _, s in run if r["entity"] == "session"]
+        fresh = [(r, s) for r, _, s in run if isinstance(s, dict)]
+        edits = [(r, e) for r, _, e in run if isinstance(e, edit_lane.Edit)]
+        sessions = [(r, s) for r, s in fresh if r["entity"] == "session"]
         if sessions:
             conn.executemany(
                 _INSERT_SESSION,
@@ -189,13 +254,18 @@ class FreshLane:
                   s["summary"], r["hlc"]) for r, s in sessions],
             )  # fmt: skip
             batch.sessions.update((s["project"], s["id"]) for _, s in sessions)
-        self._stub_sessions([s for r, _, s in run if r["entity"] != "session"])
-        prompts = [(r, s) for r, _, s in run if r["entity"] == "prompt"]
+        self._stub_sessions(
+            [s for r, s in fresh if r["entity"] != "session"]
+            + [e.state for _, e in edits if e.wins and e.state is not None]
+        )
+        prompts = [(r, s) for r, s in fresh if r["entity"] == "prompt"]
         if prompts:
             self._prompts(prompts)
-        memories = [(r, s) for r, _, s in run if r["entity"] == "observation"]
+        memories = [(r, s) for r, s in fresh if r["entity"] == "observation"]
         if memories:
             self._memories(memories)
+        if edits:
+            edit_lane.write(batch, edits, self.result)
         self._journal(run)
 
     def _stub_sessions(self, states: list[dict[str, Any]]) -> None:
@@ -273,16 +343,23 @@ class FreshLane:
                 batch.fresh_sessions.add((s["session_id"], s["project"]))
         batch.memories_arrived = True  # a waiting relation may name one
 
-    def _journal(self, run: list[tuple[dict[str, Any], str | None, dict[str, Any]]]) -> None:
-        """Journal the run in its order, each record elided when its exact text is what its
-        row rebuilds to (as :meth:`_ApplyBatch._journal` does one at a time)."""
+    def _journal(self, run: list[tuple[dict[str, Any], str | None, Planned]]) -> None:
+        """Journal the run in its order, each record that won elided when its exact text is
+        what its row rebuilds to (as :meth:`_ApplyBatch._journal` does one at a time)."""
         import orjson
 
         batch, result = self.batch, self.result
         rows = []
-        for record, text, state in run:
-            exact = text if text is not None else orjson.dumps(record).decode()
-            stored = ELIDED if exact == state_text(record, state) else exact
+        won: list[bool] = []
+        for record, text, planned in run:
+            if isinstance(planned, edit_lane.Edit):
+                state, wins = (planned.state, True) if planned.wins else (None, False)
+            else:
+                state, wins = planned, True
+            stored = text if text is not None else orjson.dumps(record).decode()
+            if state is not None and stored == state_text(record, state):
+                stored = ELIDED
+            won.append(wins)
             rows.append(
                 (record["mid"], record["hlc"], record["origin"], record["entity"],
                  record["key"], record["op"], record["project"], record["scope"], stored,
@@ -290,10 +367,13 @@ class FreshLane:
             )  # fmt: skip
         cursor = self.conn.executemany(_INSERT_JOURNAL, rows)
         seqs = self._inserted_ids(cursor, len(run))
-        for seq, (record, _, _) in zip(seqs, run, strict=True):
+        for seq, (record, _, _), wins in zip(seqs, run, won, strict=True):
             batch.mids[record["mid"]] = seq
             batch.delivered.append((self.source, seq))
-            kind = _KINDS[record["entity"]]
-            setattr(result, kind, getattr(result, kind) + 1)
+            if wins:
+                kind = _KINDS[record["entity"]]
+                setattr(result, kind, getattr(result, kind) + 1)
+            else:
+                result.stale += 1
         batch.newest = max(batch.newest, max(r["hlc"] for r, _, _ in run))
-        result.applied += len(run)
+        result.applied += sum(won)

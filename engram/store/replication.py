@@ -30,6 +30,7 @@ from engram.record import (
     full_state,
     hlc_bound,
     hlc_text,
+    is_agent_session,
     unknown_fields,
     validate_record,
 )
@@ -231,7 +232,7 @@ class _ApplyBatch:
             if lane is not None:
                 if state is not None:
                     assert record is not None
-                    lane.add(record, text, state)
+                    lane.add(record, text, state)  # (a fresh state or an edit)
                     continue
                 lane.flush()  # what the record may see is written first
             if record is None:
@@ -299,9 +300,9 @@ class _ApplyBatch:
         result.hold(reason)
 
     def finish(self) -> None:
-        if self.fresh_sessions:  # before the settles' re-derivations: they then find no change
+        if self.fresh_sessions:  # before the settles' re-derivations: they skip these sessions
             rederive_sessions(self.conn, self.fresh_sessions, self.index)
-        self.context.flush()
+        self.context.flush({s for s in self.fresh_sessions if is_agent_session(s[0])})
         self.index.flush()
         if self.rescore:
             scoring.rescore_ids(self.conn, self.rescore, self.now)

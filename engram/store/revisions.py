@@ -24,6 +24,12 @@ KEPT = 20
 #: The fields whose change makes a new revision (counters and times alone do not).
 TRACKED = ("title", "content", "type", "topic_key", "scope", "tool_name")
 
+_INSERT = """INSERT INTO observation_revisions(project, sync_id, hlc, state, replaced_at,
+                 replaced_by) VALUES (?, ?, ?, ?, ?, ?)"""
+_PRUNE = """DELETE FROM observation_revisions WHERE project = ? AND sync_id = ? AND id NOT IN (
+                SELECT id FROM observation_revisions WHERE project = ? AND sync_id = ?
+                ORDER BY id DESC LIMIT ?)"""
+
 
 def origin_of(hlc: str) -> str:
     """The machine (origin) that wrote a clock ``{wall}.{counter}.{origin}``."""
@@ -49,18 +55,28 @@ def keep(
     import orjson  # here, not at the top: a plain save or search never loads it (issue 18)
 
     project, key = old["project"], old["sync_id"]
-    conn.execute(
-        """INSERT INTO observation_revisions(project, sync_id, hlc, state, replaced_at,
-               replaced_by) VALUES (?, ?, ?, ?, ?, ?)""",
-        (project, key, old_hlc or "", orjson.dumps(old).decode(), now_text(), new_hlc),
-    )
-    conn.execute(
-        """DELETE FROM observation_revisions WHERE project = ? AND sync_id = ? AND id NOT IN (
-               SELECT id FROM observation_revisions WHERE project = ? AND sync_id = ?
-               ORDER BY id DESC LIMIT ?)""",
-        (project, key, project, key, KEPT),
-    )
+    conn.execute(_INSERT, (project, key, old_hlc or "", orjson.dumps(old).decode(), now_text(), new_hlc))
+    conn.execute(_PRUNE, (project, key, project, key, KEPT))
     return True
+
+
+def keep_many(
+    conn: sqlite3.Connection, versions: list[tuple[dict[str, Any], str, dict[str, Any], str]]
+) -> list[bool]:
+    """:func:`keep` for many ``(old, old_hlc, new, new_hlc)`` versions of distinct memories at
+    once (a bulk apply's edits), in two statements; whether each was kept."""
+    import orjson
+
+    done = [changed(old, new) for old, _, new, _ in versions]
+    rows = [
+        (old["project"], old["sync_id"], old_hlc or "", orjson.dumps(old).decode(), now_text(),
+         new_hlc)
+        for (old, old_hlc, _, new_hlc), kept in zip(versions, done, strict=True) if kept
+    ]  # fmt: skip
+    if rows:
+        conn.executemany(_INSERT, rows)
+        conn.executemany(_PRUNE, [(p, k, p, k, KEPT) for p, k, *_ in rows])
+    return done
 
 
 def kept_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:

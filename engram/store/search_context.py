@@ -17,7 +17,7 @@ deleted text stays searchable.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +129,12 @@ def _spot(conn: sqlite3.Connection, rowid: int) -> _Spot | None:
     return _Spot(row[0], row[1], row[2], row[3], row[4], row[5], row[6] is None)
 
 
+def _state_spot(rowid: int, state: dict[str, Any]) -> _Spot:
+    """Where observation ``rowid`` sits when its replicated state is ``state``."""
+    return _Spot(rowid, state["session_id"], state["project"], state.get("scope") or "project",
+                 state["created_at"], state["sync_id"], state.get("deleted_at") is None)  # fmt: skip
+
+
 def _prompt_spot(conn: sqlite3.Connection, rowid: int) -> _PromptSpot | None:
     row = conn.execute(
         "SELECT session_id, project, created_at, sync_id FROM user_prompts WHERE id = ?",
@@ -197,6 +203,8 @@ class ContextRefresh:
     _prompts: dict[int, list[_PromptSpot]] = field(default_factory=dict)
     _rows: set[int] = field(default_factory=set)
     _due: set[int] = field(default_factory=set)
+    #: Places (deferred :meth:`changed`) whose following rows are due at the flush.
+    _places: set[_Spot] = field(default_factory=set)
 
     def observation(self, rowid: int) -> None:
         """Note an observation about to change or be deleted (its current place, if any)."""
@@ -208,8 +216,7 @@ class ContextRefresh:
     def inserted(self, rowid: int, state: dict[str, Any]) -> None:
         """Note an observation just inserted with its derived context: only the rows after it
         (if it arrived out of order) need work."""
-        spot = _Spot(rowid, state["session_id"], state["project"], state.get("scope") or "project",
-                     state["created_at"], state["sync_id"], state.get("deleted_at") is None)  # fmt: skip
+        spot = _state_spot(rowid, state)
         if spot.live:
             self._rows.update(_following(self.conn, spot))
 
@@ -219,6 +226,22 @@ class ContextRefresh:
         self._prompts.setdefault(rowid, [])
         if spot is not None:
             self._prompts[rowid].append(spot)
+
+    def changed(
+        self, rowid: int, before: dict[str, Any], after: dict[str, Any] | None
+    ) -> None:
+        """Note an observation just changed in place by a caller that knew its replicated
+        state ``before`` and ``after`` the change (``None``: soft-deleted): what
+        :meth:`observation` then :meth:`settle` would find, without reading the row twice."""
+        spots = {_state_spot(rowid, state) for state in (before, after) if state is not None}
+        if self.deferred:  # the rows after them are found at the flush (most need no lookup)
+            self._due.add(rowid)
+            self._places.update(spot for spot in spots if spot.live)
+            return
+        self._rows.add(rowid)
+        for spot in spots:
+            if spot.live:
+                self._rows.update(_following(self.conn, spot))
 
     def settle(self) -> int:
         """Re-derive every row whose context may have used what was noted; returns how many
@@ -243,17 +266,30 @@ class ContextRefresh:
             return 0
         return rederive(self.conn, rows, self.index)
 
-    def flush(self) -> int:
-        """Re-derive the rows deferred settles collected (before the batch's index flush)."""
+    def flush(self, derived: Collection[tuple[str, str]] = ()) -> int:
+        """Re-derive the rows deferred settles collected (before the batch's index flush).
+        ``derived``: agent sessions (``(session_id, project)``) whose live rows the caller has
+        just derived set-wise (:func:`rederive_sessions`): nothing of theirs is done again.
+
+        The rows after a noted place are looked up now rather than when it was noted: any row
+        that came there since came with its own bookkeeping, and one that left did too."""
         rows, self._due = self._due, set()
-        return rederive(self.conn, rows, self.index)
+        places, self._places = self._places, set()
+        for spot in places:
+            if (spot.session_id, spot.project) not in derived:
+                rows.update(_following(self.conn, spot))
+        return rederive(self.conn, rows, self.index, derived)
 
 
 def rederive(
-    conn: sqlite3.Connection, ids: Iterable[int], index: fts.DeferredIndex | None = None
+    conn: sqlite3.Connection,
+    ids: Iterable[int],
+    index: fts.DeferredIndex | None = None,
+    derived: Collection[tuple[str, str]] = (),
 ) -> int:
     """Recompute the context of these observations (rowids), rewriting the row and its index
-    entry only where it changed; returns how many changed."""
+    entry only where it changed; returns how many changed. The live rows of ``derived``
+    sessions are skipped (derived set-wise by the caller, by the same rule)."""
     changed = 0
     for rowid in sorted(set(ids)):
         row = conn.execute(
@@ -261,7 +297,7 @@ def rederive(
                FROM observations WHERE id = ?""",
             (rowid,),
         ).fetchone()
-        if row is None:
+        if row is None or (row[5] is None and (row[0], row[1]) in derived):
             continue
         context = derive(
             conn,
