@@ -188,3 +188,31 @@ def test_edits_that_replace_this_machines_text_are_reported_alike(make_store) ->
     ]
     kept = "SELECT id, hlc != '', state LIKE '%walrus mine%' FROM observation_revisions"
     assert [tuple(r) for r in bulk.db.rows(kept)] == [tuple(r) for r in one.db.rows(kept)]
+
+
+def test_an_edit_updates_only_the_columns_it_changes(make_store) -> None:
+    """An edit of a memory's text rewrites its text, hash, time and clock, not the columns
+    (and so not the indexes) it leaves as they were: a whole-row update rewrote all 8 of the
+    row's index entries, twice the cost of the update."""
+    a, b = make_store("a"), make_store("b")
+    ids = [a.add_observation(title=f"Memory {i}", content=f"walrus fact {i}", project="p",
+                             session_id="s1").observation.id for i in range(BULK_RECORDS)]  # fmt: skip
+    b.apply_mutations([e.record for e in a.journal.pending("x")], source="git:/a")
+    before = len(a.journal.pending("x"))
+    for memory in ids:
+        a.update_observation(memory, content="walrus fact, edited")
+    seen: list[str] = []
+    b.db.conn.set_trace_callback(seen.append)
+    try:
+        result = b.apply_mutations(
+            [e.record for e in a.journal.pending("x")][before:], source="git:/a"
+        )
+    finally:
+        b.db.conn.set_trace_callback(None)
+    assert result.observations == BULK_RECORDS
+    updates = [s for s in seen if s.startswith("UPDATE observations SET") and "content" in s]
+    assert updates, seen
+    for statement in updates:
+        sets = statement.split(" SET ")[1].split(" WHERE ")[0]
+        assert "session_id" not in sets and "created_at" not in sets and "pinned" not in sets
+    assert b.canonical_export() == a.canonical_export()
