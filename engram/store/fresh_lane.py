@@ -169,7 +169,9 @@ class FreshLane:
                 clocks.pop(address, None)
                 continue
             plans[i] = planned
-            clocks[address] = max(clocks.get(address, ""), record["hlc"])
+            # An edit that loses leaves the row's clock, not its own, for the next record.
+            held_hlc = planned.held.hlc if isinstance(planned, edit_lane.Edit) else ""
+            clocks[address] = max(clocks.get(address, ""), held_hlc, record["hlc"])
         return plans
 
     def _held(

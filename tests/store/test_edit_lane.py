@@ -253,3 +253,30 @@ def test_edits_are_written_with_a_few_statements_per_run(make_store, monkeypatch
     assert result.observations == BULK_RECORDS
     assert len(in_lane) == 1 and in_lane[0] <= 12, in_lane
     assert b.canonical_export() == a.canonical_export()
+
+
+def test_an_edit_after_a_losing_record_is_judged_against_the_row(make_store, monkeypatch) -> None:
+    """Two records of one memory in a batch, both older than the row held here: the first
+    loses to the row, and so must the second, although it is newer than the first (the lane
+    once carried the loser's clock forward instead of the row's, and the replicas of the
+    convergence property test disagreed)."""
+    from .test_trust import MALLORY, now_ms
+
+    monkeypatch.setattr(replication, "BULK_RECORDS", 2)
+    a = make_store("a")
+    memory = a.add_observation(title="Walrus", content="walrus first", project="p",
+                               session_id="s1").observation  # fmt: skip
+    t = now_ms()
+    newest = upsert_of(memory, project="p", content="walrus newest",
+                       hlc=format_hlc(t + 3_000, 0, MALLORY))  # fmt: skip
+    batch = [upsert_of(memory, project="p", content=f"walrus older {i}",
+                       hlc=format_hlc(t + 1_000 + i * 1_000, 0, MALLORY)) for i in range(2)]  # fmt: skip
+    one, bulk = make_store("one"), make_store("bulk")
+    for store in (one, bulk):
+        store.apply_mutations([e.record for e in a.journal.pending("x")], source="git:/a")
+        store.apply_mutations([newest], source="git:/m")
+    singles = [one.apply_mutations([r], source="git:/m") for r in batch]
+    result = bulk.apply_mutations(batch, source="git:/m")
+    assert [o.content for o in bulk.recent_observations("p")] == ["walrus newest"]
+    assert everything(bulk) == everything(one)
+    assert result.stale == sum(r.stale for r in singles) == 2
