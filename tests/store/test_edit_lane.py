@@ -190,23 +190,28 @@ def test_edits_that_replace_this_machines_text_are_reported_alike(make_store) ->
     assert [tuple(r) for r in bulk.db.rows(kept)] == [tuple(r) for r in one.db.rows(kept)]
 
 
-def test_an_edit_updates_only_the_columns_it_changes(make_store) -> None:
-    """An edit of a memory's text rewrites its text, hash, time and clock, not the columns
-    (and so not the indexes) it leaves as they were: a whole-row update rewrote all 8 of the
-    row's index entries, twice the cost of the update."""
+def held_and_edited(make_store) -> tuple[Store, Store, list[Any]]:
+    """``(a, b, edits)``: ``b`` holds ``a``'s BULK_RECORDS memories; ``edits`` are ``a``'s
+    edits of each one's text, not yet sent."""
     a, b = make_store("a"), make_store("b")
     ids = [a.add_observation(title=f"Memory {i}", content=f"walrus fact {i}", project="p",
                              session_id="s1").observation.id for i in range(BULK_RECORDS)]  # fmt: skip
     b.apply_mutations([e.record for e in a.journal.pending("x")], source="git:/a")
     before = len(a.journal.pending("x"))
     for memory in ids:
-        a.update_observation(memory, content="walrus fact, edited")
+        a.update_observation(memory, content=f"walrus fact {memory}, edited")
+    return a, b, [e.record for e in a.journal.pending("x")][before:]
+
+
+def test_an_edit_updates_only_the_columns_it_changes(make_store) -> None:
+    """An edit of a memory's text rewrites its text, hash, time and clock, not the columns
+    (and so not the indexes) it leaves as they were: a whole-row update rewrote all 8 of the
+    row's index entries, twice the cost of the update."""
+    a, b, edits = held_and_edited(make_store)
     seen: list[str] = []
     b.db.conn.set_trace_callback(seen.append)
     try:
-        result = b.apply_mutations(
-            [e.record for e in a.journal.pending("x")][before:], source="git:/a"
-        )
+        result = b.apply_mutations(edits, source="git:/a")
     finally:
         b.db.conn.set_trace_callback(None)
     assert result.observations == BULK_RECORDS
@@ -226,13 +231,7 @@ def test_edits_are_written_with_a_few_statements_per_run(make_store, monkeypatch
 
     from .test_fresh_lane import Counted
 
-    a, b = make_store("a"), make_store("b")
-    ids = [a.add_observation(title=f"Memory {i}", content=f"walrus fact {i}", project="p",
-                             session_id="s1").observation.id for i in range(BULK_RECORDS)]  # fmt: skip
-    b.apply_mutations([e.record for e in a.journal.pending("x")], source="git:/a")
-    before = len(a.journal.pending("x"))
-    for memory in ids:
-        a.update_observation(memory, content=f"walrus fact {memory}, edited")
+    a, b, edits = held_and_edited(make_store)
     counted = Counted(b.db.conn)
     in_lane: list[int] = []
     write = edit_lane.write
@@ -245,9 +244,7 @@ def test_edits_are_written_with_a_few_statements_per_run(make_store, monkeypatch
     monkeypatch.setattr(edit_lane, "write", counting)
     b.db.conn = counted  # type: ignore[assignment]
     try:
-        result = b.apply_mutations(
-            [e.record for e in a.journal.pending("x")][before:], source="git:/a"
-        )
+        result = b.apply_mutations(edits, source="git:/a")
     finally:
         b.db.conn = counted.conn
     assert result.observations == BULK_RECORDS
