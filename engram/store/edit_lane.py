@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from engram.store.replication import _ApplyBatch
 
 _FIELDS = STATE_FIELDS["observation"]
-_PART = 500
 #: The columns a replicated edit sets (and ``hlc``, which it always changes): an edit updates
 #: only those whose value differs from the row's, so SQLite rewrites only the indexes that hold
 #: them (an edit of a memory's text: 3 of its 8 indexes; 29 against 53 µs an update).
@@ -75,8 +74,7 @@ def held_rows(conn: sqlite3.Connection, project: str, keys: Sequence[str]) -> di
     once (joined from the keys: each looked up through the address's unique index)."""
     found: dict[str, Held] = {}
     columns = ", ".join(f"t.{name}" for name in _FIELDS)
-    for start in range(0, len(keys), _PART):
-        part = keys[start : start + _PART]
+    for part in vector_queue.chunks(keys):
         rows = conn.execute(
             f"""WITH wanted(key) AS (VALUES {", ".join("(?)" for _ in part)})
                 SELECT t.id, t.hlc, {columns}, t.normalized_hash

@@ -9,14 +9,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+from engram.store import vector_queue
+
 
 def forget(conn: sqlite3.Connection, observation_ids: Iterable[int]) -> None:
     """Take memories out of the graph before their row changes or goes (every write path calls
     this through :mod:`engram.store.fts`); entities nobody mentions any more go too."""
-    wanted = list(observation_ids)
     ingested: list[int] = []
-    for start in range(0, len(wanted), 500):  # which of them are in the graph: one lookup
-        part = wanted[start : start + 500]
+    for part in vector_queue.chunks(observation_ids):  # which of them are in the graph
         ingested += [
             r[0]
             for r in conn.execute(

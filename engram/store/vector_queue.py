@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 TABLE = "observation_vectors"
 PENDING = "vector_pending"
 
+_T = TypeVar("_T")
 
-def chunks(ids: Iterable[int], size: int = 500) -> Iterator[list[int]]:
+
+def chunks(ids: Iterable[_T], size: int = 500) -> Iterator[list[_T]]:
+    """``ids`` in lists of at most ``size``: few enough values for one ``IN (...)``."""
     wanted = list(ids)
     for start in range(0, len(wanted), size):
         yield wanted[start : start + size]
