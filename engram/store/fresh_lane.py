@@ -62,7 +62,7 @@ _INSERT_OBSERVATION = """INSERT INTO observations(sync_id, session_id, type, tit
                              updated_at, deleted_at, search_context, hlc, pinned,
                              importance_override, valid_from, valid_to, delete_reason,
                              superseded_by, reviewed_at, importance)
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?,
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
                              ?, ?, ?, ?, ?)"""
 _INSERT_JOURNAL = """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
                          record, source, recorded_at)
@@ -312,13 +312,15 @@ class FreshLane:
               r["hlc"]) for r, s in prompts],
         )  # fmt: skip
         # Indexed at the batch's end, in rowid order with the rest (fts.DeferredIndex).
+        # The memories a prompt leads to took it into their context when the batch foresaw
+        # them (batch.foreseen); a session held before is derived again at the batch's end.
         batch.index.inserted_prompts(self._inserted_ids(cursor, len(prompts)))
-        # The memories a prompt leads to take it into their context: their sessions are
-        # derived again at the batch's end (the whole session: a superset is harmless).
-        batch.fresh_sessions.update((s["session_id"], s["project"]) for _, s in prompts)
 
     def _memories(self, memories: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """Insert the run's new memories, each with the session context the batch foresaw
+        (checked at the batch's end where it may not hold: ``Foreseen``)."""
         conn, batch = self.conn, self.batch
+        contexts = batch.foreseen.contexts
         rows = []
         for record, s in memories:
             score = None  # scored at the batch's end when some relation may name it
@@ -332,17 +334,16 @@ class FreshLane:
                  s["tool_name"], s["project"], s["scope"], s["topic_key"],
                  normalized_hash(s["content"]), s["revision_count"], s["duplicate_count"],
                  s["last_seen_at"], s["created_at"], s["updated_at"], s["deleted_at"],
+                 contexts.get(s["project"], {}).get(s["sync_id"], ""),
                  record["hlc"], int(s["pinned"]), s["importance_override"], s["valid_from"],
                  s["valid_to"], s["delete_reason"], s["superseded_by"], s["reviewed_at"], score)
             )  # fmt: skip
         cursor = conn.executemany(_INSERT_OBSERVATION, rows)
         ids = self._inserted_ids(cursor, len(memories))
-        for rowid, (_, s), row in zip(ids, memories, rows, strict=True):
+        for rowid, row in zip(ids, rows, strict=True):
             batch.index.inserted(rowid)  # indexed with its context at the batch's end
             if row[-1] is None:
                 batch.rescore.add(rowid)
-            if s["deleted_at"] is None:
-                batch.fresh_sessions.add((s["session_id"], s["project"]))
         batch.memories_arrived = True  # a waiting relation may name one
 
     def _journal(self, run: list[tuple[dict[str, Any], str | None, Planned]]) -> None:

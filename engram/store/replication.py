@@ -39,7 +39,13 @@ from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import ENTITY_TABLES, insert_record, now_ms, state_text
 from engram.store.models import ApplyResult
-from engram.store.search_context import ContextRefresh, derive_state, rederive_sessions
+from engram.store.search_context import (
+    ContextRefresh,
+    Foreseen,
+    derive_state,
+    foresee,
+    rederive_sessions,
+)
 from engram.text import normalized_hash
 from engram.times import now_text
 
@@ -158,9 +164,12 @@ class _ApplyBatch:
         #: Journal seq of every mid looked up or journaled in this batch (None: not held);
         #: every journal row this batch inserts must be noted here.
         self.mids: dict[str, int | None] = {}
-        #: A bulk batch (see BULK_RECORDS), and the sessions its new memories joined.
+        #: A bulk batch (see BULK_RECORDS), and the sessions its new memories joined that the
+        #: fresh lane did not foresee (derived set-wise at the end).
         self.bulk = False
         self.fresh_sessions: set[tuple[str, str]] = set()
+        #: The contexts the fresh lane's new memories are inserted with (a bulk batch).
+        self.foreseen = Foreseen()
         #: Whether any address may hold a tombstone (most stores have none: no lookups then).
         self.tombstones = (
             conn.execute("SELECT EXISTS (SELECT 1 FROM sync_tombstones)").fetchone()[0] == 1
@@ -228,6 +237,16 @@ class _ApplyBatch:
 
             lane = FreshLane(self, source, result)
         fresh = lane.plan([r for _, r, _, _ in parsed]) if lane else [None] * len(parsed)
+        if lane is not None:  # before the lane writes anything: it looks the sessions up
+            memories, prompts = [], []
+            for (_, record, _, _), state in zip(parsed, fresh, strict=True):
+                if isinstance(state, dict):  # (a fresh record: its record is valid)
+                    assert record is not None
+                    if record["entity"] == "observation":
+                        memories.append(state)
+                    elif record["entity"] == "prompt":
+                        prompts.append(state)
+            self.foreseen = foresee(self.conn, memories, prompts)
         for (item, record, text, error), state in zip(parsed, fresh, strict=True):
             if lane is not None:
                 if state is not None:
@@ -300,9 +319,15 @@ class _ApplyBatch:
         result.hold(reason)
 
     def finish(self) -> None:
-        if self.fresh_sessions:  # before the settles' re-derivations: they skip these sessions
-            rederive_sessions(self.conn, self.fresh_sessions, self.index)
-        self.context.flush({s for s in self.fresh_sessions if is_agent_session(s[0])})
+        # The sessions whose new rows' contexts the fresh lane could not vouch for, derived
+        # again set-wise (only rows whose context differs are rewritten); before the settles'
+        # re-derivations, which skip every session whose rows are right by now.
+        unproven = self.fresh_sessions | self.foreseen.unproven(self.context.touched)
+        if unproven:
+            rederive_sessions(self.conn, unproven, self.index)
+        self.context.flush(
+            {s for s in unproven if is_agent_session(s[0])} | self.foreseen.sessions
+        )
         self.index.flush()
         if self.rescore:
             scoring.rescore_ids(self.conn, self.rescore, self.now)

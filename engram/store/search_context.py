@@ -17,8 +17,10 @@ deleted text stays searchable.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterable
+from bisect import bisect_right
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from engram.record import PSEUDO_SESSION, is_agent_session
@@ -70,6 +72,161 @@ def _piece(title: str, content: str) -> str:
     return f"{title} {content}"[:PIECE_CHARS]
 
 
+def _join(pieces: Iterable[str | None]) -> str:
+    """A context from its pieces — the nearest memory before, the one before that, the
+    prompt — those present (every spelling of the rule ends here)."""
+    return "\n".join([piece for piece in pieces if piece is not None])
+
+
+#: A memory as the rule sees it: ``(session_id, project, scope, created_at, sync_id, piece)``,
+#: its piece being its title and content as a neighbour quotes them (:func:`_piece`), or
+#: ``None`` when it is deleted.
+Memory = tuple[str, str, str, str, str, str | None]
+#: A prompt as the rule sees it: ``(session_id, project, created_at, sync_id, content)``.
+Prompt = tuple[str, str, str, str, str]
+
+
+def contexts(
+    memories: Sequence[Memory], prompts: Sequence[Prompt]
+) -> tuple[list[str], set[tuple[str, str]]]:
+    """The rule of :func:`derive` in Python, over memories and prompts of any sessions: each
+    memory's context among those given, in their order, and the sessions ``(session_id,
+    project)`` whose contexts the rule does not decide (two prompts share their time and key
+    tail: SQL takes either, so only the store can say which).
+
+    Strings compare as SQLite's BINARY collation does (UTF-8 byte order is code point order)
+    and pieces are cut by characters as ``substr`` cuts them (stored text holds no NUL)."""
+    # Each session's prompts: (created_at, key tail) in the rule's order, and their pieces.
+    led: dict[tuple[str, str], tuple[list[tuple[str, str]], list[str]]] = {}
+    undecided: set[tuple[str, str]] = set()
+    for session_id, project, created_at, key, content in prompts:
+        marks = led.setdefault((session_id, project), ([], []))
+        marks[0].append((created_at, key[key.find("-") + 1 :]))  # (see _key_tail)
+        marks[1].append(content[:PIECE_CHARS])
+    for session, (keys, pieces) in led.items():
+        if len(keys) > 1:
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            keys[:] = [keys[i] for i in order]
+            pieces[:] = [pieces[i] for i in order]
+            if any(a == b for a, b in pairwise(keys)):
+                undecided.add(session)
+    out = [""] * len(memories)
+    # Sorted by one string per memory: its place's parts joined by NUL (which no stored text
+    # holds, and which sorts below every other character) order as the tuple of them would,
+    # at a fraction of the cost of comparing tuples.
+    places = ["\0".join(memory[:5]) for memory in memories]
+    partition: tuple[str, str, str] | None = None
+    agent = False
+    nearest: str | None = None  # the pieces of the two live memories before, in the partition
+    second: str | None = None
+    led_here: tuple[list[tuple[str, str]], list[str]] | None = None  # the session's prompts
+    for i in sorted(range(len(memories)), key=places.__getitem__):
+        session_id, project, scope, created_at, sync_id, piece = memories[i]
+        if partition != (session_id, project, scope):
+            partition = (session_id, project, scope)
+            agent = is_agent_session(session_id)
+            nearest = second = None
+            led_here = led.get((session_id, project))
+        if piece is None or not agent:
+            continue  # no context (and a deleted memory is no neighbour either)
+        prompt = None
+        if led_here is not None:  # the latest at or before it (a key tail breaks a tie)
+            at = bisect_right(led_here[0], (created_at, sync_id[sync_id.find("-") + 1 :])) - 1
+            if at >= 0:
+                prompt = led_here[1][at]
+        # _join((nearest, second, prompt)), spelled out: a call per memory cost a third of
+        # this loop (tests/store/test_foreseen_contexts.py pins both to derive()).
+        if nearest is not None:
+            if second is not None:
+                nearest_two = nearest + "\n" + second
+                out[i] = nearest_two if prompt is None else nearest_two + "\n" + prompt
+            else:
+                out[i] = nearest if prompt is None else nearest + "\n" + prompt
+        elif prompt is not None:
+            out[i] = prompt
+        nearest, second = piece, nearest
+    return out, undecided
+
+
+@dataclass(slots=True)
+class Foreseen:
+    """The session contexts a bulk batch's new memories are inserted with, worked out before
+    the batch writes anything from what it brings (:func:`foresee`), so that each row is
+    written once, with its context, instead of with '' and again at the batch's end.
+
+    A session's foresight is *proven* when the store held no memory or prompt of it before
+    the batch (:attr:`unsure` says which did) and nothing but the batch's new rows entered,
+    left or changed in it since (:attr:`ContextRefresh.touched`, and the sessions the
+    one-by-one path inserted into): then every context is the rule's over the rows the
+    session holds. Every other session is derived again set-wise at the batch's end, which
+    rewrites only the rows whose context differs."""
+
+    #: The context of each new memory, by project and key (absent: '').
+    contexts: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Every agent session ``(session_id, project)`` a new memory or prompt of the batch joins.
+    sessions: set[tuple[str, str]] = field(default_factory=set)
+    #: Those whose foresight cannot stand alone: the store held rows of them before the
+    #: batch, or two of their prompts tie (:func:`contexts`).
+    unsure: set[tuple[str, str]] = field(default_factory=set)
+
+    def unproven(self, touched: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The sessions to derive again at the batch's end, given those touched otherwise."""
+        return self.unsure | (self.sessions & set(touched))
+
+
+def foresee(
+    conn: sqlite3.Connection,
+    memories: Sequence[dict[str, Any]],
+    prompts: Sequence[dict[str, Any]],
+) -> Foreseen:
+    """The contexts of a batch's new memories (their full states) by the rule, from the
+    batch's new memories and prompts alone; call before the batch writes any of them (which
+    sessions the store already holds rows of is looked up here, set-wise)."""
+    marks = [(s["session_id"], s["project"], s["created_at"], s["sync_id"], s["content"])
+             for s in prompts]  # fmt: skip
+    found, undecided = contexts(
+        [(s["session_id"], s["project"], s["scope"] or "project", s["created_at"], s["sync_id"],
+          _piece(s["title"], s["content"]) if s["deleted_at"] is None else None)
+         for s in memories],
+        marks,
+    )  # fmt: skip
+    foreseen = Foreseen()
+    by_project = foreseen.contexts
+    for state, context in zip(memories, found, strict=True):
+        if context:
+            if (keys := by_project.get(state["project"])) is None:
+                keys = by_project[state["project"]] = {}
+            keys[state["sync_id"]] = context
+    # (A session only prompts join has no new memory: it needs the check only when the
+    # store holds memories of it, and then it is unsure.)
+    sessions = {(s["session_id"], s["project"]) for s in memories}
+    sessions.update((mark[0], mark[1]) for mark in marks)
+    foreseen.sessions = {s for s in sessions if is_agent_session(s[0])}
+    foreseen.unsure = undecided | _held_sessions(conn, sorted(foreseen.sessions))
+    return foreseen
+
+
+def _held_sessions(
+    conn: sqlite3.Connection, sessions: list[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """Which of ``sessions`` (``(session_id, project)``) have a memory (live or not) or a
+    prompt in the store, each looked up through its session index."""
+    held: set[tuple[str, str]] = set()
+    for start in range(0, len(sessions), 400):
+        part = sessions[start : start + 400]
+        rows = conn.execute(
+            f"""WITH wanted(sid, pid) AS (VALUES {", ".join("(?, ?)" for _ in part)})
+                SELECT sid, pid FROM wanted
+                WHERE EXISTS (SELECT 1 FROM observations INDEXED BY observations_session
+                              WHERE session_id = sid AND project = pid)
+                   OR EXISTS (SELECT 1 FROM user_prompts INDEXED BY user_prompts_context
+                              WHERE session_id = sid AND project = pid)""",
+            [value for pair in part for value in pair],
+        )
+        held.update((sid, pid) for sid, pid in rows)
+    return held
+
+
 def derive(
     conn: sqlite3.Connection,
     *,
@@ -100,9 +257,7 @@ def derive(
         (session_id, project, created_at, created_at, _key_tail(sync_id)),
     ).fetchone()
     pieces = [_piece(r[0], r[1]) for r in rows]
-    if prompt is not None:
-        pieces.append(str(prompt[0])[:PIECE_CHARS])
-    return "\n".join(pieces)
+    return _join((*pieces, None if prompt is None else str(prompt[0])[:PIECE_CHARS]))
 
 
 def derive_state(conn: sqlite3.Connection, state: dict[str, Any]) -> str:
@@ -205,6 +360,9 @@ class ContextRefresh:
     _due: set[int] = field(default_factory=set)
     #: Places (deferred :meth:`changed`) whose following rows are due at the flush.
     _places: set[_Spot] = field(default_factory=set)
+    #: Every session ``(session_id, project)`` a noted row was or is in: what a
+    #: :class:`Foreseen` batch must derive again (its new rows were not all it got).
+    touched: set[tuple[str, str]] = field(default_factory=set)
 
     def observation(self, rowid: int) -> None:
         """Note an observation about to change or be deleted (its current place, if any)."""
@@ -212,11 +370,13 @@ class ContextRefresh:
         spot = _spot(self.conn, rowid)
         if spot is not None:
             spots.append(spot)
+            self.touched.add((spot.session_id, spot.project))
 
     def inserted(self, rowid: int, state: dict[str, Any]) -> None:
         """Note an observation just inserted with its derived context: only the rows after it
         (if it arrived out of order) need work."""
         spot = _state_spot(rowid, state)
+        self.touched.add((spot.session_id, spot.project))
         if spot.live:
             self._rows.update(_following(self.conn, spot))
 
@@ -226,6 +386,7 @@ class ContextRefresh:
         self._prompts.setdefault(rowid, [])
         if spot is not None:
             self._prompts[rowid].append(spot)
+            self.touched.add((spot.session_id, spot.project))
 
     def changed(
         self, rowid: int, before: dict[str, Any], after: dict[str, Any] | None
@@ -234,6 +395,7 @@ class ContextRefresh:
         state ``before`` and ``after`` the change (``None``: soft-deleted): what
         :meth:`observation` then :meth:`settle` would find, without reading the row twice."""
         spots = {_state_spot(rowid, state) for state in (before, after) if state is not None}
+        self.touched.update((spot.session_id, spot.project) for spot in spots)
         if self.deferred:  # the rows after them are found at the flush (most need no lookup)
             self._due.add(rowid)
             self._places.update(spot for spot in spots if spot.live)
@@ -252,11 +414,14 @@ class ContextRefresh:
             if now is not None:
                 spots = [*spots, now]
                 rows.add(now.id)
+                self.touched.add((now.session_id, now.project))
             for spot in set(spots):
                 if spot.live:
                     rows.update(_following(self.conn, spot))
         for rowid, prompt_spots in self._prompts.items():
             now_prompt = _prompt_spot(self.conn, rowid)
+            if now_prompt is not None:
+                self.touched.add((now_prompt.session_id, now_prompt.project))
             for prompt_spot in {*prompt_spots, *([now_prompt] if now_prompt else [])}:
                 rows.update(_led_by(self.conn, prompt_spot))
         self._observations.clear()
@@ -359,7 +524,7 @@ def _derived(
         params,
     ).fetchall()
     return [
-        (rowid, current, "\n".join(p for p in (prev1, prev2, prompt) if p is not None))
+        (rowid, current, _join((prev1, prev2, prompt)))
         for rowid, current, prev1, prev2, prompt in rows
     ]
 
