@@ -20,7 +20,14 @@ from engram.settings import Config
 from engram.store import Store
 from engram.store.journal import now_ms
 from engram.store.replication import BULK_RECORDS
-from engram.store.search_context import PIECE_CHARS, _piece, contexts, derive
+from engram.store.search_context import (
+    PIECE_CHARS,
+    _derived,
+    _piece,
+    _read_and_derived,
+    contexts,
+    derive,
+)
 
 from .test_fresh_lane import written
 
@@ -256,7 +263,7 @@ def test_a_fresh_import_writes_each_context_once(make_store) -> None:
         bulk.apply_mutations(batch, source="git:/x")
     finally:
         bulk.db.conn.set_trace_callback(None)
-    assert not [s for s in seen if "SET search_context" in s or "LAG(piece, 1)" in s]
+    assert not [s for s in seen if "SET search_context" in s or "o.search_context" in s]
     assert stored(bulk) == by_the_rule(bulk)
     assert stored(bulk)[("p", "obs-008")] != ""
 
@@ -301,7 +308,8 @@ _places = st.lists(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_places)
 def test_the_python_rule_is_the_sql_rule(places: list[tuple]) -> None:
-    """:func:`contexts` over rows gives what :func:`derive` reads from the store for them."""
+    """:func:`contexts` over rows gives what :func:`derive` reads from the store for them, and
+    the batch's end's derivation what the window functions give."""
     memories, prompts, records = [], [], []
     for n, (kind, session, project, scope, second, prefix, deleted, text) in enumerate(places):
         key = f"{prefix}-{n:04d}" if prefix != "go" else f"{n:04d}"
@@ -323,6 +331,13 @@ def test_the_python_rule_is_the_sql_rule(places: list[tuple]) -> None:
                 store.apply_mutations([record], source="git:/x")
             expected = by_the_rule(store)
             assert stored(store) == expected
+            # The batch's end derives a session's rows with the Python rule over what it
+            # reads: the same as the window functions of the SQL spelling.
+            sessions = sorted({(m[0], m[1]) for m in memories if m[0] != "manual-save-p"})
+            if sessions:
+                assert sorted(_read_and_derived(store.db.conn, sessions)) == sorted(
+                    _derived(store.db.conn, sessions)
+                )
         finally:
             store.close()
     for (session, project, _, _, key, _), context in zip(memories, found, strict=True):

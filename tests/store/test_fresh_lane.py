@@ -181,11 +181,17 @@ def test_a_bulk_apply_derives_contexts_by_looking_its_sessions_up(make_store) ->
         b.apply_mutations([r for i, r in enumerate(records) if i % 5], source="git:/x")
     finally:
         b.db.conn.set_trace_callback(None)
-    [derivation] = [s for s in seen if "LAG(piece, 1)" in s]
-    plan = [r[3] for r in b.db.rows(f"EXPLAIN QUERY PLAN {derivation}")]
-    assert any(step.startswith("SEARCH observations USING INDEX observations_session")
-               for step in plan), plan  # fmt: skip
-    assert not any(step.startswith("SCAN observations") for step in plan), plan
+    # (The derivation reads the sessions' memories and prompts, then follows the rule in
+    # Python: search_context._read_and_derived.)
+    [memories] = [s for s in seen if "SELECT o.id, o.search_context" in s]
+    [prompts] = [s for s in seen if "FROM wanted CROSS JOIN user_prompts" in s]
+    for derivation, index in ((memories, "observations_session"),
+                              (prompts, "user_prompts_context")):  # fmt: skip
+        plan = [r[3] for r in b.db.rows(f"EXPLAIN QUERY PLAN {derivation}")]
+        assert any(step.startswith("SEARCH") and f"USING INDEX {index}" in step
+                   for step in plan), plan  # fmt: skip
+        assert not any(step.startswith(("SCAN o", "SCAN p", "SCAN observations",
+                                        "SCAN user_prompts")) for step in plan), plan  # fmt: skip
 
 
 def test_a_bulk_batch_still_quarantines_hostile_fresh_records(make_store) -> None:
