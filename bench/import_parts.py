@@ -92,6 +92,8 @@ def instrument() -> None:
     timed(replication.ReplicationMixin, "apply_mutations", "applying (apply_mutations)")
     timed(replication, "parse_record", "  parsing and validating")
     timed(fresh_lane.FreshLane, "plan", "  planning the fresh lane")
+    timed(search_context, "foresee", "  foreseeing the contexts")
+    replication.foresee = search_context.foresee  # (imported by name)
     timed(fresh_lane.FreshLane, "flush", "  writing fresh runs")
     SPENT["    (lane SQL)"] = 0.0
     timed(fresh_lane.FreshLane, "_memories", "    memories")
