@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import devnotes
 import sync_bench
 
-from engram.store import edit_lane, fresh_lane, fts, replication, search_context
+from engram.store import batch_contexts, edit_lane, fresh_lane, fts, replication, search_context
 from engram.sync.git import importer
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
@@ -92,8 +92,8 @@ def instrument() -> None:
     timed(replication.ReplicationMixin, "apply_mutations", "applying (apply_mutations)")
     timed(replication, "parse_record", "  parsing and validating")
     timed(fresh_lane.FreshLane, "plan", "  planning the fresh lane")
-    timed(search_context, "foresee", "  foreseeing the contexts")
-    replication.foresee = search_context.foresee  # (imported by name)
+    timed(batch_contexts, "foresee", "  foreseeing the contexts")
+    replication.foresee = batch_contexts.foresee  # (imported by name)
     timed(fresh_lane.FreshLane, "flush", "  writing fresh runs")
     SPENT["    (lane SQL)"] = 0.0
     timed(fresh_lane.FreshLane, "_memories", "    memories")
@@ -103,8 +103,8 @@ def instrument() -> None:
     timed(edit_lane, "write", "    edits (the edit lane)")
     timed(replication._ApplyBatch, "_take", "  other records, one by one")
     timed(replication._ApplyBatch, "finish", "  the batch's end")
-    timed(search_context, "rederive_sessions", "    sessions' contexts")
-    replication.rederive_sessions = search_context.rederive_sessions  # (imported by name)
+    timed(batch_contexts, "rederive_sessions", "    sessions' contexts")
+    replication.rederive_sessions = batch_contexts.rederive_sessions  # (imported by name)
     timed(search_context.ContextRefresh, "flush", "    context re-derivations")
     timed(fts.DeferredIndex, "flush", "    full-text index")
     lane_init = fresh_lane.FreshLane.__init__

@@ -36,16 +36,11 @@ from engram.record import (
 )
 from engram.store import fts, graph_rows, links, quarantine, revisions, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
+from engram.store.batch_contexts import Foreseen, foresee, rederive_sessions
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import ENTITY_TABLES, insert_record, now_ms, state_text
 from engram.store.models import ApplyResult
-from engram.store.search_context import (
-    ContextRefresh,
-    Foreseen,
-    derive_state,
-    foresee,
-    rederive_sessions,
-)
+from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalized_hash
 from engram.times import now_text
 

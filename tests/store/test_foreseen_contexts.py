@@ -1,5 +1,5 @@
 """Issue 18: a bulk apply (an import's chunk) inserts each new memory with the session context
-it foresaw from the batch (engram/store/search_context.py, ``foresee``), instead of with ''
+it foresaw from the batch (engram/store/batch_contexts.py, ``foresee``), instead of with ''
 and again at the batch's end; sessions it cannot vouch for (rows held before, touched by an
 edit, a delete, a one-by-one record) are derived again set-wise, rewriting only the rows whose
 context differs. Whatever the order records arrive in, every row must end with what applying
@@ -18,16 +18,10 @@ from hypothesis import strategies as st
 from engram.record import build_record, format_hlc, new_mid
 from engram.settings import Config
 from engram.store import Store
+from engram.store.batch_contexts import _read_and_derived, contexts
 from engram.store.journal import now_ms
 from engram.store.replication import BULK_RECORDS
-from engram.store.search_context import (
-    PIECE_CHARS,
-    _derived,
-    _piece,
-    _read_and_derived,
-    contexts,
-    derive,
-)
+from engram.store.search_context import PIECE_CHARS, _derived, _piece, derive
 
 from .test_fresh_lane import written
 

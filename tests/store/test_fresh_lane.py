@@ -182,7 +182,7 @@ def test_a_bulk_apply_derives_contexts_by_looking_its_sessions_up(make_store) ->
     finally:
         b.db.conn.set_trace_callback(None)
     # (The derivation reads the sessions' memories and prompts, then follows the rule in
-    # Python: search_context._read_and_derived.)
+    # Python: batch_contexts._read_and_derived.)
     [memories] = [s for s in seen if "SELECT o.id, o.search_context" in s]
     [prompts] = [s for s in seen if "FROM wanted CROSS JOIN user_prompts" in s]
     for derivation, index in ((memories, "observations_session"),
