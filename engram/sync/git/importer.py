@@ -1,6 +1,9 @@
 """Applying a sync directory's chunks to the store, within the directory's scope.
 
-Each chunk is applied in one transaction: its records are read in batches
+Consecutive chunks are applied in one transaction, up to a bound (:data:`GROUP_MUTATIONS`,
+:data:`GROUP_SECONDS`), each chunk a part of it that rolls back alone; the ledger of applied
+chunks is written in the same transaction as their rows, so a killed import loses only the
+group it was in and the next import applies that group again. A chunk's records are read in batches
 (:mod:`engram.sync.git.reader`), judged by :func:`engram.sync.git.scope.judge`, and only the
 allowed ones go to :meth:`~engram.store.Store.apply_mutations`. A chunk that turns out bad
 (damaged, not matching its id, too large, an invalid line) rolls back whole and is reported by
@@ -16,6 +19,7 @@ Go-format chunk holds are recorded as it is applied, whatever the gate decides (
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -36,6 +40,13 @@ if TYPE_CHECKING:
     from engram.store import Store
 
 _MUTATION_INDEX = re.compile(r"^mutation\[(\d+)\]: ")
+
+#: An import commits a group of consecutive chunks at once when the group reaches this many
+#: mutations or has taken this many seconds (checked between chunks), whichever comes first:
+#: fewer commits write each shared page (indexes, full-text segments) to the log fewer times,
+#: and another process's write waits for the lock at most about this long plus one chunk.
+GROUP_MUTATIONS = 20_000
+GROUP_SECONDS = 1.0
 
 
 def record_keys(records: Iterable[dict[str, Any] | None]) -> Iterator[tuple[str, str]]:
@@ -109,9 +120,25 @@ class ChunkImporter:
             self.progress("Importing chunks", sum(c.mutations for c in work)) as advance,
             self.store.db.bulk_writes(),
         ):
-            for chunk in work:
-                self._apply(chunk, report, again=chunk.id in done)
-                advance(chunk.mutations)
+            chunks = iter(work)
+            chunk = next(chunks, None)
+            while chunk is not None:
+                # One transaction for a group of consecutive chunks (each its own part: a bad
+                # chunk still rolls back alone); the group ends at a bound, so another
+                # process's save waits at most that long for the write lock.
+                started, size, first = time.monotonic(), 0, True
+                with self.store.db.write():
+                    while chunk is not None and (
+                        first
+                        or (
+                            size + chunk.mutations <= GROUP_MUTATIONS
+                            and time.monotonic() - started < GROUP_SECONDS
+                        )
+                    ):
+                        self._apply(chunk, report, again=chunk.id in done)
+                        advance(chunk.mutations)
+                        size, first = size + chunk.mutations, False
+                        chunk = next(chunks, None)
         totals: Counter[tuple[str, bool]] = Counter()
         for note in self.ledger.held():
             totals[(note.project, note.personal)] += note.records
@@ -130,7 +157,7 @@ class ChunkImporter:
         held: Counter[tuple[str, bool]] = Counter()
         go_keys: set[tuple[str, str]] = set()
         try:
-            with self.store.db.write() as conn:
+            with self.store.db.part() as conn:
                 for batch in reader.batches():
                     if reader.go_format:
                         go_keys.update(record_keys(batch.records))
