@@ -160,29 +160,6 @@ class Database:
                 self._depth = 0
             self._notify()
 
-    @contextmanager
-    def part(self) -> Iterator[sqlite3.Connection]:
-        """A part of the open write transaction that rolls back alone when it raises (a
-        ``SAVEPOINT``): the transaction goes on with what came before it. Outside a write
-        transaction, a write transaction of its own."""
-        with self._lock:
-            if not self._depth:
-                with self.write() as conn:
-                    yield conn
-                return
-            self.conn.execute("SAVEPOINT part")
-            self._depth += 1
-            try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK TO part")
-                self.conn.execute("RELEASE part")
-                raise
-            else:
-                self.conn.execute("RELEASE part")
-            finally:
-                self._depth -= 1
-
     def _notify(self) -> None:
         for listener in list(self.write_listeners):
             try:
