@@ -547,7 +547,6 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
     entity, op, payload = record["entity"], record["op"], record["payload"]
     if op == "delete" and (entity != "observation" or "title" not in payload):
         return None
-    when = payload.get("updated_at") or payload.get("created_at") or EPOCH_TEXT
     if entity == "session":
         return {
             "id": payload["id"],
@@ -567,29 +566,43 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
         }
     if entity == "relation":
         return relation_state(record)
-    created = payload.get("created_at") or when
-    deleted_at = payload.get("deleted_at")
+    # (Every replica must fill the same defaults: tests/test_record_state.py holds the rules
+    # as first written and compares; each name is read once, this runs for every record.)
+    get = payload.get
+    created = get("created_at") or get("updated_at") or EPOCH_TEXT
+    deleted_at = get("deleted_at")
     if op == "delete" and not deleted_at:
         deleted_at = hlc_text(record["hlc"])
+    own = get("project")
+    revisions, duplicates = get("revision_count"), get("duplicate_count")
     return {
         "sync_id": payload["sync_id"],
         "session_id": payload["session_id"],
         "type": payload["type"],
         "title": payload["title"],
         "content": payload["content"],
-        "tool_name": payload.get("tool_name"),
-        "project": payload.get("project")
-        if payload.get("project") is not None
-        else record["project"],
-        "scope": payload.get("scope") or record["scope"],
-        "topic_key": payload.get("topic_key"),
-        "revision_count": max(1, int(payload.get("revision_count") or 1)),
-        "duplicate_count": max(1, int(payload.get("duplicate_count") or 1)),
-        "last_seen_at": payload.get("last_seen_at"),
+        "tool_name": get("tool_name"),
+        "project": own if own is not None else record["project"],
+        "scope": get("scope") or record["scope"],
+        "topic_key": get("topic_key"),
+        "revision_count": revisions
+        if revisions.__class__ is int and revisions >= 1
+        else max(1, int(revisions or 1)),
+        "duplicate_count": duplicates
+        if duplicates.__class__ is int and duplicates >= 1
+        else max(1, int(duplicates or 1)),
+        "last_seen_at": get("last_seen_at"),
         "created_at": created,
-        "updated_at": payload.get("updated_at") or created,
+        "updated_at": get("updated_at") or created,
         "deleted_at": deleted_at,
-        **intent_state(payload),
+        # the intent fields (INTENT_DEFAULTS, in its order; intent_state's rule)
+        "pinned": get("pinned") is True,
+        "importance_override": get("importance_override"),
+        "valid_from": get("valid_from"),
+        "valid_to": get("valid_to"),
+        "delete_reason": get("delete_reason"),
+        "superseded_by": get("superseded_by"),
+        "reviewed_at": get("reviewed_at"),
     }
 
 
