@@ -294,9 +294,11 @@ def derived_sync_id(
     machine that imports the same row — from the same export or chunk, any number of times —
     gives it the same key, and importing it again adds nothing. Never random, never the
     importer's origin."""
-    parts = [project, session_id, created_at] + ([title or ""] if entity == "observation" else [])
-    digest = hashlib.sha256("\0".join([*parts, content]).encode()).hexdigest()[:16]
-    return ("obs-" if entity == "observation" else "prompt-") + digest
+    if entity == "observation":
+        text = f"{project}\0{session_id}\0{created_at}\0{title or ''}\0{content}"
+        return "obs-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    text = f"{project}\0{session_id}\0{created_at}\0{content}"
+    return "prompt-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def legacy_mid(key: str, updated_at: str, op: str) -> str:
@@ -365,19 +367,34 @@ def validate_record(
     applying a record)."""
     if not isinstance(record, dict):
         raise _fail(index, "a mutation must be a JSON object")
-    for name in ("mid", "hlc", "origin", "entity", "key", "op", "project", "scope"):
-        if not isinstance(record.get(name), str):
-            raise _fail(index, f"field {name!r} is required and must be a string")
-    if not _MID.match(record["mid"]):
-        raise _fail(index, f"mid {record['mid']!r} must be 32 lowercase hex digits")
-    if not _ORIGIN.match(record["origin"]):
-        raise _fail(index, f"origin {record['origin']!r} must be 16 lowercase hex digits")
-    match = _HLC.match(record["hlc"])
-    if not match:
-        raise _fail(index, f"hlc {record['hlc']!r} is not WALLMS.COUNTER.ORIGIN")
-    if match.group(3) != record["origin"]:
+    get = record.get
+    mid, hlc, origin, entity, op = get("mid"), get("hlc"), get("origin"), get("entity"), get("op")
+    # (Exact str, the common case, tested at once; anything else goes through each field in
+    # turn for the message naming the first that is wrong.)
+    if not (
+        mid.__class__ is str
+        and hlc.__class__ is str
+        and origin.__class__ is str
+        and entity.__class__ is str
+        and op.__class__ is str
+        and get("key").__class__ is str
+        and get("project").__class__ is str
+        and get("scope").__class__ is str
+    ):
+        for name in ("mid", "hlc", "origin", "entity", "key", "op", "project", "scope"):
+            if not isinstance(get(name), str):
+                raise _fail(index, f"field {name!r} is required and must be a string")
+    if not _MID.match(mid):
+        raise _fail(index, f"mid {mid!r} must be 32 lowercase hex digits")
+    match = _HLC.match(hlc)
+    # An hlc ending in the record's origin proves the origin well formed (16 lowercase hex
+    # digits): the origin's own pattern is only needed to say what is wrong.
+    if match is None or match.group(3) != origin:
+        if not _ORIGIN.match(origin):
+            raise _fail(index, f"origin {origin!r} must be 16 lowercase hex digits")
+        if not match:
+            raise _fail(index, f"hlc {hlc!r} is not WALLMS.COUNTER.ORIGIN")
         raise _fail(index, "hlc and origin disagree")
-    entity, op = record["entity"], record["op"]
     if entity not in ENTITIES:
         raise _fail(index, f"unknown entity {entity!r} (expected one of {', '.join(ENTITIES)})")
     if op not in OPS:
@@ -439,7 +456,8 @@ def validate_record(
             raise _fail(index, f"payload.{name} is larger than {MAX_FIELD_BYTES} bytes")
     if op == "upsert":
         for name in _REQUIRED_UPSERT[entity]:
-            if not isinstance(payload.get(name), str) or not payload[name].strip():
+            value = payload.get(name)
+            if not isinstance(value, str) or not value.strip():
                 raise _fail(index, f"payload.{name} is required for {entity} upsert")
     if entity == "relation":
         _check_relation(record, index)

@@ -129,3 +129,69 @@ def test_a_memory_state_fills_the_defaults_as_first_written(record: dict[str, An
         for name in ("revision_count", "duplicate_count"):
             assert type(state[name]) is int
         assert type(state["pinned"]) is bool
+
+
+@given(
+    st.sampled_from(["observation", "prompt"]),
+    st.text(max_size=8),
+    st.text(max_size=8),
+    st.one_of(st.none(), st.text(max_size=8)),
+    st.text(max_size=8),
+)
+def test_a_derived_key_is_the_digest_of_the_fields_joined(
+    entity: str, session: str, created: str, title: str | None, content: str
+) -> None:
+    """The Go-derived key every machine computes alike (the import computes it for every
+    memory and prompt): sha256 of project, session, creation time, (a memory's) title and
+    content joined by NUL, as first written."""
+    import hashlib
+
+    from engram.record import derived_sync_id
+
+    parts = ["acme", session, created] + ([title or ""] if entity == "observation" else [])
+    digest = hashlib.sha256("\0".join([*parts, content]).encode()).hexdigest()[:16]
+    prefix = "obs-" if entity == "observation" else "prompt-"
+    key = derived_sync_id(
+        entity, project="acme", session_id=session, created_at=created, content=content,
+        title=title,
+    )
+    assert key == prefix + digest
+
+
+GOOD = {
+    "mid": "0" * 32,
+    "hlc": "1700000000000.00000.0123456789abcdef",
+    "origin": "0123456789abcdef",
+    "entity": "observation",
+    "key": "obs-1",
+    "op": "delete",
+    "project": "acme",
+    "scope": "project",
+    "payload": {"sync_id": "obs-1"},
+}
+
+
+def test_an_envelope_is_refused_with_the_first_problem_named() -> None:
+    """The checks' order decides the message: the import's shortcut (an hlc ending in the
+    origin proves the origin) must name the same problem as checking each field in turn."""
+    import enum
+
+    import pytest
+
+    cases = [
+        ({"mid": 1, "hlc": 2}, "field 'mid' is required and must be a string"),
+        ({"scope": None}, "field 'scope' is required and must be a string"),
+        ({"origin": "XYZ", "hlc": "nonsense"}, "origin 'XYZ' must be 16 lowercase hex digits"),
+        ({"hlc": "1700000000000.00000.0123456789ABCDEF"}, "is not WALLMS.COUNTER.ORIGIN"),
+        ({"origin": "fedcba9876543210"}, "hlc and origin disagree"),
+        ({"mid": "A" * 32, "origin": "XYZ"}, "must be 32 lowercase hex digits"),
+    ]
+    for change, message in cases:
+        with pytest.raises(InvalidMutationError, match=message.replace("(", r"\(")):
+            validate_record({**GOOD, **change}, 3)
+    validate_record(GOOD)
+
+    class Scope(enum.StrEnum):
+        PROJECT = "project"
+
+    validate_record({**GOOD, "scope": Scope.PROJECT})  # any string, not only exactly str
