@@ -368,7 +368,11 @@ def validate_record(
     if not isinstance(record, dict):
         raise _fail(index, "a mutation must be a JSON object")
     get = record.get
-    mid, hlc, origin, entity, op = get("mid"), get("hlc"), get("origin"), get("entity"), get("op")
+    mid: Any = get("mid")
+    hlc: Any = get("hlc")
+    origin: Any = get("origin")
+    entity: Any = get("entity")
+    op: Any = get("op")
     # (Exact str, the common case, tested at once; anything else goes through each field in
     # turn for the message naming the first that is wrong.)
     if not (

@@ -133,9 +133,9 @@ class FreshLane:
             # naming another one never validates, and one naming none gets the record's.
             state = full_state(record)
             if state is not None and entity != "session":
-                other = derived_key(entity, state)
-                derived[i] = other
-                wanted[(entity, project)].add(other)
+                copy_key = derived_key(entity, state)
+                derived[i] = copy_key
+                wanted[(entity, project)].add(copy_key)
             states[i] = state
             wanted[(entity, project)].add(key)
         taken = self._taken(wanted)
