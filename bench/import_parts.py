@@ -33,12 +33,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import devnotes
 import sync_bench
 
-from engram.store import batch_contexts, edit_lane, fresh_lane, fts, replication, search_context
+from engram.store import (
+    batch_contexts,
+    edit_lane,
+    fresh_lane,
+    fts,
+    journal,
+    replication,
+    search_context,
+)
 from engram.sync.git import importer
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
 
 SPENT: dict[str, float] = defaultdict(float)
+#: The transactions' own statements (a group of chunks commits once; each chunk is a part).
+_TRANSACTION = ("BEGIN IMMEDIATE", "COMMIT", "SAVEPOINT part", "RELEASE part")
 CALLS: dict[str, int] = defaultdict(int)
 
 
@@ -72,7 +82,7 @@ class TimedConnection:
         try:
             return method(sql, *args)
         finally:
-            label = "BEGIN/COMMIT" if sql in ("BEGIN IMMEDIATE", "COMMIT") else self.label
+            label = "BEGIN/COMMIT" if sql in _TRANSACTION else self.label
             if label:
                 SPENT[label] += time.process_time() - started
 
@@ -107,6 +117,9 @@ def instrument() -> None:
     replication.rederive_sessions = batch_contexts.rederive_sessions  # (imported by name)
     timed(search_context.ContextRefresh, "flush", "    context re-derivations")
     timed(fts.DeferredIndex, "flush", "    full-text index")
+    timed(journal.Journal, "blank_deleted_payloads", "    deliveries' blanking check")
+    if hasattr(replication, "deliver"):  # (a record is held by its source: no row each)
+        timed(replication, "deliver", "    delivery rows")
     lane_init = fresh_lane.FreshLane.__init__
 
     def init(self: fresh_lane.FreshLane, *args: Any, **kwargs: Any) -> None:
