@@ -317,12 +317,17 @@ class FreshLane:
         # The memories a prompt leads to took it into their context when the batch foresaw
         # them (batch.foreseen); a session held before is derived again at the batch's end.
         batch.index.inserted_prompts(self._inserted_ids(cursor, len(prompts)))
+        if batch.foreseen is None:  # nothing foreseen: the batch's end derives the sessions
+            batch.fresh_sessions.update((s["session_id"], s["project"]) for _, s in prompts)
 
     def _memories(self, memories: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
         """Insert the run's new memories, each with the session context the batch foresaw
         (checked at the batch's end where it may not hold: ``Foreseen``)."""
         conn, batch = self.conn, self.batch
-        contexts = batch.foreseen.contexts
+        if batch.foreseen is None:  # nothing foreseen: the batch's end derives the sessions
+            batch.fresh_sessions.update((s["session_id"], s["project"]) for _, s in memories)
+        contexts = batch.foreseen.contexts if batch.foreseen is not None else {}
+        none: dict[str, str] = {}
         rows = []
         for record, s in memories:
             score = None  # scored at the batch's end when some relation may name it
@@ -336,7 +341,7 @@ class FreshLane:
                  s["tool_name"], s["project"], s["scope"], s["topic_key"],
                  normalized_hash(s["content"]), s["revision_count"], s["duplicate_count"],
                  s["last_seen_at"], s["created_at"], s["updated_at"], s["deleted_at"],
-                 contexts.get(s["project"], {}).get(s["sync_id"], ""),
+                 contexts.get(s["project"], none).get(s["sync_id"], ""),
                  record["hlc"], int(s["pinned"]), s["importance_override"], s["valid_from"],
                  s["valid_to"], s["delete_reason"], s["superseded_by"], s["reviewed_at"], score)
             )  # fmt: skip

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engram.errors import InvalidMutationError
 from engram.record import (
@@ -36,7 +36,6 @@ from engram.record import (
 )
 from engram.store import fts, graph_rows, links, quarantine, revisions, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
-from engram.store.batch_contexts import Foreseen, foresee, rederive_sessions
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
 from engram.store.journal import (
     ENTITY_TABLES,
@@ -50,6 +49,9 @@ from engram.store.models import ApplyResult
 from engram.store.search_context import ContextRefresh, derive_state
 from engram.text import normalized_hash
 from engram.times import now_text
+
+if TYPE_CHECKING:
+    from engram.store.batch_contexts import Foreseen
 
 STUB_STARTED_AT = EPOCH_TEXT
 #: A batch of at least this many records inserts its new memories without their session
@@ -177,7 +179,7 @@ class _ApplyBatch:
         self.bulk = False
         self.fresh_sessions: set[tuple[str, str]] = set()
         #: The contexts the fresh lane's new memories are inserted with (a bulk batch).
-        self.foreseen = Foreseen()
+        self.foreseen: Foreseen | None = None
         #: Whether any address may hold a tombstone (most stores have none: no lookups then).
         self.tombstones = (
             conn.execute("SELECT EXISTS (SELECT 1 FROM sync_tombstones)").fetchone()[0] == 1
@@ -254,6 +256,8 @@ class _ApplyBatch:
                         memories.append(state)
                     elif record["entity"] == "prompt":
                         prompts.append(state)
+            from engram.store.batch_contexts import foresee  # (as FreshLane, above)
+
             self.foreseen = foresee(self.conn, memories, prompts)
         for (item, record, text, error), state in zip(parsed, fresh, strict=True):
             if lane is not None:
@@ -330,11 +334,16 @@ class _ApplyBatch:
         # The sessions whose new rows' contexts the fresh lane could not vouch for, derived
         # again set-wise (only rows whose context differs are rewritten); before the settles'
         # re-derivations, which skip every session whose rows are right by now.
-        unproven = self.fresh_sessions | self.foreseen.unproven(self.context.touched)
-        if unproven:
+        unproven, foreseen = set(self.fresh_sessions), self.foreseen
+        if foreseen is not None:
+            unproven |= foreseen.unproven(self.context.touched)
+        if unproven:  # (only bulk batches get here: imported as FreshLane is)
+            from engram.store.batch_contexts import rederive_sessions
+
             rederive_sessions(self.conn, unproven, self.index)
         self.context.flush(
-            {s for s in unproven if is_agent_session(s[0])} | self.foreseen.sessions
+            {s for s in unproven if is_agent_session(s[0])}
+            | (foreseen.sessions if foreseen is not None else set())
         )
         self.index.flush()
         if self.rescore:

@@ -164,15 +164,17 @@ def _following(conn: sqlite3.Connection, spot: _Spot) -> list[int]:
 
 def _led_by(conn: sqlite3.Connection, spot: _PromptSpot) -> list[int]:
     """The live rows that may pick the prompt at this place as theirs: those saved at or after
-    it and no later than the next prompt of the session (a superset is harmless)."""
+    it and no later than the session's next prompt saved in a later second (a superset is
+    harmless). Not the next prompt by key: within one second the rule orders prompts by key
+    tail, which the key's order need not follow ("obs-0012" sorts after "0013", its tail
+    before), and the rows after a prompt of the same second were missed."""
     if not is_agent_session(spot.session_id):
         return []
     following = conn.execute(
         """SELECT created_at FROM user_prompts
-           WHERE session_id = ? AND project = ?
-             AND (created_at > ? OR (created_at = ? AND sync_id > ?))
-           ORDER BY created_at, sync_id LIMIT 1""",
-        (spot.session_id, spot.project, spot.created_at, spot.created_at, spot.sync_id),
+           WHERE session_id = ? AND project = ? AND created_at > ?
+           ORDER BY created_at LIMIT 1""",
+        (spot.session_id, spot.project, spot.created_at),
     ).fetchone()
     sql = """SELECT id FROM observations
              WHERE session_id = ? AND project = ? AND deleted_at IS NULL AND created_at >= ?"""

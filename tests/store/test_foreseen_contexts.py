@@ -281,6 +281,19 @@ def test_a_held_session_is_checked_and_only_wrong_rows_rewritten(make_store) -> 
     assert len(rewritten) == 2, rewritten  # obs-004 and obs-006; obs-007 had two neighbours
 
 
+def test_a_prompt_of_the_same_second_re_derives_what_it_leads_to(make_store) -> None:
+    """Applied one at a time, a prompt re-derives the memories it may lead to. Within one
+    second the rule orders prompts by key tail, not by key: the lookup of "the next prompt"
+    by key ended the range before a memory the new prompt now leads ("0013" sorts before
+    "obs-0012" but its tail after). Found by the property test below (seed 12)."""
+    store = make_store("one")
+    for record in (memory("obs-0011", "s2", 2, "M", "otter"),
+                   prompt("obs-0012", "s2", 1, "walrus"),
+                   prompt("0013", "s2", 1, "heron")):  # fmt: skip
+        store.apply_mutations([record], source="git:/x")
+    assert stored(store)[("p", "obs-0011")] == "heron" == by_the_rule(store)[("p", "obs-0011")]
+
+
 # --- the rule in Python, pinned to the rule in SQL ---------------------------------------------
 
 _second = st.integers(0, 3)
