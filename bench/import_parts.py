@@ -39,6 +39,8 @@ from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
 
 SPENT: dict[str, float] = defaultdict(float)
+#: The transactions' own statements (a group of chunks commits once; each chunk is a part).
+_TRANSACTION = ("BEGIN IMMEDIATE", "COMMIT", "SAVEPOINT part", "RELEASE part")
 CALLS: dict[str, int] = defaultdict(int)
 
 
@@ -72,7 +74,7 @@ class TimedConnection:
         try:
             return method(sql, *args)
         finally:
-            label = "BEGIN/COMMIT" if sql in ("BEGIN IMMEDIATE", "COMMIT") else self.label
+            label = "BEGIN/COMMIT" if sql in _TRANSACTION else self.label
             if label:
                 SPENT[label] += time.process_time() - started
 

@@ -294,9 +294,11 @@ def derived_sync_id(
     machine that imports the same row — from the same export or chunk, any number of times —
     gives it the same key, and importing it again adds nothing. Never random, never the
     importer's origin."""
-    parts = [project, session_id, created_at] + ([title or ""] if entity == "observation" else [])
-    digest = hashlib.sha256("\0".join([*parts, content]).encode()).hexdigest()[:16]
-    return ("obs-" if entity == "observation" else "prompt-") + digest
+    if entity == "observation":
+        text = f"{project}\0{session_id}\0{created_at}\0{title or ''}\0{content}"
+        return "obs-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    text = f"{project}\0{session_id}\0{created_at}\0{content}"
+    return "prompt-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def legacy_mid(key: str, updated_at: str, op: str) -> str:
@@ -365,19 +367,38 @@ def validate_record(
     applying a record)."""
     if not isinstance(record, dict):
         raise _fail(index, "a mutation must be a JSON object")
-    for name in ("mid", "hlc", "origin", "entity", "key", "op", "project", "scope"):
-        if not isinstance(record.get(name), str):
-            raise _fail(index, f"field {name!r} is required and must be a string")
-    if not _MID.match(record["mid"]):
-        raise _fail(index, f"mid {record['mid']!r} must be 32 lowercase hex digits")
-    if not _ORIGIN.match(record["origin"]):
-        raise _fail(index, f"origin {record['origin']!r} must be 16 lowercase hex digits")
-    match = _HLC.match(record["hlc"])
-    if not match:
-        raise _fail(index, f"hlc {record['hlc']!r} is not WALLMS.COUNTER.ORIGIN")
-    if match.group(3) != record["origin"]:
+    get = record.get
+    mid: Any = get("mid")
+    hlc: Any = get("hlc")
+    origin: Any = get("origin")
+    entity: Any = get("entity")
+    op: Any = get("op")
+    # (Exact str, the common case, tested at once; anything else goes through each field in
+    # turn for the message naming the first that is wrong.)
+    if not (
+        mid.__class__ is str
+        and hlc.__class__ is str
+        and origin.__class__ is str
+        and entity.__class__ is str
+        and op.__class__ is str
+        and get("key").__class__ is str
+        and get("project").__class__ is str
+        and get("scope").__class__ is str
+    ):
+        for name in ("mid", "hlc", "origin", "entity", "key", "op", "project", "scope"):
+            if not isinstance(get(name), str):
+                raise _fail(index, f"field {name!r} is required and must be a string")
+    if not _MID.match(mid):
+        raise _fail(index, f"mid {mid!r} must be 32 lowercase hex digits")
+    match = _HLC.match(hlc)
+    # An hlc ending in the record's origin proves the origin well formed (16 lowercase hex
+    # digits): the origin's own pattern is only needed to say what is wrong.
+    if match is None or match.group(3) != origin:
+        if not _ORIGIN.match(origin):
+            raise _fail(index, f"origin {origin!r} must be 16 lowercase hex digits")
+        if not match:
+            raise _fail(index, f"hlc {hlc!r} is not WALLMS.COUNTER.ORIGIN")
         raise _fail(index, "hlc and origin disagree")
-    entity, op = record["entity"], record["op"]
     if entity not in ENTITIES:
         raise _fail(index, f"unknown entity {entity!r} (expected one of {', '.join(ENTITIES)})")
     if op not in OPS:
@@ -439,7 +460,8 @@ def validate_record(
             raise _fail(index, f"payload.{name} is larger than {MAX_FIELD_BYTES} bytes")
     if op == "upsert":
         for name in _REQUIRED_UPSERT[entity]:
-            if not isinstance(payload.get(name), str) or not payload[name].strip():
+            value = payload.get(name)
+            if not isinstance(value, str) or not value.strip():
                 raise _fail(index, f"payload.{name} is required for {entity} upsert")
     if entity == "relation":
         _check_relation(record, index)
@@ -547,7 +569,6 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
     entity, op, payload = record["entity"], record["op"], record["payload"]
     if op == "delete" and (entity != "observation" or "title" not in payload):
         return None
-    when = payload.get("updated_at") or payload.get("created_at") or EPOCH_TEXT
     if entity == "session":
         return {
             "id": payload["id"],
@@ -567,29 +588,43 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
         }
     if entity == "relation":
         return relation_state(record)
-    created = payload.get("created_at") or when
-    deleted_at = payload.get("deleted_at")
+    # (Every replica must fill the same defaults: tests/test_record_state.py holds the rules
+    # as first written and compares; each name is read once, this runs for every record.)
+    get = payload.get
+    created = get("created_at") or get("updated_at") or EPOCH_TEXT
+    deleted_at = get("deleted_at")
     if op == "delete" and not deleted_at:
         deleted_at = hlc_text(record["hlc"])
+    own = get("project")
+    revisions, duplicates = get("revision_count"), get("duplicate_count")
     return {
         "sync_id": payload["sync_id"],
         "session_id": payload["session_id"],
         "type": payload["type"],
         "title": payload["title"],
         "content": payload["content"],
-        "tool_name": payload.get("tool_name"),
-        "project": payload.get("project")
-        if payload.get("project") is not None
-        else record["project"],
-        "scope": payload.get("scope") or record["scope"],
-        "topic_key": payload.get("topic_key"),
-        "revision_count": max(1, int(payload.get("revision_count") or 1)),
-        "duplicate_count": max(1, int(payload.get("duplicate_count") or 1)),
-        "last_seen_at": payload.get("last_seen_at"),
+        "tool_name": get("tool_name"),
+        "project": own if own is not None else record["project"],
+        "scope": get("scope") or record["scope"],
+        "topic_key": get("topic_key"),
+        "revision_count": revisions
+        if revisions.__class__ is int and revisions >= 1
+        else max(1, int(revisions or 1)),
+        "duplicate_count": duplicates
+        if duplicates.__class__ is int and duplicates >= 1
+        else max(1, int(duplicates or 1)),
+        "last_seen_at": get("last_seen_at"),
         "created_at": created,
-        "updated_at": payload.get("updated_at") or created,
+        "updated_at": get("updated_at") or created,
         "deleted_at": deleted_at,
-        **intent_state(payload),
+        # the intent fields (INTENT_DEFAULTS, in its order; intent_state's rule)
+        "pinned": get("pinned") is True,
+        "importance_override": get("importance_override"),
+        "valid_from": get("valid_from"),
+        "valid_to": get("valid_to"),
+        "delete_reason": get("delete_reason"),
+        "superseded_by": get("superseded_by"),
+        "reviewed_at": get("reviewed_at"),
     }
 
 

@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engram.record import check_clock, full_state, is_hard_delete
+from engram.record import full_state, hlc_bound, is_hard_delete
 from engram.store import edit_lane, scoring
 from engram.store.go_copies import derived_key
 from engram.store.identity import STUB_HLC
@@ -100,42 +100,44 @@ class FreshLane:
         # if a memory is there, 3 only the edit lane (a soft delete), 4 the edit lane after
         # the batch's earlier records at its address (if each of those took a lane).
         lane: list[int] = [0] * len(records)
+        wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
+        # (Validated records: an hlc at or below the bound is within the drift, check_clock's
+        # rule as one string comparison.)
+        bound = hlc_bound(batch.now_ms, batch.max_drift_ms)
         for i, record in enumerate(records):
             if record is None:
                 continue
-            address = (record["entity"], record["project"], record["key"])
-            mid = record["mid"]
+            entity, project, key, mid = (
+                record["entity"], record["project"], record["key"], record["mid"]
+            )  # fmt: skip
+            address = (entity, project, key)
             if (
                 mid not in seen_mids
                 and batch.mids.get(mid) is None
-                and record["entity"] in _ADDRESS
-                and check_clock(record["hlc"], batch.now_ms, batch.max_drift_ms) is None
+                and entity in _ADDRESS
+                and record["hlc"] <= bound
             ):
                 upsert = record["op"] == "upsert"
                 if address in seen:
-                    if record["entity"] == "observation" and (upsert or not is_hard_delete(record)):
+                    if entity == "observation" and (upsert or not is_hard_delete(record)):
                         lane[i] = 4
                 elif upsert:
-                    lane[i] = 2 if record["entity"] == "observation" else 1
+                    lane[i] = 2 if entity == "observation" else 1
                 elif not is_hard_delete(record):
                     lane[i] = 3
             seen.add(address)
             seen_mids.add(mid)
-        wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
-        for i, record in enumerate(records):
             if not lane[i]:
                 continue
-            assert record is not None
-            entity, project = record["entity"], record["project"]
             # (None: a soft delete of key fields only.) Its project is the record's: a payload
             # naming another one never validates, and one naming none gets the record's.
             state = full_state(record)
             if state is not None and entity != "session":
-                key = derived_key(entity, state)
-                derived[i] = key
-                wanted[(entity, project)].add(key)
+                copy_key = derived_key(entity, state)
+                derived[i] = copy_key
+                wanted[(entity, project)].add(copy_key)
             states[i] = state
-            wanted[(entity, project)].add(record["key"])
+            wanted[(entity, project)].add(key)
         taken = self._taken(wanted)
         held = self._held(records, lane, taken)
         #: The clock of each address after the batch's records so far, while each of them took

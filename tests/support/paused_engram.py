@@ -8,6 +8,8 @@ sleeps, so the test knows when to kill. The product carries no test hook; the po
   ``midway``);
 * ``after-chunk``: a git export right after a chunk file is in place, before it is marked
   delivered;
+* ``mid-group``: a git import right after the first chunk of a group of chunks is applied,
+  inside the group's transaction (before it commits);
 * ``after-response``: an explicit cloud push right after the server answered, before the
   accepted rows are acknowledged locally.
 """
@@ -19,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-POINTS = ("mid-chunk", "after-chunk", "after-response")
+POINTS = ("mid-chunk", "after-chunk", "mid-group", "after-response")
 
 
 def command(point: str, *args: str) -> list[str]:
@@ -51,6 +53,17 @@ def _patch(point: str) -> None:
                 pause(point)
 
         git_sync.write_atomic = write_atomic  # type: ignore[assignment]
+    elif point == "mid-group":
+        from engram.sync.git.importer import ChunkImporter
+
+        real_applied: Callable[..., Any] = ChunkImporter._applied
+
+        def applied(self: ChunkImporter, *a: Any, **kw: Any) -> Any:
+            answer = real_applied(self, *a, **kw)
+            pause(point)
+            return answer
+
+        ChunkImporter._applied = applied  # type: ignore[method-assign]
     else:
         from engram.sync.cloud.client import CloudClient
 

@@ -1,6 +1,9 @@
 """Applying a sync directory's chunks to the store, within the directory's scope.
 
-Each chunk is applied in one transaction: its records are read in batches
+Consecutive chunks are applied in one transaction, up to a bound (:data:`GROUP_MUTATIONS`,
+:data:`GROUP_SECONDS`); the ledger of applied chunks is written in the same transaction as
+their rows, so a killed import loses only the group it was in and the next import applies that
+group again. A bad chunk is applied (and refused) on its own, never with a group. A chunk's records are read in batches
 (:mod:`engram.sync.git.reader`), judged by :func:`engram.sync.git.scope.judge`, and only the
 allowed ones go to :meth:`~engram.store.Store.apply_mutations`. A chunk that turns out bad
 (damaged, not matching its id, too large, an invalid line) rolls back whole and is reported by
@@ -16,8 +19,10 @@ Go-format chunk holds are recorded as it is applied, whatever the gate decides (
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import InvalidMutationError
@@ -36,6 +41,13 @@ if TYPE_CHECKING:
     from engram.store import Store
 
 _MUTATION_INDEX = re.compile(r"^mutation\[(\d+)\]: ")
+
+#: An import commits a group of consecutive chunks at once when the group reaches this many
+#: mutations or has taken this many seconds (checked between chunks), whichever comes first:
+#: fewer commits write each shared page (indexes, full-text segments) to the log fewer times,
+#: and another process's write waits for the lock at most about this long plus one chunk.
+GROUP_MUTATIONS = 20_000
+GROUP_SECONDS = 1.0
 
 
 def record_keys(records: Iterable[dict[str, Any] | None]) -> Iterator[tuple[str, str]]:
@@ -109,45 +121,73 @@ class ChunkImporter:
             self.progress("Importing chunks", sum(c.mutations for c in work)) as advance,
             self.store.db.bulk_writes(),
         ):
-            for chunk in work:
-                self._apply(chunk, report, again=chunk.id in done)
-                advance(chunk.mutations)
+            self._groups(deque(work), report, done, advance)
         totals: Counter[tuple[str, bool]] = Counter()
         for note in self.ledger.held():
             totals[(note.project, note.personal)] += note.records
         report.held = held_summary(totals)
+
+    def _groups(
+        self,
+        queue: deque[ListedChunk],
+        report: ImportReport,
+        done: set[str],
+        advance: Callable[[int], None],
+    ) -> None:
+        """Apply the chunks of ``queue`` in order, consecutive ones in one transaction up to
+        the group's bound; the report learns of a group's chunks once it has committed.
+
+        A chunk that turns out bad inside a group rolls the whole group back (a savepoint
+        per chunk would let it roll back alone, but SQLite then copies every page a chunk
+        changes into a sub-journal: more CPU and memory than the commits it saves). The
+        chunks before it are applied again as a group, and the bad one on its own, as
+        before grouping; bad chunks are rare, so the work done twice is too."""
+        alone = {chunk.id for chunk in queue if chunk.problem}
+        advanced: set[str] = set()
+        while queue:
+            if queue[0].id in alone:
+                chunk = queue.popleft()
+                self._apply(chunk, report, again=chunk.id in done)
+                if chunk.id not in advanced:
+                    advance(chunk.mutations)
+                continue
+            group: list[tuple[ListedChunk, _Applied]] = []
+            started, size = time.monotonic(), 0
+            try:
+                with self.store.db.write():
+                    while queue and queue[0].id not in alone:
+                        chunk = queue[0]
+                        if group and (
+                            size + chunk.mutations > GROUP_MUTATIONS
+                            or time.monotonic() - started >= GROUP_SECONDS
+                        ):
+                            break
+                        group.append((chunk, self._applied(chunk)))
+                        queue.popleft()
+                        size += chunk.mutations
+                        if chunk.id not in advanced:
+                            advanced.add(chunk.id)
+                            advance(chunk.mutations)
+            except (BadChunkError, ChunkTooLargeError):
+                # (rolled back) queue[0] is the bad one: it goes alone, the others again.
+                alone.add(queue[0].id)
+                queue.extendleft(chunk for chunk, _ in reversed(group))
+                continue
+            for chunk, applied in group:
+                applied.report(report, again=chunk.id in done)
 
     def apply(self, chunk: ListedChunk, report: ImportReport) -> None:
         """Apply one chunk (not applied yet) on its own."""
         self._apply(chunk, report, again=False)
 
     def _apply(self, chunk: ListedChunk, report: ImportReport, *, again: bool) -> None:
+        """Apply one chunk in a transaction of its own; a bad one is reported, not raised."""
         if chunk.problem:
             report.failures.append(ChunkProblem(chunk.id, chunk.problem))
             return
-        reader = ChunkReader(chunk.id, chunk.path, project=self.scope.repository_project)
-        result = ApplyResult()
-        held: Counter[tuple[str, bool]] = Counter()
-        go_keys: set[tuple[str, str]] = set()
         try:
-            with self.store.db.write() as conn:
-                for batch in reader.batches():
-                    if reader.go_format:
-                        go_keys.update(record_keys(batch.records))
-                    verdicts = judge(conn, self.scope, batch.records)
-                    held.update(verdicts.held)
-                    items = [received(batch, i) for i in verdicts.allowed]
-                    if not items:
-                        continue
-                    try:
-                        result.add(self.store.apply_mutations(items, source=self.target))
-                    except InvalidMutationError as exc:
-                        reason = _locate(exc, batch, verdicts.allowed)
-                        raise BadChunkError(chunk.id, reason) from None
-                self.ledger.replace_held(chunk.id, held)
-                if reader.go_format:
-                    self.ledger.note_go_keys(chunk.id, go_keys)
-                self.store.journal.record_chunk(self.target, chunk.id)
+            with self.store.db.write():
+                applied = self._applied(chunk)
         except ChunkTooLargeError as exc:
             self.ledger.note_refused(chunk.id, chunk.path, exc.reason)
             report.failures.append(ChunkProblem(chunk.id, exc.reason))
@@ -155,9 +195,48 @@ class ChunkImporter:
         except BadChunkError as exc:
             report.failures.append(ChunkProblem(chunk.id, exc.reason))
             return
-        if again:
-            report.chunks_reread.append(chunk.id)
-        else:
-            report.chunks_imported.append(chunk.id)
-        report.applied.add(result)
-        report.skipped_relations += reader.skipped
+        applied.report(report, again=again)
+
+    def _applied(self, chunk: ListedChunk) -> _Applied:
+        """Inside the caller's write transaction: apply ``chunk``'s allowed records, note
+        what it holds back and that it is applied; raises ``BadChunkError`` or
+        ``ChunkTooLargeError`` (the caller rolls back) for a bad chunk."""
+        if chunk.problem:
+            raise BadChunkError(chunk.id, chunk.problem)
+        reader = ChunkReader(chunk.id, chunk.path, project=self.scope.repository_project)
+        result = ApplyResult()
+        held: Counter[tuple[str, bool]] = Counter()
+        go_keys: set[tuple[str, str]] = set()
+        conn = self.store.db.conn
+        for batch in reader.batches():
+            if reader.go_format:
+                go_keys.update(record_keys(batch.records))
+            verdicts = judge(conn, self.scope, batch.records)
+            held.update(verdicts.held)
+            items = [received(batch, i) for i in verdicts.allowed]
+            if not items:
+                continue
+            try:
+                result.add(self.store.apply_mutations(items, source=self.target))
+            except InvalidMutationError as exc:
+                reason = _locate(exc, batch, verdicts.allowed)
+                raise BadChunkError(chunk.id, reason) from None
+        self.ledger.replace_held(chunk.id, held)
+        if reader.go_format:
+            self.ledger.note_go_keys(chunk.id, go_keys)
+        self.store.journal.record_chunk(self.target, chunk.id)
+        return _Applied(chunk.id, result, reader.skipped)
+
+
+@dataclass(slots=True)
+class _Applied:
+    """What one applied chunk adds to the report (once its transaction has committed)."""
+
+    chunk_id: str
+    result: ApplyResult
+    skipped: int
+
+    def report(self, report: ImportReport, *, again: bool) -> None:
+        (report.chunks_reread if again else report.chunks_imported).append(self.chunk_id)
+        report.applied.add(self.result)
+        report.skipped_relations += self.skipped

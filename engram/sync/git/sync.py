@@ -509,7 +509,8 @@ class GitSync:
     # --- import -------------------------------------------------------------------------
 
     def import_chunks(self, *, include_personal: bool = False) -> ImportReport:
-        """Apply every chunk not applied yet, one transaction each, keeping to the directory's
+        """Apply every chunk not applied yet (see :mod:`engram.sync.git.importer`: a few chunks
+        a transaction, each rolling back alone when it is bad), keeping to the directory's
         scope (``include_personal``: also apply personal-scope records); bad chunks are
         reported and skipped (the next import tries them again, unless refused for size)."""
         report = ImportReport(directory=str(self.dir.path), target=self.target)
