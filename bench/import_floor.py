@@ -18,7 +18,12 @@ lower than any import could reach. Variants (``--variants``):
   * ``no-context``: the same with every ``search_context`` empty (the row and the FTS entry
     without it): what indexing the session context some other way would leave;
   * ``no-journal``: ``full`` without the journal and delivery rows;
-  * ``neither``: without the session context and without the journal and delivery rows.
+  * ``neither``: without the session context and without the journal and delivery rows;
+  * ``source-rows``: ``full`` plus a delivery row for every received record's own source, as
+    the import wrote them before a record counted as held by its source (sixth round).
+
+A reference store imported before that change has those rows: they are left out of ``full``
+(as the migration that came with the change drops them) and the targets listed instead.
 
     .venv/bin/python bench/import_floor.py [--n 100000] [--rounds 3] [--transactions N] [--json]
 
@@ -60,6 +65,7 @@ TABLES = (
     "sync_kept_user_prompts",
     "sync_journal",
     "sync_delivery",
+    "sync_targets",
 )
 _FTS = {
     "observations": (
@@ -68,7 +74,19 @@ _FTS = {
     ),
     "user_prompts": ("prompts_fts", "content, project"),
 }
-VARIANTS = ("full", "no-context", "no-journal", "neither")
+VARIANTS = ("full", "no-context", "no-journal", "neither", "source-rows")
+#: What the reference store holds, where a table's rows are not simply all of its rows: the
+#: delivery rows that do not repeat their record's source, every target records came from,
+#: and (for ``source-rows``) the rows the import wrote before for each received record.
+_READ = {
+    "sync_delivery": "SELECT d.target, d.seq, d.delivered_at FROM sync_delivery d"
+    " JOIN sync_journal j USING (seq) WHERE d.target != j.source ORDER BY d.seq",
+    "sync_targets": "SELECT source, 0 FROM sync_journal WHERE source != 'local'"
+    " GROUP BY source ORDER BY source",
+    "source_rows": "SELECT source, seq, recorded_at FROM sync_journal WHERE source != 'local'"
+    " ORDER BY seq",
+}
+_JOURNAL_TABLES = ("sync_journal", "sync_delivery", "sync_targets")
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -80,10 +98,18 @@ def reference_rows(db: Path) -> dict[str, tuple[list[str], list[tuple]]]:
     conn = sqlite3.connect(db)
     out: dict[str, tuple[list[str], list[tuple]]] = {}
     for table in TABLES:
+        if table in _READ:
+            columns = ["target", "seq", "delivered_at"] if table == "sync_delivery" else [
+                "target", "resend_through"]  # fmt: skip
+            out[table] = (columns, conn.execute(_READ[table]).fetchall())
+            continue
         columns = _columns(conn, table)
-        order = "rowid" if table != "sync_delivery" else "seq"
-        rows = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}").fetchall()
+        rows = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid").fetchall()
         out[table] = (columns, rows)
+    out["source_rows"] = (
+        ["target", "seq", "delivered_at"],
+        conn.execute(_READ["source_rows"]).fetchall(),
+    )
     conn.close()
     return out
 
@@ -98,10 +124,12 @@ def write_floor(
 ) -> tuple[float, float]:
     """Write the reference rows into the empty store at ``target`` (wall, CPU seconds)."""
     journal = variant not in ("no-journal", "neither")
-    tables = [t for t in TABLES if journal or t not in ("sync_journal", "sync_delivery")]
+    tables = [t for t in TABLES if journal or t not in _JOURNAL_TABLES]
     prepared: dict[str, tuple[str, list[list[tuple]]]] = {}
     for table in tables:
         columns, rows = reference[table]
+        if variant == "source-rows" and table == "sync_delivery":
+            rows = sorted({*rows, *reference["source_rows"][1]}, key=lambda r: (r[1], r[0]))
         if variant in ("no-context", "neither") and table == "observations":
             at = columns.index("search_context")
             rows = [(*row[:at], "", *row[at + 1 :]) for row in rows]

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import devnotes
 import sync_bench
 
-from engram.store import edit_lane, fresh_lane, fts, replication, search_context
+from engram.store import edit_lane, fresh_lane, fts, journal, replication, search_context
 from engram.sync.git import importer
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
@@ -107,6 +107,9 @@ def instrument() -> None:
     replication.rederive_sessions = search_context.rederive_sessions  # (imported by name)
     timed(search_context.ContextRefresh, "flush", "    context re-derivations")
     timed(fts.DeferredIndex, "flush", "    full-text index")
+    timed(journal.Journal, "blank_deleted_payloads", "    deliveries' blanking check")
+    if hasattr(replication, "deliver"):  # (a record is held by its source: no row each)
+        timed(replication, "deliver", "    delivery rows")
     lane_init = fresh_lane.FreshLane.__init__
 
     def init(self: fresh_lane.FreshLane, *args: Any, **kwargs: Any) -> None:

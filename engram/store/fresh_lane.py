@@ -373,11 +373,13 @@ class FreshLane:
         seqs = self._inserted_ids(cursor, len(run))
         for seq, (record, _, _), wins in zip(seqs, run, won, strict=True):
             batch.mids[record["mid"]] = seq
-            batch.delivered.append((self.source, seq))
+            if record["op"] == "delete":  # (its source holds it: no delivery row)
+                batch.deletes.append(seq)
             if wins:
                 kind = _KINDS[record["entity"]]
                 setattr(result, kind, getattr(result, kind) + 1)
             else:
                 result.stale += 1
         batch.newest = max(batch.newest, max(r["hlc"] for r, _, _ in run))
+        batch.sources.add(self.source)
         result.applied += sum(won)

@@ -3,7 +3,9 @@ own transaction, and the per-target delivery bookkeeping that sync transports us
 
 Every local write appends its mutation here in the same transaction as the write (invariant 1).
 Transports ask for what a target does not hold yet (:meth:`Journal.pending`) and mark rows
-delivered only once the target durably has them (invariant 4).
+delivered only once the target durably has them (invariant 4). A record received through a
+target is held by it without a delivery row: its ``source`` says so (:data:`HELD_BY_SOURCE`),
+unless that target turned out not to hold what we believed (``sync_targets.resend_through``).
 
 A local write's record is stored *elided* (:data:`ELIDED`): its payload is the entity's row at
 the record's ``hlc``, so the journal does not keep a second copy of every memory; the record's
@@ -259,12 +261,40 @@ def insert_record(
     )
     seq = int(cursor.lastrowid or 0)
     if source != "local" and record_delivery:
-        # Arrived through a target: that target already holds it, never send it back.
-        conn.execute(
-            "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
-            (source, seq, now_text()),
-        )
+        # Arrived through a target: it holds the record (its source says so), never send it
+        # back; the target is listed among the known ones.
+        note_targets(conn, (source,))
     return seq
+
+
+def note_targets(conn: sqlite3.Connection, targets: Iterable[str]) -> None:
+    """List the targets records arrived through (:meth:`Journal.targets`, purge's holders)."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO sync_targets(target) VALUES (?)", [(t,) for t in targets]
+    )
+
+
+def resend_through(conn: sqlite3.Connection, target: str) -> int:
+    """The newest seq received through ``target`` that does not count as held by it (0: every
+    row received through it is held by it)."""
+    row = conn.execute(
+        "SELECT resend_through FROM sync_targets WHERE target = ?", (target,)
+    ).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def deliver(conn: sqlite3.Connection, target: str, seqs: Iterable[int], at: str) -> int:
+    """Record that ``target`` holds the journal rows ``seqs`` (rows that arrived through it
+    and count as held by it get no delivery row: they need none). How many rows were added."""
+    through = resend_through(conn, target)
+    before = conn.total_changes
+    conn.executemany(
+        """INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at)
+           SELECT ?1, ?2, ?3 WHERE NOT EXISTS (
+               SELECT 1 FROM sync_journal WHERE seq = ?2 AND source = ?1 AND seq > ?4)""",
+        [(target, int(s), at, through) for s in seqs],
+    )
+    return conn.total_changes - before
 
 
 def _blank_kept(conn: sqlite3.Connection, entity: str, project: str, key: str, hlc: str) -> int:
@@ -287,10 +317,31 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-#: The journal rows ``j`` a target (bound twice, as ``?``) neither holds nor rejected: what
-#: :meth:`Journal.pending` and :meth:`Journal.count_pending` select.
-NOT_YET_DELIVERED = """NOT EXISTS (SELECT 1 FROM sync_delivery d WHERE d.target = ? AND d.seq = j.seq)
+#: Journal rows ``j`` held by the target they arrived through, without a delivery row: bound
+#: to the target and its :func:`resend_through` (as ``?``, in that order).
+HELD_BY_SOURCE = "(j.source = ? AND j.seq > ?)"
+#: The journal rows ``j`` a target neither holds nor rejected (bound to :func:`not_yet_delivered_args`):
+#: what :meth:`Journal.pending` and :meth:`Journal.count_pending` select. The source test comes
+#: first: it reads the row at hand, the others probe an index.
+NOT_YET_DELIVERED = f"""NOT {HELD_BY_SOURCE}
+    AND NOT EXISTS (SELECT 1 FROM sync_delivery d WHERE d.target = ? AND d.seq = j.seq)
     AND NOT EXISTS (SELECT 1 FROM sync_quarantine q WHERE q.target = ? AND q.seq = j.seq)"""
+
+
+def not_yet_delivered_args(conn: sqlite3.Connection, target: str) -> list[Any]:
+    """The values :data:`NOT_YET_DELIVERED` is bound to for ``target``."""
+    return [target, resend_through(conn, target), target, target]
+
+
+def held_by(conn: sqlite3.Connection, target: str) -> tuple[str, list[Any]]:
+    """SQL condition on journal rows ``j``, and its values: ``target`` holds the row (a delivery
+    row, or the row arrived through it)."""
+    return (
+        f"({HELD_BY_SOURCE} OR EXISTS (SELECT 1 FROM sync_delivery d"
+        " WHERE d.target = ? AND d.seq = j.seq))",
+        [target, resend_through(conn, target), target],
+    )
+
 
 class Journal:
     """Clock and journal of one store (one database file)."""
@@ -480,13 +531,13 @@ class Journal:
         """
         where, params = self._selection(projects, include_personal)
         sql = f"""SELECT j.* FROM sync_journal j
-                  WHERE j.seq > ? AND {where} AND {sendable("j")} AND {NOT_YET_DELIVERED}
+                  WHERE j.seq > ? AND {where} AND {NOT_YET_DELIVERED} AND {sendable("j")}
                   ORDER BY j.seq"""
-        args: list[Any] = [after_seq, *params, target, target]
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(limit)
         with self.db.read() as conn:
+            args: list[Any] = [after_seq, *params, *not_yet_delivered_args(conn, target)]
+            if limit is not None:
+                sql += " LIMIT ?"
+                args.append(limit)
             return entries(conn, conn.execute(sql, args).fetchall())
 
     def iter_pending(
@@ -521,18 +572,19 @@ class Journal:
         include_personal: bool = False,
     ) -> int:
         where, params = self._selection(projects, include_personal)
-        return int(
-            self.db.scalar(
-                f"""SELECT COUNT(*) FROM sync_journal j
-                    WHERE {where} AND {sendable("j")} AND {NOT_YET_DELIVERED}""",
-                [*params, target, target],
+        with self.db.read() as conn:
+            return int(
+                conn.execute(
+                    f"""SELECT COUNT(*) FROM sync_journal j
+                        WHERE {where} AND {NOT_YET_DELIVERED} AND {sendable("j")}""",
+                    [*params, *not_yet_delivered_args(conn, target)],
+                ).fetchone()[0]
+                or 0
             )
-            or 0
-        )
 
     def targets(self, conn: sqlite3.Connection | None = None) -> list[str]:
-        """Every target (``git:<dir>``, ``cloud:<server>``) this replica has delivered to or
-        quarantined rows for, sorted: the sync destinations it knows about.
+        """Every target (``git:<dir>``, ``cloud:<server>``) this replica has delivered to,
+        received from or quarantined rows for, sorted: the sync destinations it knows about.
 
         The delivery table is skip-scanned (one index probe per target), so this stays cheap
         however many rows the targets hold."""
@@ -542,6 +594,7 @@ class Journal:
                    SELECT (SELECT MIN(target) FROM sync_delivery WHERE target > t.target)
                    FROM t WHERE t.target IS NOT NULL)
                  SELECT target FROM t WHERE target IS NOT NULL
+                 UNION SELECT target FROM sync_targets
                  UNION SELECT DISTINCT target FROM sync_quarantine ORDER BY 1"""
         rows = conn.execute(sql).fetchall() if conn is not None else self.db.rows(sql)
         return [r[0] for r in rows]
@@ -580,32 +633,62 @@ class Journal:
             )
 
     def forget_target(self, target: str) -> None:
-        """Drop what this store believes ``target`` holds (delivery marks and chunk ids), so a
-        transport can rebuild it from what the target really has (e.g. a sync directory whose
-        chunk files changed under it)."""
+        """Drop what this store believes ``target`` holds (delivery marks, chunk ids, and the
+        rows received through it: they are sent to it again), so a transport can rebuild it
+        from what the target really has (e.g. a sync directory whose chunk files changed under
+        it)."""
         with self.db.write() as conn:
             conn.execute("DELETE FROM sync_delivery WHERE target = ?", (target,))
             conn.execute("DELETE FROM sync_chunks WHERE target_key = ?", (target,))
+            newest = conn.execute("SELECT MAX(seq) FROM sync_journal").fetchone()[0]
+            self._resend(conn, target, int(newest or 0))
+
+    def forget_delivered(self, target: str, seqs: Iterable[int]) -> int:
+        """Make the rows ``seqs`` pending again for ``target`` (it turned out not to hold them).
+        How many delivery rows were dropped. A row that arrived through ``target`` has none:
+        every row received through it up to the newest such one is sent again (more than
+        asked, never less: the target takes what it holds as duplicates)."""
+        wanted = sorted({int(s) for s in seqs})
+        removed = 0
+        with self.db.write() as conn:
+            for start in range(0, len(wanted), 500):
+                part = wanted[start : start + 500]
+                marks = ", ".join("?" for _ in part)
+                removed += conn.execute(
+                    f"DELETE FROM sync_delivery WHERE target = ? AND seq IN ({marks})",
+                    [target, *part],
+                ).rowcount
+                received = conn.execute(
+                    f"SELECT MAX(seq) FROM sync_journal WHERE source = ? AND seq IN ({marks})",
+                    [target, *part],
+                ).fetchone()[0]
+                if received is not None:
+                    self._resend(conn, target, int(received))
+        return removed
+
+    @staticmethod
+    def _resend(conn: sqlite3.Connection, target: str, through: int) -> None:
+        """Rows received through ``target`` up to ``through`` no longer count as held by it."""
+        conn.execute(
+            """INSERT INTO sync_targets(target, resend_through) VALUES (?, ?)
+               ON CONFLICT(target) DO UPDATE
+               SET resend_through = MAX(resend_through, excluded.resend_through)""",
+            (target, through),
+        )
 
     def mark_delivered(self, target: str, seqs: Iterable[int]) -> int:
         """Record that ``target`` durably holds these journal rows. Returns how many were new."""
-        now = now_text()
-        rows = [(target, int(s), now) for s in seqs]
-        if not rows:
+        wanted = [int(s) for s in seqs]
+        if not wanted:
             return 0
         with self.db.write() as conn:
-            before = conn.total_changes
-            conn.executemany(
-                "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
-                rows,
-            )
+            added = deliver(conn, target, wanted, now_text())
             conn.execute(
                 "DELETE FROM sync_quarantine WHERE target = ? AND seq IN "
-                f"({', '.join(str(r[1]) for r in rows)})",
+                f"({', '.join(str(s) for s in wanted)})",
                 (target,),
             )
-            added = conn.total_changes - before
-            self.blank_deleted_payloads(conn, (r[1] for r in rows))
+            self.blank_deleted_payloads(conn, wanted)
             return added
 
     def seqs_for_mids(self, mids: Iterable[str]) -> dict[str, int]:
@@ -656,22 +739,25 @@ class Journal:
         wanted = sorted({int(s) for s in seqs})
         if not wanted:
             return 0
-        targets = self.targets(conn)
+        targets = set(self.targets(conn))
         blanked = 0
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
             deletes = conn.execute(
-                f"""SELECT j.seq, j.entity, j.project, j.key, j.hlc FROM sync_journal j
+                f"""SELECT j.seq, j.entity, j.project, j.key, j.hlc, j.source FROM sync_journal j
                     JOIN sync_tombstones t ON t.entity = j.entity AND t.project = j.project
                                           AND t.key = j.key AND t.hlc = j.hlc
                     WHERE j.seq IN ({", ".join("?" for _ in part)}) AND j.op = 'delete'""",
                 part,
             ).fetchall()
-            for seq, entity, project, key, hlc in deletes:
-                held = conn.execute(
-                    "SELECT COUNT(*) FROM sync_delivery WHERE seq = ?", (seq,)
-                ).fetchone()[0]
-                if held < len(targets):
+            for seq, entity, project, key, hlc, source in deletes:
+                holders = {
+                    r[0]
+                    for r in conn.execute("SELECT target FROM sync_delivery WHERE seq = ?", (seq,))
+                }
+                if source != "local" and seq > resend_through(conn, source):
+                    holders.add(source)  # it arrived through there
+                if not targets <= holders:
                     continue
                 # Every earlier record of the key: upserts, and soft deletes or selection exits,
                 # which carry the full state too. Elided ones: in the state kept for them.

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engram.store.db import Database
+from engram.store.journal import deliver
 from engram.times import now_text
 
 CLOCK_SKEW = "clock_skew"
@@ -338,10 +339,7 @@ def discard(
         now = now_text()
         for target, seq in rows:
             conn.execute("DELETE FROM sync_quarantine WHERE target = ? AND seq = ?", (target, seq))
-            conn.execute(
-                "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
-                (target, seq, now),
-            )
+            deliver(conn, target, (seq,), now)
     return {"inbound": inbound, "outbound": len(rows)}
 
 

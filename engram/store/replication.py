@@ -37,7 +37,14 @@ from engram.record import (
 from engram.store import fts, graph_rows, links, quarantine, revisions, scoring, vector_queue
 from engram.store.base import TABLES, StoreBase, drop_tombstone, put_tombstone
 from engram.store.identity import insert_stub_session, session_exists, session_tombstoned
-from engram.store.journal import ENTITY_TABLES, insert_record, now_ms, state_text
+from engram.store.journal import (
+    ENTITY_TABLES,
+    deliver,
+    insert_record,
+    note_targets,
+    now_ms,
+    state_text,
+)
 from engram.store.models import ApplyResult
 from engram.store.search_context import ContextRefresh, derive_state, rederive_sessions
 from engram.text import normalized_hash
@@ -142,14 +149,20 @@ class ReplicationMixin(StoreBase):
 
 class _ApplyBatch:
     """Applying one batch: every mutation costs a duplicate check, a clock lookup, its journal
-    row and its state write; deliveries are recorded together at the end."""
+    row and its state write; deliveries are recorded together at the end (a journaled record
+    needs none: its source holds it, engram/store/journal.py)."""
 
     def __init__(self, store: ReplicationMixin, conn: sqlite3.Connection, now: int) -> None:
         self.store = store
         self.conn = conn
         self.now_ms = now
         self.max_drift_ms = store.journal.max_drift_ms
+        #: Records already held here that arrived (again) through a target: (target, seq).
         self.delivered: list[tuple[str, int]] = []
+        #: The targets this batch's journaled records arrived through, and the seqs of its
+        #: journaled deletes (whose earlier payloads may now be blanked).
+        self.sources: set[str] = set()
+        self.deletes: list[int] = []
         self.sessions: set[tuple[str, str]] = set()  # (project, id) known to exist or be gone
         self.index = fts.DeferredIndex(conn)
         self.context = ContextRefresh(conn, self.index, deferred=True)
@@ -307,11 +320,15 @@ class _ApplyBatch:
         if self.rescore:
             scoring.rescore_ids(self.conn, self.rescore, self.now)
             scoring.rescore_linked(self.conn, self.rescore, self.now)
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
-            [(source, seq, self.now) for source, seq in self.delivered],
+        note_targets(self.conn, sorted(self.sources))
+        by_target: dict[str, list[int]] = {}
+        for source, seq in self.delivered:
+            by_target.setdefault(source, []).append(seq)
+        for source, seqs in by_target.items():
+            deliver(self.conn, source, seqs, self.now)
+        self.store.journal.blank_deleted_payloads(
+            self.conn, [*self.deletes, *(seq for _, seq in self.delivered)]
         )
-        self.store.journal.blank_deleted_payloads(self.conn, (seq for _, seq in self.delivered))
         if self.newest:
             self.store.journal.observe(self.conn, self.newest)
 
@@ -342,7 +359,9 @@ class _ApplyBatch:
             elide=elide,
         )
         self.mids[record["mid"]] = seq
-        self.delivered.append((source, seq))
+        self.sources.add(source)
+        if record["op"] == "delete":
+            self.deletes.append(seq)
         self.newest = max(self.newest, record["hlc"])
 
     # --- one record ----------------------------------------------------------------------------

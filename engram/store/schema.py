@@ -805,6 +805,43 @@ def migration_hash_prefix(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE INDEX observations_dedupe ON observations({DEDUPE_PREFIX_SQL})")
 
 
+# --- a received record is held by its source without a delivery row (issue 18, sixth round) -----
+
+TARGETS_TABLE = """
+-- Every target (git:<dir>, cloud:<server>) records arrived through. A journal row counts as
+-- held by the target it arrived through (its `source`) without a sync_delivery row, unless its
+-- seq is at most `resend_through`: that target turned out not to hold what we believed
+-- (Journal.forget_target / forget_delivered), so those rows are sent to it again.
+CREATE TABLE IF NOT EXISTS sync_targets (
+    target          TEXT PRIMARY KEY,
+    resend_through  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+"""
+
+
+def migration_delivery_by_source(conn: sqlite3.Connection) -> None:
+    """A received record counts as held by its source (``sync_journal.source``) without a
+    delivery row: an import of 100,000 mutations wrote 100,000 rows that only repeated the
+    source (docs/performance.md, "The import (sixth round)"). The targets records arrived
+    through are listed once each; the delivery rows that repeat a row's source are deleted. A
+    target whose received rows already lacked their row (forgotten, waiting to be sent again)
+    keeps them pending: its ``resend_through`` is the newest such row."""
+    run_script(conn, TARGETS_TABLE)
+    conn.execute(
+        """INSERT OR IGNORE INTO sync_targets(target, resend_through)
+           SELECT j.source, COALESCE(MAX(CASE WHEN d.seq IS NULL THEN j.seq END), 0)
+           FROM sync_journal j
+           LEFT JOIN sync_delivery d ON d.target = j.source AND d.seq = j.seq
+           WHERE j.source != 'local' GROUP BY j.source"""
+    )
+    conn.execute(
+        """DELETE FROM sync_delivery WHERE EXISTS (
+               SELECT 1 FROM sync_journal j JOIN sync_targets t ON t.target = j.source
+               WHERE j.seq = sync_delivery.seq AND j.source = sync_delivery.target
+                 AND j.seq > t.resend_through)"""
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
@@ -821,6 +858,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_lean,
     migration_revisions,
     migration_hash_prefix,
+    migration_delivery_by_source,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -35,6 +35,7 @@ def written(store: Store) -> dict[str, list[tuple]]:
         "tombstones": "SELECT * FROM sync_tombstones ORDER BY entity, project, key",
         "delivery": "SELECT d.target, j.mid FROM sync_delivery d JOIN sync_journal j USING (seq)"
         " ORDER BY d.seq",
+        "targets": "SELECT * FROM sync_targets ORDER BY target",
         "vectors": "SELECT obs_id FROM vector_pending ORDER BY obs_id",
         "kept": "SELECT * FROM sync_kept_observations ORDER BY seq",
         "words": "SELECT rowid FROM observations_fts WHERE observations_fts MATCH 'walrus'"

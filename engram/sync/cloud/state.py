@@ -298,14 +298,4 @@ def known_mids(store: Store, mids: Iterable[str]) -> set[str]:
 
 def forget_delivery(store: Store, target: str, seqs: Iterable[int]) -> int:
     """Make rows pending again for ``target`` (it turned out not to hold them)."""
-    wanted = sorted({int(s) for s in seqs})
-    removed = 0
-    with store.db.write() as conn:
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            removed += conn.execute(
-                f"""DELETE FROM sync_delivery WHERE target = ?
-                    AND seq IN ({", ".join("?" for _ in part)})""",
-                [target, *part],
-            ).rowcount
-    return removed
+    return store.journal.forget_delivered(target, seqs)

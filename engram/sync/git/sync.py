@@ -49,6 +49,7 @@ from engram.bindings import Bindings
 from engram.errors import NotFoundError, ValidationError
 from engram.files import fsync_directory, write_atomic
 from engram.project import ConfigSuggestion, project_name, read_config_suggestion
+from engram.store.journal import held_by
 from engram.sync.git.chunk import MAX_CHUNK_BYTES, BadChunkError, EncodedChunk, pack_chunks
 from engram.sync.git.gitdir import (
     CHUNKS,
@@ -574,17 +575,18 @@ class GitSync:
         if projects is None:
             return None
         marks = ", ".join("?" for _ in projects)
-        return int(
-            self.store.db.scalar(
-                f"""SELECT COUNT(DISTINCT o.id) FROM sync_journal j
-                    JOIN sync_delivery d ON d.seq = j.seq AND d.target = ?
-                    JOIN observations o ON o.project = j.project AND o.sync_id = j.key
-                    WHERE j.entity = 'observation' AND j.project IN ({marks})
-                      AND o.deleted_at IS NULL""",
-                [self.target, *projects],
+        with self.store.db.read() as conn:
+            held, values = held_by(conn, self.target)
+            return int(
+                conn.execute(
+                    f"""SELECT COUNT(DISTINCT o.id) FROM sync_journal j
+                        JOIN observations o ON o.project = j.project AND o.sync_id = j.key
+                        WHERE j.entity = 'observation' AND j.project IN ({marks})
+                          AND o.deleted_at IS NULL AND {held}""",
+                    [*projects, *values],
+                ).fetchone()[0]
+                or 0
             )
-            or 0
-        )
 
     def status(
         self, *, projects: list[str] | None = None, include_personal: bool = False

@@ -249,6 +249,9 @@ def test_a_thousand_writes_while_the_server_fails_do_not_wait(
         proxy.set("error")
         config = cloud_config(proxy.url)
         with autosync(a, config) as loop:
+            # The writes start once the loop has failed (its first request can take longer
+            # than the writes on a busy machine), and it is still failing when they end.
+            wait_until(lambda: loop.snapshot()["consecutive_failures"] > 0)
             during = thousand(a, "failing")
             assert loop.snapshot()["consecutive_failures"] > 0  # it really failed meanwhile
             # A generous sanity bound only: the loop must not make writes wait for the network.
