@@ -195,6 +195,9 @@ class Autosync:
         self._dirty = threading.Event()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        #: Held while the configuration is swapped and while a pull's answer is recorded: an
+        #: answer to a request sent with the old token never lands after the swap.
+        self._config_lock = threading.Lock()
         self._push = _Direction()
         self._pull = _Direction()
         self._lease_until = 0.0  # monotonic: renew before this
@@ -425,9 +428,10 @@ class Autosync:
             return
         store = self._store
         assert store is not None
-        self.cloud = fresh
-        cleared = refusals.clear(store, self.target)
-        self._push.retry_at = self._pull.retry_at = 0.0
+        with self._config_lock:
+            self.cloud = fresh
+            cleared = refusals.clear(store, self.target)
+            self._push.retry_at = self._pull.retry_at = 0.0
         self._dirty.set()
         _say(
             "the cloud configuration changed: using it"
@@ -504,8 +508,9 @@ class Autosync:
             if count:
                 self._set_phase(PULLING)
 
+        config = self.cloud
         try:
-            with CloudSync(store, self.cloud, client=self._client("pull")) as sync:
+            with CloudSync(store, config, client=self._client("pull")) as sync:
                 reports = sync.pull(
                     projects,
                     wait=self.timings.poll,
@@ -514,10 +519,15 @@ class Autosync:
                     cancelled=self._stopping.is_set,
                 )
         except CloudError as exc:
-            if exc.reason_code == POLICY_FORBIDDEN:
-                self._forbidden_pull(projects, exc)
-                return
-            self._failed(self._pull, PULL_FAILED, exc)
+            with self._config_lock:
+                if self.cloud is not config:
+                    # The configuration changed while the long-poll was out: its refusal or
+                    # failure concerns the old token; the next pull asks with the new one.
+                    return
+                if exc.reason_code == POLICY_FORBIDDEN:
+                    self._forbidden_pull(projects, exc)
+                    return
+                self._failed(self._pull, PULL_FAILED, exc)
             return
         if self._stopping.is_set():
             return

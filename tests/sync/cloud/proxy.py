@@ -27,6 +27,9 @@ class FaultProxy:
         self.only: tuple[str, ...] = ()  # path prefixes the fault applies to (empty: all)
         self.stall_s = 30.0
         self.delay_s = 0.0  # every forwarded request waits this long first
+        #: Requests to these path prefixes wait (counted in flight) until :meth:`release`.
+        self.held: tuple[str, ...] = ()
+        self._released = threading.Event()
         self._in_flight: Counter[str] = Counter()
         self.requests: Counter[str] = Counter()
         self.faults: Counter[str] = Counter()
@@ -59,6 +62,14 @@ class FaultProxy:
         assert mode in MODES, mode
         with self._lock:
             self.mode, self.only = mode, only
+
+    def hold(self, *paths: str) -> None:
+        """Keep requests to ``paths`` (prefixes) in flight until :meth:`release`."""
+        self._released.clear()
+        self.held = paths
+
+    def release(self) -> None:
+        self._released.set()
 
     def in_flight(self, path: str) -> int:
         """Requests to ``path`` forwarded and not answered yet."""
@@ -107,6 +118,8 @@ class FaultProxy:
         with self._lock:
             self._in_flight[path] += 1
         try:
+            if self.held and path.startswith(self.held):
+                self._released.wait(60)
             if self.delay_s:
                 time.sleep(self.delay_s)
             status, headers, data = self._forward(handler, body)

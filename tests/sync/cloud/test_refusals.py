@@ -20,6 +20,7 @@ from engram.sync.cloud.autosync import Timings
 from engram.sync.cloud.config import save_cloud_config
 from tests.support import free_port, run_engram
 from tests.support.sync_cloud import CloudServer, enroll, wait_cycles, wait_until
+from tests.sync.cloud.proxy import FaultProxy
 from tests.sync.cloud.test_autosync import FAST, autosync
 
 #: A refused project waits a minute here (two, four… in production): long enough that any retry
@@ -132,6 +133,27 @@ def test_a_new_token_in_cloud_config_ends_the_wait(
         assert changed.returncode == 0, changed.stderr
         wait_until(lambda: len(server.mids("widgets")) == 2, timeout=20)  # session + memory
         assert refusals.active(store, loop.target, "widgets") is None
+
+
+def test_a_refusal_of_the_old_token_arriving_after_a_new_one_is_set_is_ignored(
+    make_server: Callable[..., CloudServer], open_store: Callable[[str], Store]
+) -> None:
+    server = make_server(allowed="acme,widgets")
+    store = open_store("erin")
+    home = store.config.data_dir
+    enroll(store, project="widgets")
+    with FaultProxy(server.port) as proxy:
+        proxy.hold("/sync/mutations/pull")
+        config = save_cloud_config(home, proxy.url, user_token(server, "erin", "acme"))
+        with autosync(store, config, PATIENT) as loop:
+            # A pull asked with the old token is out when the new token is set.
+            wait_until(lambda: proxy.in_flight("/sync/mutations/pull"))
+            new = user_token(server, "erin2", "widgets")
+            save_cloud_config(home, proxy.url, new)
+            wait_until(lambda: loop.cloud.token == new)
+            proxy.release()  # its 403 arrives now: it says nothing about the new token
+            wait_until(lambda: proxy.requests["/sync/mutations/pull"] >= 2)
+            assert refusals.active(store, loop.target, "widgets") is None
 
 
 def test_a_pause_backs_off_pushes_only(
