@@ -286,14 +286,22 @@ def resend_through(conn: sqlite3.Connection, target: str) -> int:
 def deliver(conn: sqlite3.Connection, target: str, seqs: Iterable[int], at: str) -> int:
     """Record that ``target`` holds the journal rows ``seqs`` (rows that arrived through it
     and count as held by it get no delivery row: they need none). How many rows were added."""
-    through = resend_through(conn, target)
+    row = conn.execute(
+        "SELECT resend_through FROM sync_targets WHERE target = ?", (target,)
+    ).fetchone()
     before = conn.total_changes
-    conn.executemany(
-        """INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at)
-           SELECT ?1, ?2, ?3 WHERE NOT EXISTS (
-               SELECT 1 FROM sync_journal WHERE seq = ?2 AND source = ?1 AND seq > ?4)""",
-        [(target, int(s), at, through) for s in seqs],
-    )
+    if row is None:  # nothing ever arrived through it (an export-only target): no row is its own
+        conn.executemany(
+            "INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at) VALUES (?, ?, ?)",
+            [(target, int(s), at) for s in seqs],
+        )
+    else:
+        conn.executemany(
+            """INSERT OR IGNORE INTO sync_delivery(target, seq, delivered_at)
+               SELECT ?1, ?2, ?3 WHERE NOT EXISTS (
+                   SELECT 1 FROM sync_journal WHERE seq = ?2 AND source = ?1 AND seq > ?4)""",
+            [(target, int(s), at, int(row[0])) for s in seqs],
+        )
     return conn.total_changes - before
 
 
