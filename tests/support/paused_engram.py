@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 POINTS = ("mid-chunk", "after-chunk", "mid-group", "after-response")
@@ -29,6 +30,34 @@ def command(point: str, *args: str) -> list[str]:
     if point not in POINTS:
         raise ValueError(f"unknown pause point {point!r}; known: {', '.join(POINTS)}")
     return [sys.executable, "-m", "tests.support.paused_engram", point, *args]
+
+
+def kill_at(point: str, data_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    """Run ``engram ARGS`` on ``data_dir`` paused at ``point``, and SIGKILL it there."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.support import REPO, engram_env
+
+    process = subprocess.Popen(
+        command(point, *args),
+        cwd=REPO,
+        env=engram_env(data_dir, env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert f"test pause at {point}" in line, line
+        os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def pause(point: str) -> None:

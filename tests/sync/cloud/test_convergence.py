@@ -5,7 +5,6 @@ loses and duplicates nothing."""
 from __future__ import annotations
 
 import signal
-import subprocess
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -18,8 +17,8 @@ from engram.sync.cloud import state as cloud_state
 from engram.sync.cloud.sync import CloudSync
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
-from tests.support import REPO, engram_env, run_engram
-from tests.support.paused_engram import command
+from tests.support import run_engram
+from tests.support.paused_engram import kill_at
 from tests.support.sync_cloud import (
     TOKEN,
     CloudServer,
@@ -113,17 +112,7 @@ def test_client_killed_between_the_answer_and_the_acknowledgement(
     for i in range(20):
         saved = run_engram("save", f"Note {i}", f"memory {i}", "--project", "acme", data_dir=home)
         assert saved.returncode == 0
-    process = subprocess.Popen(
-        command("after-response", "sync", "--cloud", "--project", "acme"),
-        cwd=REPO,
-        env=engram_env(home, env),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    assert "test pause at after-response" in process.stderr.readline()
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    kill_at("after-response", home, "sync", "--cloud", "--project", "acme", env=env)
     assert len(server.mids("acme")) == 21  # the server committed the whole batch…
     with Store.open(home / "engram.db") as store:  # …but nothing was acknowledged here
         assert store.journal.count_pending(f"cloud:{server.url}", projects=["acme"]) == 21

@@ -4,9 +4,6 @@ exports everything. Real processes, a real kill; the process pauses at the crash
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from pathlib import Path
 
 import orjson
@@ -16,30 +13,9 @@ from engram.settings import Config
 from engram.store import Store
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.index import read_index
-from tests.support import REPO, engram_env, run_engram
-from tests.support.paused_engram import command
+from tests.support import run_engram
+from tests.support.paused_engram import kill_at
 from tests.support.sync_git import canonical, import_, synthetic_records
-
-
-def kill_paused_export(data_dir: Path, sync_dir: SyncDir, point: str) -> None:
-    process = subprocess.Popen(
-        command(point, "sync", "--project", "acme", "--dir", str(sync_dir.path)),
-        cwd=REPO,
-        env=engram_env(data_dir),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        assert f"test pause at {point}" in line, line
-        os.kill(process.pid, signal.SIGKILL)
-        assert process.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def seeded(data_dir: Path, count: int) -> None:
@@ -63,7 +39,7 @@ def test_export_killed_half_way(point: str, tmp_path: Path, make_store) -> None:
     sync_dir = SyncDir(tmp_path / "acme" / ".engram")  # the directory's own project: acme
     # ~6 MiB of mutations: two chunks, so "after-chunk" is killed between them
     seeded(data_dir, 6000)
-    kill_paused_export(data_dir, sync_dir, point)
+    kill_at(point, data_dir, "sync", "--project", "acme", "--dir", str(sync_dir.path))
 
     listed = list(sync_dir.log_dir.glob("*.jsonl.gz"))
     temps = list(sync_dir.log_dir.glob(".*.tmp"))

@@ -5,10 +5,7 @@ commits with their rows, so the next import applies the whole group again."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,8 +15,7 @@ from engram.store import Store
 from engram.sync.git import importer
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.reader import read_header
-from tests.support import REPO, engram_env
-from tests.support.paused_engram import command
+from tests.support.paused_engram import kill_at
 from tests.support.sync_git import canonical, export, import_
 
 
@@ -124,25 +120,8 @@ def test_an_import_killed_inside_a_group_loses_nothing_and_resumes(
     data_dir = tmp_path / "bob"
     with Store.open(config=Config(data_dir=data_dir)):
         pass
-    process = subprocess.Popen(
-        command("mid-group", "sync", "--import", "--dir", str(sync_dir.path)),
-        cwd=REPO,
-        env=engram_env(data_dir),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        assert "test pause at mid-group" in line, line
-        # the first chunk is applied inside the group's open transaction: killed there
-        os.kill(process.pid, signal.SIGKILL)
-        assert process.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    # the first chunk is applied inside the group's open transaction: killed there
+    kill_at("mid-group", data_dir, "sync", "--import", "--dir", str(sync_dir.path))
     with Store.open(config=Config(data_dir=data_dir)) as bob:
         # nothing of the group was committed: neither its rows nor the note that it is applied
         assert bob.db.scalar("SELECT COUNT(*) FROM sync_chunks") == 0
