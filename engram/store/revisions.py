@@ -75,19 +75,7 @@ def keep_many(
     ]  # fmt: skip
     if rows:
         conn.executemany(_INSERT, rows)
-        # Pruned only where the bound is passed, found for the whole run at once: nearly every
-        # memory holds fewer than KEPT, and a prune each cost a statement a revision.
-        keys = list(dict.fromkeys((p, k) for p, k, *_ in rows))
-        for start in range(0, len(keys), 400):
-            part = keys[start : start + 400]
-            over = conn.execute(
-                f"""WITH wanted(p, k) AS (VALUES {", ".join("(?, ?)" for _ in part)})
-                    SELECT p, k FROM wanted WHERE EXISTS (
-                        SELECT 1 FROM observation_revisions
-                        WHERE project = p AND sync_id = k LIMIT 1 OFFSET {KEPT})""",
-                [value for key in part for value in key],
-            ).fetchall()
-            conn.executemany(_PRUNE, [(p, k, p, k, KEPT) for p, k in over])
+        conn.executemany(_PRUNE, [(p, k, p, k, KEPT) for p, k, *_ in rows])
     return done
 
 

@@ -353,37 +353,3 @@ def test_an_edit_of_what_its_neighbours_quote_re_derives_their_contexts(make_sto
     _contexts_are_the_rules(bulk)
     quoting = bulk.db.rows("SELECT count(*) FROM observations WHERE search_context LIKE '%narwhal%'")
     assert quoting[0][0] == BULK_RECORDS - 1  # every memory but the first quotes one before
-
-
-def test_revisions_are_pruned_where_the_bound_is_passed_only(make_store) -> None:
-    """Edits keep each replaced text as a revision, at most ``KEPT`` a memory: a bulk apply
-    keeps and prunes what one by one does, and prunes only the memories past the bound (it ran
-    a prune for every revision kept)."""
-    from engram.store.revisions import KEPT
-
-    a, one, bulk = make_store("a"), make_store("one"), make_store("bulk")
-    busy = a.add_observation(title="Busy", content="walrus v0", project="p",
-                             session_id="s1").observation.id  # fmt: skip
-    calm = [a.add_observation(title=f"Calm {i}", content=f"walrus calm {i}", project="p",
-                              session_id="s2").observation.id for i in range(BULK_RECORDS)]  # fmt: skip
-    for store in (one, bulk):
-        store.apply_mutations([e.record for e in a.journal.pending("x")], source="git:/a")
-    start = len(a.journal.pending("x"))
-    for n in range(1, KEPT + 4):
-        a.update_observation(busy, content=f"walrus v{n}")
-    for memory in calm:
-        a.update_observation(memory, content=f"walrus calm {memory}, edited")
-    edits = [e.record for e in a.journal.pending("x")][start:]
-    for record in edits:
-        one.apply_mutations([record], source="git:/a")
-    seen: list[str] = []
-    bulk.db.conn.set_trace_callback(seen.append)
-    try:
-        bulk.apply_mutations(edits, source="git:/a")
-    finally:
-        bulk.db.conn.set_trace_callback(None)
-    assert everything(bulk) == everything(one)
-    assert [r.content for r in bulk.history(busy).revisions][-1] == "walrus v3"
-    assert len(bulk.history(busy).revisions) == KEPT
-    prunes = [s for s in seen if s.startswith("DELETE FROM observation_revisions")]
-    assert len(prunes) == 3, len(prunes)  # the busy memory's 21st, 22nd and 23rd revisions
