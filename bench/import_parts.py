@@ -99,9 +99,6 @@ class TimedConnection:
 def instrument() -> None:
     SPENT["BEGIN/COMMIT"] = 0.0
     timed(importer, "judge", "judging the scope")
-    # The full-text index of an import's chunks is written once per transaction, just before
-    # it commits (Database.shared_in_bulk): outside apply_mutations, so a part of its own.
-    timed(fts.DeferredIndex, "flush", "full-text index (before each commit)")
     timed(replication.ReplicationMixin, "apply_mutations", "applying (apply_mutations)")
     timed(replication, "parse_record", "  parsing and validating")
     timed(fresh_lane.FreshLane, "plan", "  planning the fresh lane")
@@ -119,6 +116,7 @@ def instrument() -> None:
     timed(batch_contexts, "rederive_sessions", "    sessions' contexts")
     replication.rederive_sessions = batch_contexts.rederive_sessions  # (imported by name)
     timed(search_context.ContextRefresh, "flush", "    context re-derivations")
+    timed(fts.DeferredIndex, "flush", "    full-text index")
     timed(journal.Journal, "blank_deleted_payloads", "    deliveries' blanking check")
     if hasattr(replication, "deliver"):  # (a record is held by its source: no row each)
         timed(replication, "deliver", "    delivery rows")
@@ -152,7 +150,7 @@ def main() -> None:
         calls = f"  ({CALLS[label]:,} calls)" if CALLS.get(label) else ""
         print(f"{label:<36} {SPENT[label] * 1e6 / n:7.1f} µs{calls}")
     outside = total - SPENT["BEGIN/COMMIT"] - SPENT["judging the scope"]
-    outside -= SPENT["applying (apply_mutations)"] + SPENT["full-text index (before each commit)"]
+    outside -= SPENT["applying (apply_mutations)"]
     print(f"{'reading the chunks, the rest':<36} {outside * 1e6 / n:7.1f} µs")
 
 
