@@ -12,12 +12,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from engram.errors import StoreUnavailableError
 from engram.platform import private_directory, private_file, tighten_file
-
-T = TypeVar("T")
 
 #: Parameters of one SQL statement: positional (a tuple or list) or named (a dict).
 Params = tuple[Any, ...] | list[Any] | dict[str, Any]
@@ -130,13 +128,6 @@ class Database:
         #: Called (without arguments) after every committed write transaction, e.g. to nudge a
         #: sync loop. Listeners must return at once: they run on the writer's thread.
         self.write_listeners: list[Callable[[], None]] = []
-        #: How many :meth:`bulk_writes` runs are open.
-        self._bulk = 0
-        #: What the current write transaction of a bulk run shares (:meth:`shared_in_bulk`):
-        #: by key, the object and what settles it before the transaction commits.
-        self._shared: dict[str, tuple[Any, Callable[[Any], None]]] = {}
-        #: Whether the outermost transaction open is a write (:meth:`write`).
-        self._writing = False
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -153,13 +144,11 @@ class Database:
                 self.conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise StoreUnavailableError(describe_sqlite_error(exc, self.path)) from exc
-            self._depth, self._writing = 1, True
+            self._depth = 1
             try:
                 yield self.conn
-                self._settle_shared()
             except BaseException:
-                self._depth, self._writing = 0, False
-                self._shared.clear()
+                self._depth = 0
                 self.conn.execute("ROLLBACK")
                 raise
             try:
@@ -168,35 +157,8 @@ class Database:
                 self.conn.execute("ROLLBACK")
                 raise StoreUnavailableError(describe_sqlite_error(exc, self.path)) from exc
             finally:
-                self._depth, self._writing = 0, False
+                self._depth = 0
             self._notify()
-
-    def shared_in_bulk(self, key: str, make: Callable[[], T], settle: Callable[[T], None]) -> T | None:
-        """Inside a write transaction of a bulk run (:meth:`bulk_writes`), the object ``key``
-        names for the whole (outermost) transaction: made by ``make`` the first time, and
-        settled by ``settle`` once, just before the transaction commits (dropped, unsettled,
-        when it rolls back). ``None`` outside a bulk run or a write transaction: the caller
-        keeps its own.
-
-        Why: an import applies several chunks, each a batch of its own, in one transaction;
-        what each batch would settle at its end (its full-text index entries, see
-        :class:`engram.store.fts.DeferredIndex`) is settled once for all of them instead, so
-        a row an earlier chunk brought and a later one changes is indexed once. Only batches
-        write inside a bulk run, so no other write path can meet what waits to be settled."""
-        if not self._bulk or not self._writing:
-            return None
-        found = self._shared.get(key)
-        if found is None:
-            made = make()
-            self._shared[key] = (made, settle)
-            return made
-        return found[0]  # type: ignore[no-any-return]
-
-    def _settle_shared(self) -> None:
-        while self._shared:
-            key = next(iter(self._shared))
-            shared, settle = self._shared.pop(key)
-            settle(shared)
 
     def _notify(self) -> None:
         for listener in list(self.write_listeners):
@@ -223,12 +185,10 @@ class Database:
         with self._lock:
             before = int(self.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
             self.conn.execute(f"PRAGMA wal_autocheckpoint={max(before, BULK_CHECKPOINT_PAGES)}")
-            self._bulk += 1
         try:
             yield
         finally:
             with self._lock:
-                self._bulk -= 1
                 self.conn.execute(f"PRAGMA wal_autocheckpoint={before}")
                 if not self._depth:  # (never inside a transaction: SQLite would refuse)
                     try:

@@ -111,13 +111,10 @@ class DeferredIndex:
         self._fresh: set[int] = set()
         #: Prompts likewise.
         self._fresh_prompts: set[int] = set()
-        #: Observations inserted and not queued for a vector yet (see :meth:`queue_vectors`).
-        self._unqueued: set[int] = set()
 
     def inserted(self, rowid: int) -> None:
         """An observation just inserted, to be indexed (and queued for a vector) at flush."""
         self._fresh.add(rowid)
-        self._unqueued.add(rowid)
 
     def inserted_prompts(self, rowids: Iterable[int]) -> None:
         """Prompts just inserted, to be indexed at flush."""
@@ -188,14 +185,6 @@ class DeferredIndex:
                 sorted(old.keys() | (fresh if table == "observations" else prompts)),
             )
             old.clear()
-        self.queue_vectors()
-
-    def queue_vectors(self) -> None:
-        """Queue the observations inserted since the last call for a vector, those still
-        live (at a batch's end: an import shares one index between the batches of a
-        transaction, see :meth:`engram.store.db.Database.shared_in_bulk`, and each batch
-        queues its own, as when it flushed its own)."""
-        fresh, self._unqueued = self._unqueued, set()
         for part in vector_queue.chunks(sorted(fresh)):
             marks = ", ".join("?" * len(part))
             self.conn.execute(

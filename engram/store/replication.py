@@ -167,13 +167,7 @@ class _ApplyBatch:
         self.sources: set[str] = set()
         self.deletes: list[int] = []
         self.sessions: set[tuple[str, str]] = set()  # (project, id) known to exist or be gone
-        #: The full-text maintenance of this batch, or of every batch of the transaction
-        #: when an import runs several in one (flushed once, before it commits).
-        shared = store.db.shared_in_bulk(
-            "full-text index", lambda: fts.DeferredIndex(conn), fts.DeferredIndex.flush
-        )
-        self.index = shared if shared is not None else fts.DeferredIndex(conn)
-        self.index_shared = shared is not None
+        self.index = fts.DeferredIndex(conn)
         self.context = ContextRefresh(conn, self.index, deferred=True)
         self.now = now_text()
         self.newest = ""
@@ -351,10 +345,7 @@ class _ApplyBatch:
             {s for s in unproven if is_agent_session(s[0])}
             | (foreseen.sessions if foreseen is not None else set())
         )
-        if self.index_shared:  # (the transaction's last batch indexes them all)
-            self.index.queue_vectors()
-        else:
-            self.index.flush()
+        self.index.flush()
         if self.rescore:
             scoring.rescore_ids(self.conn, self.rescore, self.now)
             scoring.rescore_linked(self.conn, self.rescore, self.now)
