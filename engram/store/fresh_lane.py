@@ -21,12 +21,13 @@ its own key and names no row or batch record (else the copy rule must look).
 
 from __future__ import annotations
 
+import operator
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engram.record import full_state, hlc_bound, is_hard_delete
+from engram.record import STATE_FIELDS, full_state, hlc_bound, is_hard_delete
 from engram.store import edit_lane, scoring
 from engram.store.go_copies import derived_key
 from engram.store.identity import STUB_HLC
@@ -56,17 +57,18 @@ _INSERT_SESSION = """INSERT INTO sessions(id, project, directory, started_at, en
                          summary = excluded.summary, hlc = excluded.hlc"""
 _INSERT_PROMPT = """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at,
                         hlc) VALUES (?, ?, ?, ?, ?, ?)"""
-_INSERT_OBSERVATION = """INSERT INTO observations(sync_id, session_id, type, title, content,
-                             tool_name, project, scope, topic_key, normalized_hash,
-                             revision_count, duplicate_count, last_seen_at, created_at,
-                             updated_at, deleted_at, search_context, hlc, pinned,
-                             importance_override, valid_from, valid_to, delete_reason,
-                             superseded_by, reviewed_at, importance)
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                             ?, ?, ?, ?, ?)"""
+#: A new memory's row: its replicated state (:func:`full_state`'s fields), then what this store
+#: derives from it.
+_MEMORY_STATE = operator.itemgetter(*STATE_FIELDS["observation"])
+_INSERT_OBSERVATION = f"""INSERT INTO observations({", ".join(STATE_FIELDS["observation"])},
+                              normalized_hash, search_context, hlc, importance)
+                          VALUES ({", ".join("?" * (len(STATE_FIELDS["observation"]) + 4))})"""
 _INSERT_JOURNAL = """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
                          record, source, recorded_at)
                      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_JOURNAL_HEADER = operator.itemgetter(
+    "mid", "hlc", "origin", "entity", "key", "op", "project", "scope"
+)
 _INSERT_STUB = """INSERT OR IGNORE INTO sessions(id, project, directory, started_at, hlc)
                   VALUES (?, ?, '', ?, ?)"""
 
@@ -83,6 +85,8 @@ class FreshLane:
         self._run: list[tuple[dict[str, Any], str | None, Planned]] = []
         #: The memories the run writes, ``(project, key)``.
         self._written: set[tuple[str, str]] = set()
+        #: Each new memory's score (when no relation may name it), at the batch's instant.
+        self._score = scoring.unlinked_scorer(batch.now)
 
     # --- which records qualify -------------------------------------------------------------
 
@@ -328,29 +332,28 @@ class FreshLane:
             batch.fresh_sessions.update((s["session_id"], s["project"]) for _, s in memories)
         contexts = batch.foreseen.contexts if batch.foreseen is not None else {}
         none: dict[str, str] = {}
+        score = self._score if not batch.related else None
         rows = []
         for record, s in memories:
-            score = None  # scored at the batch's end when some relation may name it
-            if not batch.related:
-                changed = max(s["updated_at"] or "", s.get("reviewed_at") or "")
-                score = scoring.unlinked_score(
-                    s["content"], s["topic_key"], s["type"], changed, batch.now
-                )
+            content = s["content"]
             rows.append(
-                (s["sync_id"], s["session_id"], s["type"], s["title"], s["content"],
-                 s["tool_name"], s["project"], s["scope"], s["topic_key"],
-                 normalized_hash(s["content"]), s["revision_count"], s["duplicate_count"],
-                 s["last_seen_at"], s["created_at"], s["updated_at"], s["deleted_at"],
+                (*_MEMORY_STATE(s),  # (the pin, a bool, is bound as the 0 or 1 it is stored as)
+                 normalized_hash(content),
                  contexts.get(s["project"], none).get(s["sync_id"], ""),
-                 record["hlc"], int(s["pinned"]), s["importance_override"], s["valid_from"],
-                 s["valid_to"], s["delete_reason"], s["superseded_by"], s["reviewed_at"], score)
+                 record["hlc"],
+                 # scored at the batch's end when some relation may name it
+                 None if score is None else score(
+                     content, s["topic_key"], s["type"],
+                     max(s["updated_at"] or "", s["reviewed_at"] or ""),
+                 ))
             )  # fmt: skip
         cursor = conn.executemany(_INSERT_OBSERVATION, rows)
         ids = self._inserted_ids(cursor, len(memories))
-        for rowid, row in zip(ids, rows, strict=True):
-            batch.index.inserted(rowid)  # indexed with its context at the batch's end
-            if row[-1] is None:
-                batch.rescore.add(rowid)
+        inserted = batch.index.inserted  # indexed with its context at the batch's end
+        for rowid in ids:
+            inserted(rowid)
+        if score is None:
+            batch.rescore.update(ids)
         batch.memories_arrived = True  # a waiting relation may name one
 
     def _journal(self, run: list[tuple[dict[str, Any], str | None, Planned]]) -> None:
@@ -359,33 +362,31 @@ class FreshLane:
         import orjson
 
         batch, result = self.batch, self.result
+        tail = (self.source, batch.now)
         rows = []
         won: list[bool] = []
         for record, text, planned in run:
-            if isinstance(planned, edit_lane.Edit):
-                state, wins = (planned.state, True) if planned.wins else (None, False)
-            else:
+            if planned.__class__ is dict:
                 state, wins = planned, True
+            else:
+                assert isinstance(planned, edit_lane.Edit)
+                state, wins = (planned.state, True) if planned.wins else (None, False)
             stored = text if text is not None else orjson.dumps(record).decode()
             if state is not None and stored == state_text(record, state):
                 stored = ELIDED
             won.append(wins)
-            rows.append(
-                (record["mid"], record["hlc"], record["origin"], record["entity"],
-                 record["key"], record["op"], record["project"], record["scope"], stored,
-                 self.source, batch.now)
-            )  # fmt: skip
+            rows.append((*_JOURNAL_HEADER(record), stored, *tail))
         cursor = self.conn.executemany(_INSERT_JOURNAL, rows)
         seqs = self._inserted_ids(cursor, len(run))
-        for seq, (record, _, _), wins in zip(seqs, run, won, strict=True):
-            batch.mids[record["mid"]] = seq
-            if record["op"] == "delete":  # (its source holds it: no delivery row)
-                batch.deletes.append(seq)
-            if wins:
-                kind = _KINDS[record["entity"]]
-                setattr(result, kind, getattr(result, kind) + 1)
-            else:
-                result.stale += 1
-        batch.newest = max(batch.newest, max(r["hlc"] for r, _, _ in run))
+        # (Each row: mid, hlc, origin, entity, key, op, ...)
+        batch.mids.update(zip([row[0] for row in rows], seqs, strict=True))
+        # (A delete's source holds it: no delivery row.)
+        batch.deletes.extend(seq for seq, row in zip(seqs, rows, strict=True) if row[5] == "delete")
+        applied = Counter(row[3] for row, wins in zip(rows, won, strict=True) if wins)
+        for entity, count in applied.items():
+            kind = _KINDS[entity]
+            setattr(result, kind, getattr(result, kind) + count)
+        result.stale += len(run) - sum(applied.values())
+        batch.newest = max(batch.newest, max(row[1] for row in rows))
         batch.sources.add(self.source)
-        result.applied += sum(won)
+        result.applied += sum(applied.values())
