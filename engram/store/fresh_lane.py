@@ -95,104 +95,123 @@ class FreshLane:
         it takes the fresh lane, an :class:`~engram.store.edit_lane.Edit` for the edit lane —
         else ``None``. Every address, mid, derived key and held row is looked up once here."""
         batch = self.batch
-        plans: list[Planned | None] = [None] * len(records)
-        states: list[dict[str, Any] | None] = [None] * len(records)
-        derived: list[str | None] = [None] * len(records)
+        count = len(records)
+        plans: list[Planned | None] = [None] * count
+        states: list[dict[str, Any] | None] = [None] * count
+        derived: list[str | None] = [None] * count
+        addresses: list[tuple[str, str, str] | None] = [None] * count
         seen_mids: set[str] = set()
         seen: set[tuple[str, str, str]] = set()  # every address a record of the batch names
+        repeated: set[tuple[str, str, str]] = set()  # those that more than one record names
         # Per record: 0 no lane, 1 the fresh lane if its address is free, 2 also the edit lane
         # if a memory is there, 3 only the edit lane (a soft delete), 4 the edit lane after
         # the batch's earlier records at its address (if each of those took a lane).
-        lane: list[int] = [0] * len(records)
+        lane: list[int] = [0] * count
+        edited: list[tuple[str, str]] = []  # (project, key) of the records lanes 2-4 may take
         wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
         # (Validated records: an hlc at or below the bound is within the drift, check_clock's
         # rule as one string comparison.)
         bound = hlc_bound(batch.now_ms, batch.max_drift_ms)
+        held_mids = batch.mids
         for i, record in enumerate(records):
             if record is None:
                 continue
             entity, project, key, mid = (
                 record["entity"], record["project"], record["key"], record["mid"]
             )  # fmt: skip
-            address = (entity, project, key)
+            addresses[i] = address = (entity, project, key)
+            again = address in seen
+            if again:
+                repeated.add(address)
+            else:
+                seen.add(address)
             if (
-                mid not in seen_mids
-                and batch.mids.get(mid) is None
-                and entity in _ADDRESS
-                and record["hlc"] <= bound
+                mid in seen_mids
+                or held_mids.get(mid) is not None
+                or entity not in _ADDRESS
+                or record["hlc"] > bound
             ):
-                upsert = record["op"] == "upsert"
-                if address in seen:
-                    if entity == "observation" and (upsert or not is_hard_delete(record)):
-                        lane[i] = 4
-                elif upsert:
-                    lane[i] = 2 if entity == "observation" else 1
-                elif not is_hard_delete(record):
-                    lane[i] = 3
-            seen.add(address)
-            seen_mids.add(mid)
-            if not lane[i]:
+                seen_mids.add(mid)
                 continue
+            seen_mids.add(mid)
+            if record["op"] == "upsert":
+                if again:
+                    if entity != "observation":
+                        continue
+                    lane[i] = 4
+                else:
+                    lane[i] = 2 if entity == "observation" else 1
+            elif is_hard_delete(record):
+                continue
+            else:
+                lane[i] = 4 if again else 3
             # (None: a soft delete of key fields only.) Its project is the record's: a payload
             # naming another one never validates, and one naming none gets the record's.
-            state = full_state(record)
+            state = states[i] = full_state(record)
+            keys = wanted[(entity, project)]
+            keys.add(key)
             if state is not None and entity != "session":
-                copy_key = derived_key(entity, state)
+                keys.add(copy_key := derived_key(entity, state))
                 derived[i] = copy_key
-                wanted[(entity, project)].add(copy_key)
-            states[i] = state
-            wanted[(entity, project)].add(key)
+            if lane[i] > 1:
+                edited.append((project, key))
         taken = self._taken(wanted)
-        held = self._held(records, lane, taken)
-        #: The clock of each address after the batch's records so far, while each of them took
-        #: a lane (so that nothing but the lanes wrote there).
+        held = self._held(edited, taken)
+        # A Go-derived key that names a row, a tombstone or any address of the batch.
+        named = seen | taken
+        #: The clock of each address named more than once after the batch's records so far,
+        #: while each of them took a lane (so that nothing but the lanes wrote there).
         clocks: dict[tuple[str, str, str], str] = {}
-        for i, record in enumerate(records):
-            if record is None:
+        for i, address in enumerate(addresses):
+            if address is None:
                 continue
-            address = (entity, project, key) = record["entity"], record["project"], record["key"]
+            way = lane[i]
             other = derived[i]
-            if not lane[i] or (other is not None and (
-                other == key or (entity, project, other) in taken
-                or (entity, project, other) in seen
+            if not way or (other is not None and (
+                other == address[2] or (address[0], address[1], other) in named
             )):  # fmt: skip
-                clocks.pop(address, None)  # one by one (the Go copy rule must look, say)
+                if address in repeated:
+                    clocks.pop(address, None)  # one by one (the Go copy rule must look, say)
                 continue
             planned: Planned | None = None
-            if lane[i] == 4:
+            if way == 4:
                 clock = clocks.get(address)
                 if clock is not None:
+                    record = records[i]
+                    assert record is not None
                     planned = edit_lane.plan(record, edit_lane.Held(0, clock, None), states[i])
             elif address not in taken:
-                if lane[i] < 3:
+                if way < 3:
                     planned = states[i]
-            elif lane[i] > 1 and edit_lane.qualifies(found := held.get((project, key))):
+            elif way > 1 and edit_lane.qualifies(found := held.get((address[1], address[2]))):
                 assert found is not None
+                record = records[i]
+                assert record is not None
                 planned = edit_lane.plan(record, found, states[i])
             if planned is None or (
-                isinstance(planned, edit_lane.Edit) and not edit_lane.qualifies(planned.held)
+                planned.__class__ is edit_lane.Edit and not edit_lane.qualifies(planned.held)
             ):
-                clocks.pop(address, None)
+                if address in repeated:
+                    clocks.pop(address, None)
                 continue
             plans[i] = planned
-            # An edit that loses leaves the row's clock, not its own, for the next record.
-            held_hlc = planned.held.hlc if isinstance(planned, edit_lane.Edit) else ""
-            clocks[address] = max(clocks.get(address, ""), held_hlc, record["hlc"])
+            if address in repeated:  # (only a later record at the address reads its clock)
+                # An edit that loses leaves the row's clock, not its own, for the next record.
+                held_hlc = planned.held.hlc if isinstance(planned, edit_lane.Edit) else ""
+                record = records[i]
+                assert record is not None
+                clocks[address] = max(clocks.get(address, ""), held_hlc, record["hlc"])
         return plans
 
     def _held(
-        self,
-        records: Sequence[dict[str, Any] | None],
-        lane: list[int],
-        taken: set[tuple[str, str, str]],
+        self, edited: list[tuple[str, str]], taken: set[tuple[str, str, str]]
     ) -> dict[tuple[str, str], edit_lane.Held]:
-        """The rows (as they are before the batch) of the memories the edit lane may take."""
+        """The rows (as they are before the batch) of the memories the edit lane may take
+        (``edited``: their project and key)."""
         keys: dict[str, list[str]] = defaultdict(list)
-        for i, record in enumerate(records):
-            if lane[i] > 1:
-                assert record is not None
-                if ("observation", record["project"], record["key"]) in taken:
-                    keys[record["project"]].append(record["key"])
+        for project, key in edited:
+            if ("observation", project, key) in taken:
+                keys[project].append(key)
         held: dict[tuple[str, str], edit_lane.Held] = {}
         for project, wanted in keys.items():
             rows = edit_lane.held_rows(self.conn, project, sorted(wanted))
@@ -283,15 +302,16 @@ class FreshLane:
         missing = {(s["project"], s["session_id"]) for s in states} - batch.sessions
         if not missing:
             return
-        by_project: dict[str, set[str]] = defaultdict(set)
-        for project, session in missing:
-            by_project[project].add(session)
         present: set[tuple[str, str]] = set()
-        for project, ids in by_project.items():
-            found = self._present("sessions", "id", "", project, ids)
-            if batch.tombstones:
-                found |= self._present("sync_tombstones", "key", "session", project, ids)
-            present.update((project, session) for session in found)
+        # A session that is here needs no lookup: the stub's INSERT OR IGNORE leaves it as
+        # it is. Only a tombstone (a session deleted here) must be looked for, when any may be.
+        if batch.tombstones:
+            by_project: dict[str, set[str]] = defaultdict(set)
+            for project, session in missing:
+                by_project[project].add(session)
+            for project, ids in by_project.items():
+                found = self._present("sync_tombstones", "key", "session", project, ids)
+                present.update((project, session) for session in found)
         from engram.store.replication import STUB_STARTED_AT
 
         self.conn.executemany(
