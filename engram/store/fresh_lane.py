@@ -162,28 +162,28 @@ class FreshLane:
         #: The clock of each address named more than once after the batch's records so far,
         #: while each of them took a lane (so that nothing but the lanes wrote there).
         clocks: dict[tuple[str, str, str], str] = {}
-        for i, address in enumerate(addresses):
-            if address is None:
+        for i, place in enumerate(addresses):
+            if place is None:
                 continue
             way = lane[i]
             other = derived[i]
             if not way or (other is not None and (
-                other == address[2] or (address[0], address[1], other) in named
+                other == place[2] or (place[0], place[1], other) in named
             )):  # fmt: skip
-                if address in repeated:
-                    clocks.pop(address, None)  # one by one (the Go copy rule must look, say)
+                if place in repeated:
+                    clocks.pop(place, None)  # one by one (the Go copy rule must look, say)
                 continue
             planned: Planned | None = None
             if way == 4:
-                clock = clocks.get(address)
+                clock = clocks.get(place)
                 if clock is not None:
                     record = records[i]
                     assert record is not None
                     planned = edit_lane.plan(record, edit_lane.Held(0, clock, None), states[i])
-            elif address not in taken:
+            elif place not in taken:
                 if way < 3:
                     planned = states[i]
-            elif way > 1 and edit_lane.qualifies(found := held.get((address[1], address[2]))):
+            elif way > 1 and edit_lane.qualifies(found := held.get((place[1], place[2]))):
                 assert found is not None
                 record = records[i]
                 assert record is not None
@@ -191,16 +191,16 @@ class FreshLane:
             if planned is None or (
                 planned.__class__ is edit_lane.Edit and not edit_lane.qualifies(planned.held)
             ):
-                if address in repeated:
-                    clocks.pop(address, None)
+                if place in repeated:
+                    clocks.pop(place, None)
                 continue
             plans[i] = planned
-            if address in repeated:  # (only a later record at the address reads its clock)
+            if place in repeated:  # (only a later record at the address reads its clock)
                 # An edit that loses leaves the row's clock, not its own, for the next record.
                 held_hlc = planned.held.hlc if isinstance(planned, edit_lane.Edit) else ""
                 record = records[i]
                 assert record is not None
-                clocks[address] = max(clocks.get(address, ""), held_hlc, record["hlc"])
+                clocks[place] = max(clocks.get(place, ""), held_hlc, record["hlc"])
         return plans
 
     def _held(
@@ -385,11 +385,11 @@ class FreshLane:
         tail = (self.source, batch.now)
         rows = []
         won: list[bool] = []
+        state: dict[str, Any] | None
         for record, text, planned in run:
-            if planned.__class__ is dict:
+            if isinstance(planned, dict):
                 state, wins = planned, True
             else:
-                assert isinstance(planned, edit_lane.Edit)
                 state, wins = (planned.state, True) if planned.wins else (None, False)
             stored = text if text is not None else orjson.dumps(record).decode()
             if state is not None and stored == state_text(record, state):
