@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engram import collector
 from engram.errors import InvalidMutationError
 from engram.store.models import ApplyResult
 from engram.store.replication import Received
@@ -120,6 +121,7 @@ class ChunkImporter:
         with (
             self.progress("Importing chunks", sum(c.mutations for c in work)) as advance,
             self.store.db.bulk_writes(),
+            collector.paused(),  # (engram/collector.py: ~4% of an import's CPU)
         ):
             self._groups(deque(work), report, done, advance)
         totals: Counter[tuple[str, bool]] = Counter()
