@@ -294,6 +294,13 @@ def derived_sync_id(
     machine that imports the same row — from the same export or chunk, any number of times —
     gives it the same key, and importing it again adds nothing. Never random, never the
     importer's origin."""
+    return derived_id(entity, project, session_id, created_at, title, content)
+
+
+def derived_id(
+    entity: str, project: str, session_id: str, created_at: str, title: str | None, content: str
+) -> str:
+    """:func:`derived_sync_id` with its arguments by position."""
     if entity == "observation":
         text = f"{project}\0{session_id}\0{created_at}\0{title or ''}\0{content}"
         return "obs-" + hashlib.sha256(text.encode()).hexdigest()[:16]

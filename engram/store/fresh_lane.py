@@ -85,8 +85,9 @@ class FreshLane:
         self._run: list[tuple[dict[str, Any], str | None, Planned]] = []
         #: The memories the run writes, ``(project, key)``.
         self._written: set[tuple[str, str]] = set()
-        #: The states (their ``id``) that :func:`verbatim_state` gave: their records' payloads.
-        self._verbatim: set[int] = set()
+        #: The states :func:`verbatim_state` gave (their records' payloads), by ``id`` (each
+        #: held here, so that no other object can take its id while the batch runs).
+        self._verbatim: dict[int, dict[str, Any]] = {}
         #: Each new memory's score (when no relation may name it), at the batch's instant.
         self._score = scoring.unlinked_scorer(batch.now)
 
@@ -154,7 +155,7 @@ class FreshLane:
             if state is None:
                 state = states[i] = full_state(record)
             else:  # (its journal row's elision check is the record's own text: _journal)
-                verbatim.add(id(state))
+                verbatim[id(state)] = state
             keys = wanted[(entity, project)]
             keys.add(key)
             if state is not None and entity != "session":
@@ -414,7 +415,7 @@ class FreshLane:
                 state, wins = (planned.state, True) if planned.wins else (None, False)
             if state is not None and (
                 elides_verbatim(record, text, state)
-                if id(state) in verbatim
+                if verbatim.get(id(state)) is state
                 else state_text(record, state)
                 == (text if text is not None else orjson.dumps(record).decode())
             ):
