@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from engram.errors import InvalidMutationError
 from engram.store.models import ApplyResult
 from engram.sync.git.chunk import BadChunkError
+from engram.sync.git.collector import ChunkCollections
 from engram.sync.git.ledger import ChunkLedger, HeldNote
 from engram.sync.git.listing import ListedChunk
 from engram.sync.git.reader import ChunkReader, RecordBatch
@@ -89,6 +90,8 @@ class ChunkImporter:
         self.scope = scope
         self.ledger = ledger
         self.progress = progress
+        #: The collector's pause during :meth:`run` (one collection of the young per chunk).
+        self._collections: ChunkCollections | None = None
 
     def run(self, listed: list[ListedChunk], report: ImportReport) -> None:
         """Apply every chunk not applied yet, and re-read those whose held-back records the
@@ -110,7 +113,9 @@ class ChunkImporter:
         with (
             self.progress("Importing chunks", sum(c.mutations for c in work)) as advance,
             self.store.db.bulk_writes(),
+            ChunkCollections() as collections,
         ):
+            self._collections = collections
             self._groups(deque(work), report, done, advance)
         totals: Counter[tuple[str, bool]] = Counter()
         for note in self.ledger.held():
@@ -153,6 +158,7 @@ class ChunkImporter:
                         ):
                             break
                         group.append((chunk, self._applied(chunk)))
+                        self._chunk_done()
                         queue.popleft()
                         size += chunk.mutations
                         if chunk.id not in advanced:
@@ -178,6 +184,7 @@ class ChunkImporter:
         try:
             with self.store.db.write():
                 applied = self._applied(chunk)
+                self._chunk_done()
         except ChunkTooLargeError as exc:
             self.ledger.note_refused(chunk.id, chunk.path, exc.reason)
             report.failures.append(ChunkProblem(chunk.id, exc.reason))
@@ -186,6 +193,11 @@ class ChunkImporter:
             report.failures.append(ChunkProblem(chunk.id, exc.reason))
             return
         applied.report(report, again=again)
+
+    def _chunk_done(self) -> None:
+        """A chunk has been applied, and its records freed (see :mod:`.collector`)."""
+        if self._collections is not None:
+            self._collections.chunk_done()
 
     def _applied(self, chunk: ListedChunk) -> _Applied:
         """Inside the caller's write transaction: apply ``chunk``'s allowed records, note
