@@ -63,13 +63,18 @@ def test_port_zero_binds_a_free_port_and_says_which(
             raise AssertionError("".join(said))
         port = int(match.group(1))
         assert port not in (0, 8080)
+
         def healthy() -> httpx.Response | None:  # the workers may take a moment to accept
+            if process.poll() is not None:
+                raise AssertionError(f"the server exited ({process.returncode}): {said}")
             try:
                 return httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
             except httpx.TransportError:
                 return None
 
-        health = wait_until(healthy, every=0.1)
+        # Each worker imports the whole app before it accepts: on a loaded 2-core machine
+        # that took over 20 s once (not a speed check, so the wait is generous).
+        health = wait_until(healthy, timeout=90, every=0.1)
         assert health.json() == {"service": "engram-cloud", "status": "ok"}
     finally:
         stop_process(process)
