@@ -86,9 +86,10 @@ class ChunkReader:
             yield from self._go(ChunkStream(self.chunk_id, raw, limit=MAX_GO_BYTES))
 
     def _jsonl(self, stream: ChunkStream) -> Iterator[RecordBatch]:
-        # (RecordBatch.add inlined, and each line's Received made here: this loop runs for
-        # every record of an import)
-        loads, invalid = orjson.loads, orjson.JSONDecodeError
+        # (RecordBatch.add inlined, and each line's Received made here, as the tuple it is:
+        # its NamedTuple constructor is a Python call; this loop runs for every record of an
+        # import)
+        loads, invalid, pair = orjson.loads, orjson.JSONDecodeError, tuple.__new__
         batch = RecordBatch()
         items, records, lines, size = batch.items, batch.records, batch.lines, 0
         for number, line in jsonl_lines(stream):
@@ -100,7 +101,7 @@ class ChunkReader:
                 value = None
             text = line.decode("utf-8", "replace")
             if value.__class__ is dict:
-                items.append(Received(text, value))
+                items.append(pair(Received, (text, value)))
                 records.append(value)
             else:
                 items.append(text)

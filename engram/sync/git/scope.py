@@ -150,11 +150,12 @@ def personal_sql(count: int) -> str:
     one up through an index of addresses instead of scanning the whole project (which it
     prefers for ``project = ? AND sync_id IN (…)``: 20x slower on 100,000 memories), and that
     index is the one of personal memories only: SQLite would take the unique index of every
-    address, then read each found key's row for its scope (12x slower at 100,000)."""
+    address, then read each found key's row for its scope (12x slower at 100,000). (``IS``:
+    the index's own condition, see ``migration_personal_index``.)"""
     values = ", ".join("(?)" for _ in range(count))
     return f"""WITH wanted(key) AS (VALUES {values})
         SELECT o.sync_id FROM wanted CROSS JOIN observations o INDEXED BY observations_personal
-          ON o.sync_id = wanted.key AND o.project = ? AND o.scope = 'personal'
+          ON o.sync_id = wanted.key AND o.project = ? AND o.scope IS 'personal'
         UNION ALL
         SELECT t.key FROM wanted CROSS JOIN sync_tombstones t
           ON t.entity = 'observation' AND t.key = wanted.key AND t.project = ?

@@ -195,3 +195,20 @@ def test_a_store_before_the_migration_gets_the_personal_index(tmp_path) -> None:
         assert store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION
         found = store.db.conn.execute(personal_sql(1), [kept.observation.sync_id, "acme", "acme"])
         assert [row[0] for row in found] == [kept.observation.sync_id]
+
+
+def test_the_personal_index_leaves_other_statements_prepared_once(store: Store) -> None:
+    """SQLite decides whether a statement may use a partial index by comparing its terms with
+    the index's condition: against ``scope = 'personal'`` a term ``scope = ?`` (a save's
+    duplicate lookup, a topic's) made the statement depend on the value bound to it, prepared
+    again on every run (saves 15% slower). Against ``scope IS 'personal'`` no statement's term
+    compares (no statement compares the scope with a parameter by IS)."""
+    import re
+    from pathlib import Path
+
+    import engram
+
+    ddl = str(store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'observations_personal'"))
+    assert ddl.endswith("WHERE scope IS 'personal'"), ddl
+    source = "\n".join(p.read_text() for p in Path(engram.__file__).parent.rglob("*.py"))
+    assert not re.search(r"scope\s+IS\s+\?", source, re.IGNORECASE)
