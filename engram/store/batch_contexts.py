@@ -217,14 +217,15 @@ def rederive_sessions(
     wanted = sorted(s for s in sessions if is_agent_session(s[0]))
     changed = 0
     for start in range(0, len(wanted), 400):
-        updates: list[tuple[str, int]] = []
-        for rowid, current, context in _read_and_derived(conn, wanted[start : start + 400]):
-            if context == current:
-                continue
-            index.before_change("observations", "id", rowid, own_text=False)
-            updates.append((context, rowid))
-        # In rowid order, one statement (a bulk import changes most rows of its sessions).
+        updates = [
+            (context, rowid)
+            for rowid, current, context in _read_and_derived(conn, wanted[start : start + 400])
+            if context != current
+        ]
+        # In rowid order, one statement (a bulk import changes most rows of its sessions);
+        # their indexed values noted first, a few statements for all.
         updates.sort(key=lambda update: update[1])
+        index.before_changes([rowid for _, rowid in updates], own_text=False)
         conn.executemany("UPDATE observations SET search_context = ? WHERE id = ?", updates)
         changed += len(updates)
     return changed

@@ -141,16 +141,19 @@ class DeferredIndex:
             vector_queue.forget(self.conn, [row[0] for row in rows])
             graph_rows.forget(self.conn, [row[0] for row in rows])
 
-    def before_changes(self, rowids: Sequence[int]) -> None:
-        """:meth:`before_change` of observations ``rowids`` (by id, their own text) at once,
-        a few statements for all of them (a bulk apply's edits)."""
+    def before_changes(self, rowids: Sequence[int], *, own_text: bool = True) -> None:
+        """:meth:`before_change` of observations ``rowids`` (by id) at once, a few statements
+        for all of them (a bulk apply's edits, or its rewritten contexts: ``own_text``
+        False)."""
         fresh = [rowid for rowid in rowids if rowid in self._fresh]
-        if fresh:  # not indexed yet, and no vector yet either
+        if fresh and own_text:  # not indexed yet, and no vector yet either
             vector_queue.forget(self.conn, fresh)
+        old = self._old["observations"]
         held = [rowid for rowid in rowids if rowid not in self._fresh]
+        if not own_text:  # (a row noted before: its old values are known, nothing else to do)
+            held = [rowid for rowid in held if rowid not in old]
         if not held:
             return
-        old = self._old["observations"]
         _, cols = _INDEXES["observations"]
         found: list[int] = []
         for part in vector_queue.chunks(held):
@@ -162,8 +165,9 @@ class DeferredIndex:
             for row in rows:
                 old.setdefault(row[0], tuple(row))
                 found.append(row[0])
-        vector_queue.forget(self.conn, found)
-        graph_rows.forget(self.conn, found)
+        if own_text:
+            vector_queue.forget(self.conn, found)
+            graph_rows.forget(self.conn, found)
 
     def flush(self) -> None:
         """Remove the noted old values (in rowid order), then index every changed and new row

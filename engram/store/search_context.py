@@ -247,6 +247,16 @@ class ContextRefresh:
         :meth:`observation` then :meth:`settle` would find, without reading the row twice."""
         spots = {_state_spot(rowid, state) for state in (before, after) if state is not None}
         self.touched.update((spot.session_id, spot.project) for spot in spots)
+        if (
+            after is not None
+            and len(spots) == 1
+            and _piece(before["title"], before["content"]) == _piece(after["title"], after["content"])
+        ):
+            # The same place and the same piece: a row's context never quotes the row itself,
+            # and the rows after it quote only its piece, so no context changes (an edit past
+            # a long memory's first PIECE_CHARS characters, a pin, a topic: most of an import's
+            # edits, each of which re-derived the row and the two after it, ~10 statements).
+            return
         if self.deferred:  # the rows after them are found at the flush (most need no lookup)
             self._due.add(rowid)
             self._places.update(spot for spot in spots if spot.live)

@@ -277,3 +277,79 @@ def test_an_edit_after_a_losing_record_is_judged_against_the_row(make_store, mon
     assert [o.content for o in bulk.recent_observations("p")] == ["walrus newest"]
     assert everything(bulk) == everything(one)
     assert result.stale == sum(r.stale for r in singles) == 2
+
+
+def long_memories_edited(make_store, *, at_head: bool) -> tuple[Store, Store, Store, list[Any]]:
+    """``(a, one, bulk)`` and ``a``'s edits: ``one`` and ``bulk`` hold ``a``'s BULK_RECORDS
+    memories of one agent session, each longer than a neighbour quotes of it
+    (``PIECE_CHARS``), and a prompt; the edits rewrite each memory's text past that cut
+    (``at_head`` False: what the rows after it quote stays) or at its start."""
+    from engram.store.search_context import PIECE_CHARS
+
+    a, one, bulk = make_store("a"), make_store("one"), make_store("bulk")
+    a.add_prompt(content="walrus prompt", project="p", session_id="s1")
+    tail = " filler" * (PIECE_CHARS // 6)
+    ids = [a.add_observation(title=f"Memory {i}", content=f"walrus fact {i}{tail}", project="p",
+                             session_id="s1").observation.id for i in range(BULK_RECORDS)]  # fmt: skip
+    for store in (one, bulk):
+        store.apply_mutations([e.record for e in a.journal.pending("x")], source="git:/a")
+    start = len(a.journal.pending("x"))
+    for memory in ids:
+        text = a.get_observation(memory).content
+        a.update_observation(
+            memory, content=f"narwhal {memory} {text}" if at_head else f"{text} narwhal {memory}"
+        )
+    return a, one, bulk, [e.record for e in a.journal.pending("x")][start:]
+
+
+#: The statements that derive a context or look for the rows after a place, or rewrite one.
+_DERIVING = ("SELECT title, content FROM observations WHERE session_id",
+             "SELECT session_id, project, scope, created_at, sync_id, deleted_at, search_context",
+             "SELECT id FROM observations", "UPDATE observations SET search_context")  # fmt: skip
+
+
+def _contexts_by_key(store: Store) -> dict[str, str]:
+    return {r[0]: r[1] for r in store.db.rows("SELECT sync_id, search_context FROM observations")}
+
+
+def _contexts_are_the_rules(store: Store) -> None:
+    from engram.store.search_context import _derived
+
+    assert all(current == rule for _, current, rule in _derived(store.db.conn))
+
+
+def test_an_edit_that_leaves_what_its_neighbours_quote_derives_no_context(make_store) -> None:
+    """An edit past the part of a memory its neighbours quote, in place (same session, time,
+    scope, live), changes no session context: a row's context never quotes the row itself.
+    The bulk apply derives none (it re-derived each edited row and the two after it, ten
+    statements an edit), and leaves what one by one leaves."""
+    a, one, bulk, edits = long_memories_edited(make_store, at_head=False)
+    for record in edits:
+        one.apply_mutations([record], source="git:/a")
+    seen: list[str] = []
+    bulk.db.conn.set_trace_callback(seen.append)
+    try:
+        result = bulk.apply_mutations(edits, source="git:/a")
+    finally:
+        bulk.db.conn.set_trace_callback(None)
+    assert result.observations == BULK_RECORDS
+    derivations = [s for s in (" ".join(s.split()) for s in seen) if s.startswith(_DERIVING)]
+    assert derivations == [], derivations
+    assert everything(bulk) == everything(one)
+    assert _contexts_by_key(bulk) == _contexts_by_key(a)
+    _contexts_are_the_rules(bulk)
+    assert bulk.search("narwhal", project="p")  # the edited text itself is indexed
+
+
+def test_an_edit_of_what_its_neighbours_quote_re_derives_their_contexts(make_store) -> None:
+    """The same edits at the start of each memory: the rows after each take the new text
+    into their context, in the bulk apply as one by one, as the rule says."""
+    a, one, bulk, edits = long_memories_edited(make_store, at_head=True)
+    for record in edits:
+        one.apply_mutations([record], source="git:/a")
+    bulk.apply_mutations(edits, source="git:/a")
+    assert everything(bulk) == everything(one)
+    assert _contexts_by_key(bulk) == _contexts_by_key(a)
+    _contexts_are_the_rules(bulk)
+    quoting = bulk.db.rows("SELECT count(*) FROM observations WHERE search_context LIKE '%narwhal%'")
+    assert quoting[0][0] == BULK_RECORDS - 1  # every memory but the first quotes one before

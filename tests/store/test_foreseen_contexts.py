@@ -281,6 +281,30 @@ def test_a_held_session_is_checked_and_only_wrong_rows_rewritten(make_store) -> 
     assert len(rewritten) == 2, rewritten  # obs-004 and obs-006; obs-007 had two neighbours
 
 
+def test_held_rows_rewritten_are_read_for_the_index_set_wise(make_store) -> None:
+    """A prompt that arrives before every memory a session held changes all their contexts:
+    the check rewrites them, in the bulk apply as one by one, reading their indexed values
+    (which the full-text index needs to drop their old entries) in one statement, not one
+    statement a row."""
+    held = [memory(f"obs-{i:03d}", "s1", 10 + i, f"Held {i}", f"otter note {i}")
+            for i in range(30)]  # fmt: skip
+    batch = [prompt("prompt-001", "s1", 1, "walrus question"), *filler()]
+    _, bulk = one_by_one_and_bulk(make_store, batch, held)
+    assert all("walrus question" in stored(bulk)[("p", f"obs-{i:03d}")] for i in range(30))
+    again = make_store("again")
+    for record in held:
+        again.apply_mutations([record], source="git:/x")
+    seen: list[str] = []
+    again.db.conn.set_trace_callback(seen.append)
+    try:
+        again.apply_mutations(batch, source="git:/x")
+    finally:
+        again.db.conn.set_trace_callback(None)
+    assert stored(again) == stored(bulk)
+    one_row = [s for s in seen if s.startswith("SELECT id, title, content") and "WHERE id = " in s]
+    assert one_row == [], one_row
+
+
 def test_a_prompt_of_the_same_second_re_derives_what_it_leads_to(make_store) -> None:
     """Applied one at a time, a prompt re-derives the memories it may lead to. Within one
     second the rule orders prompts by key tail, not by key: the lookup of "the next prompt"
