@@ -17,6 +17,7 @@ travels with the memory); the computed score is local, derived data (docs/import
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -140,6 +141,34 @@ def compute(
     values = _signal_values(content, topic_key, type, int(links or 0), changed_at,
                             int(access_count or 0), now or datetime.now(UTC))  # fmt: skip
     return _score(*values)
+
+
+def unlinked_scorer(now: datetime) -> Callable[[str, str | None, str | None, str | None], float]:
+    """``compute(content, topic_key, type, 0, changed_at, 0, now)`` — a memory no relation
+    names and nobody read — as one call, for a batch that scores thousands of memories at
+    the one instant ``now``: the same signals and sum, without the general path's calls (an
+    import scored each new memory in ~2 µs, most of it calls), each time since a memory
+    changed worked out once."""
+    recency_of: dict[str | None, float] = {}
+
+    def score(
+        content: str, topic_key: str | None, type: str | None, changed_at: str | None
+    ) -> float:
+        recency = recency_of.get(changed_at)
+        if recency is None:
+            recency = recency_of[changed_at] = max(
+                1.0 - days_since(changed_at, now) / RECENCY_DAYS, 0.0
+            )
+        # (No links and no reads: their signals are 0.0, as _signal_values gives them.)
+        return _score(
+            min(len(content or "") / LENGTH_FULL, 1.0),
+            min(topic_count(topic_key, type) / TOPICS_FULL, 1.0),
+            0.0,
+            recency,
+            0.0,
+        )
+
+    return score
 
 
 def sql_function() -> Any:

@@ -21,12 +21,13 @@ its own key and names no row or batch record (else the copy rule must look).
 
 from __future__ import annotations
 
+import operator
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engram.record import full_state, hlc_bound, is_hard_delete
+from engram.record import STATE_FIELDS, full_state, hlc_bound, is_hard_delete
 from engram.store import edit_lane, scoring
 from engram.store.go_copies import derived_key
 from engram.store.identity import STUB_HLC
@@ -56,17 +57,18 @@ _INSERT_SESSION = """INSERT INTO sessions(id, project, directory, started_at, en
                          summary = excluded.summary, hlc = excluded.hlc"""
 _INSERT_PROMPT = """INSERT INTO user_prompts(sync_id, session_id, content, project, created_at,
                         hlc) VALUES (?, ?, ?, ?, ?, ?)"""
-_INSERT_OBSERVATION = """INSERT INTO observations(sync_id, session_id, type, title, content,
-                             tool_name, project, scope, topic_key, normalized_hash,
-                             revision_count, duplicate_count, last_seen_at, created_at,
-                             updated_at, deleted_at, search_context, hlc, pinned,
-                             importance_override, valid_from, valid_to, delete_reason,
-                             superseded_by, reviewed_at, importance)
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                             ?, ?, ?, ?, ?)"""
+#: A new memory's row: its replicated state (:func:`full_state`'s fields), then what this store
+#: derives from it.
+_MEMORY_STATE = operator.itemgetter(*STATE_FIELDS["observation"])
+_INSERT_OBSERVATION = f"""INSERT INTO observations({", ".join(STATE_FIELDS["observation"])},
+                              normalized_hash, search_context, hlc, importance)
+                          VALUES ({", ".join("?" * (len(STATE_FIELDS["observation"]) + 4))})"""
 _INSERT_JOURNAL = """INSERT INTO sync_journal(mid, hlc, origin, entity, key, op, project, scope,
                          record, source, recorded_at)
                      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_JOURNAL_HEADER = operator.itemgetter(
+    "mid", "hlc", "origin", "entity", "key", "op", "project", "scope"
+)
 _INSERT_STUB = """INSERT OR IGNORE INTO sessions(id, project, directory, started_at, hlc)
                   VALUES (?, ?, '', ?, ?)"""
 
@@ -83,6 +85,8 @@ class FreshLane:
         self._run: list[tuple[dict[str, Any], str | None, Planned]] = []
         #: The memories the run writes, ``(project, key)``.
         self._written: set[tuple[str, str]] = set()
+        #: Each new memory's score (when no relation may name it), at the batch's instant.
+        self._score = scoring.unlinked_scorer(batch.now)
 
     # --- which records qualify -------------------------------------------------------------
 
@@ -91,104 +95,123 @@ class FreshLane:
         it takes the fresh lane, an :class:`~engram.store.edit_lane.Edit` for the edit lane —
         else ``None``. Every address, mid, derived key and held row is looked up once here."""
         batch = self.batch
-        plans: list[Planned | None] = [None] * len(records)
-        states: list[dict[str, Any] | None] = [None] * len(records)
-        derived: list[str | None] = [None] * len(records)
+        count = len(records)
+        plans: list[Planned | None] = [None] * count
+        states: list[dict[str, Any] | None] = [None] * count
+        derived: list[str | None] = [None] * count
+        addresses: list[tuple[str, str, str] | None] = [None] * count
         seen_mids: set[str] = set()
         seen: set[tuple[str, str, str]] = set()  # every address a record of the batch names
+        repeated: set[tuple[str, str, str]] = set()  # those that more than one record names
         # Per record: 0 no lane, 1 the fresh lane if its address is free, 2 also the edit lane
         # if a memory is there, 3 only the edit lane (a soft delete), 4 the edit lane after
         # the batch's earlier records at its address (if each of those took a lane).
-        lane: list[int] = [0] * len(records)
+        lane: list[int] = [0] * count
+        edited: list[tuple[str, str]] = []  # (project, key) of the records lanes 2-4 may take
         wanted: dict[tuple[str, str], set[str]] = defaultdict(set)
         # (Validated records: an hlc at or below the bound is within the drift, check_clock's
         # rule as one string comparison.)
         bound = hlc_bound(batch.now_ms, batch.max_drift_ms)
+        held_mids = batch.mids
         for i, record in enumerate(records):
             if record is None:
                 continue
             entity, project, key, mid = (
                 record["entity"], record["project"], record["key"], record["mid"]
             )  # fmt: skip
-            address = (entity, project, key)
+            addresses[i] = address = (entity, project, key)
+            again = address in seen
+            if again:
+                repeated.add(address)
+            else:
+                seen.add(address)
             if (
-                mid not in seen_mids
-                and batch.mids.get(mid) is None
-                and entity in _ADDRESS
-                and record["hlc"] <= bound
+                mid in seen_mids
+                or held_mids.get(mid) is not None
+                or entity not in _ADDRESS
+                or record["hlc"] > bound
             ):
-                upsert = record["op"] == "upsert"
-                if address in seen:
-                    if entity == "observation" and (upsert or not is_hard_delete(record)):
-                        lane[i] = 4
-                elif upsert:
-                    lane[i] = 2 if entity == "observation" else 1
-                elif not is_hard_delete(record):
-                    lane[i] = 3
-            seen.add(address)
-            seen_mids.add(mid)
-            if not lane[i]:
+                seen_mids.add(mid)
                 continue
+            seen_mids.add(mid)
+            if record["op"] == "upsert":
+                if again:
+                    if entity != "observation":
+                        continue
+                    lane[i] = 4
+                else:
+                    lane[i] = 2 if entity == "observation" else 1
+            elif is_hard_delete(record):
+                continue
+            else:
+                lane[i] = 4 if again else 3
             # (None: a soft delete of key fields only.) Its project is the record's: a payload
             # naming another one never validates, and one naming none gets the record's.
-            state = full_state(record)
+            state = states[i] = full_state(record)
+            keys = wanted[(entity, project)]
+            keys.add(key)
             if state is not None and entity != "session":
-                copy_key = derived_key(entity, state)
+                keys.add(copy_key := derived_key(entity, state))
                 derived[i] = copy_key
-                wanted[(entity, project)].add(copy_key)
-            states[i] = state
-            wanted[(entity, project)].add(key)
+            if lane[i] > 1:
+                edited.append((project, key))
         taken = self._taken(wanted)
-        held = self._held(records, lane, taken)
-        #: The clock of each address after the batch's records so far, while each of them took
-        #: a lane (so that nothing but the lanes wrote there).
+        held = self._held(edited, taken)
+        # A Go-derived key that names a row, a tombstone or any address of the batch.
+        named = seen | taken
+        #: The clock of each address named more than once after the batch's records so far,
+        #: while each of them took a lane (so that nothing but the lanes wrote there).
         clocks: dict[tuple[str, str, str], str] = {}
-        for i, record in enumerate(records):
-            if record is None:
+        for i, place in enumerate(addresses):
+            if place is None:
                 continue
-            address = (entity, project, key) = record["entity"], record["project"], record["key"]
+            way = lane[i]
             other = derived[i]
-            if not lane[i] or (other is not None and (
-                other == key or (entity, project, other) in taken
-                or (entity, project, other) in seen
+            if not way or (other is not None and (
+                other == place[2] or (place[0], place[1], other) in named
             )):  # fmt: skip
-                clocks.pop(address, None)  # one by one (the Go copy rule must look, say)
+                if place in repeated:
+                    clocks.pop(place, None)  # one by one (the Go copy rule must look, say)
                 continue
             planned: Planned | None = None
-            if lane[i] == 4:
-                clock = clocks.get(address)
+            if way == 4:
+                clock = clocks.get(place)
                 if clock is not None:
+                    record = records[i]
+                    assert record is not None
                     planned = edit_lane.plan(record, edit_lane.Held(0, clock, None), states[i])
-            elif address not in taken:
-                if lane[i] < 3:
+            elif place not in taken:
+                if way < 3:
                     planned = states[i]
-            elif lane[i] > 1 and edit_lane.qualifies(found := held.get((project, key))):
+            elif way > 1 and edit_lane.qualifies(found := held.get((place[1], place[2]))):
                 assert found is not None
+                record = records[i]
+                assert record is not None
                 planned = edit_lane.plan(record, found, states[i])
             if planned is None or (
-                isinstance(planned, edit_lane.Edit) and not edit_lane.qualifies(planned.held)
+                planned.__class__ is edit_lane.Edit and not edit_lane.qualifies(planned.held)
             ):
-                clocks.pop(address, None)
+                if place in repeated:
+                    clocks.pop(place, None)
                 continue
             plans[i] = planned
-            # An edit that loses leaves the row's clock, not its own, for the next record.
-            held_hlc = planned.held.hlc if isinstance(planned, edit_lane.Edit) else ""
-            clocks[address] = max(clocks.get(address, ""), held_hlc, record["hlc"])
+            if place in repeated:  # (only a later record at the address reads its clock)
+                # An edit that loses leaves the row's clock, not its own, for the next record.
+                held_hlc = planned.held.hlc if isinstance(planned, edit_lane.Edit) else ""
+                record = records[i]
+                assert record is not None
+                clocks[place] = max(clocks.get(place, ""), held_hlc, record["hlc"])
         return plans
 
     def _held(
-        self,
-        records: Sequence[dict[str, Any] | None],
-        lane: list[int],
-        taken: set[tuple[str, str, str]],
+        self, edited: list[tuple[str, str]], taken: set[tuple[str, str, str]]
     ) -> dict[tuple[str, str], edit_lane.Held]:
-        """The rows (as they are before the batch) of the memories the edit lane may take."""
+        """The rows (as they are before the batch) of the memories the edit lane may take
+        (``edited``: their project and key)."""
         keys: dict[str, list[str]] = defaultdict(list)
-        for i, record in enumerate(records):
-            if lane[i] > 1:
-                assert record is not None
-                if ("observation", record["project"], record["key"]) in taken:
-                    keys[record["project"]].append(record["key"])
+        for project, key in edited:
+            if ("observation", project, key) in taken:
+                keys[project].append(key)
         held: dict[tuple[str, str], edit_lane.Held] = {}
         for project, wanted in keys.items():
             rows = edit_lane.held_rows(self.conn, project, sorted(wanted))
@@ -279,15 +302,16 @@ class FreshLane:
         missing = {(s["project"], s["session_id"]) for s in states} - batch.sessions
         if not missing:
             return
-        by_project: dict[str, set[str]] = defaultdict(set)
-        for project, session in missing:
-            by_project[project].add(session)
         present: set[tuple[str, str]] = set()
-        for project, ids in by_project.items():
-            found = self._present("sessions", "id", "", project, ids)
-            if batch.tombstones:
-                found |= self._present("sync_tombstones", "key", "session", project, ids)
-            present.update((project, session) for session in found)
+        # A session that is here needs no lookup: the stub's INSERT OR IGNORE leaves it as
+        # it is. Only a tombstone (a session deleted here) must be looked for, when any may be.
+        if batch.tombstones:
+            by_project: dict[str, set[str]] = defaultdict(set)
+            for project, session in missing:
+                by_project[project].add(session)
+            for project, ids in by_project.items():
+                found = self._present("sync_tombstones", "key", "session", project, ids)
+                present.update((project, session) for session in found)
         from engram.store.replication import STUB_STARTED_AT
 
         self.conn.executemany(
@@ -328,29 +352,28 @@ class FreshLane:
             batch.fresh_sessions.update((s["session_id"], s["project"]) for _, s in memories)
         contexts = batch.foreseen.contexts if batch.foreseen is not None else {}
         none: dict[str, str] = {}
+        score = self._score if not batch.related else None
         rows = []
         for record, s in memories:
-            score = None  # scored at the batch's end when some relation may name it
-            if not batch.related:
-                changed = max(s["updated_at"] or "", s.get("reviewed_at") or "")
-                score = scoring.unlinked_score(
-                    s["content"], s["topic_key"], s["type"], changed, batch.now
-                )
+            content = s["content"]
             rows.append(
-                (s["sync_id"], s["session_id"], s["type"], s["title"], s["content"],
-                 s["tool_name"], s["project"], s["scope"], s["topic_key"],
-                 normalized_hash(s["content"]), s["revision_count"], s["duplicate_count"],
-                 s["last_seen_at"], s["created_at"], s["updated_at"], s["deleted_at"],
+                (*_MEMORY_STATE(s),  # (the pin, a bool, is bound as the 0 or 1 it is stored as)
+                 normalized_hash(content),
                  contexts.get(s["project"], none).get(s["sync_id"], ""),
-                 record["hlc"], int(s["pinned"]), s["importance_override"], s["valid_from"],
-                 s["valid_to"], s["delete_reason"], s["superseded_by"], s["reviewed_at"], score)
+                 record["hlc"],
+                 # scored at the batch's end when some relation may name it
+                 None if score is None else score(
+                     content, s["topic_key"], s["type"],
+                     max(s["updated_at"] or "", s["reviewed_at"] or ""),
+                 ))
             )  # fmt: skip
         cursor = conn.executemany(_INSERT_OBSERVATION, rows)
         ids = self._inserted_ids(cursor, len(memories))
-        for rowid, row in zip(ids, rows, strict=True):
-            batch.index.inserted(rowid)  # indexed with its context at the batch's end
-            if row[-1] is None:
-                batch.rescore.add(rowid)
+        inserted = batch.index.inserted  # indexed with its context at the batch's end
+        for rowid in ids:
+            inserted(rowid)
+        if score is None:
+            batch.rescore.update(ids)
         batch.memories_arrived = True  # a waiting relation may name one
 
     def _journal(self, run: list[tuple[dict[str, Any], str | None, Planned]]) -> None:
@@ -359,33 +382,31 @@ class FreshLane:
         import orjson
 
         batch, result = self.batch, self.result
+        tail = (self.source, batch.now)
         rows = []
         won: list[bool] = []
+        state: dict[str, Any] | None
         for record, text, planned in run:
-            if isinstance(planned, edit_lane.Edit):
-                state, wins = (planned.state, True) if planned.wins else (None, False)
-            else:
+            if isinstance(planned, dict):
                 state, wins = planned, True
+            else:
+                state, wins = (planned.state, True) if planned.wins else (None, False)
             stored = text if text is not None else orjson.dumps(record).decode()
             if state is not None and stored == state_text(record, state):
                 stored = ELIDED
             won.append(wins)
-            rows.append(
-                (record["mid"], record["hlc"], record["origin"], record["entity"],
-                 record["key"], record["op"], record["project"], record["scope"], stored,
-                 self.source, batch.now)
-            )  # fmt: skip
+            rows.append((*_JOURNAL_HEADER(record), stored, *tail))
         cursor = self.conn.executemany(_INSERT_JOURNAL, rows)
         seqs = self._inserted_ids(cursor, len(run))
-        for seq, (record, _, _), wins in zip(seqs, run, won, strict=True):
-            batch.mids[record["mid"]] = seq
-            if record["op"] == "delete":  # (its source holds it: no delivery row)
-                batch.deletes.append(seq)
-            if wins:
-                kind = _KINDS[record["entity"]]
-                setattr(result, kind, getattr(result, kind) + 1)
-            else:
-                result.stale += 1
-        batch.newest = max(batch.newest, max(r["hlc"] for r, _, _ in run))
+        # (Each row: mid, hlc, origin, entity, key, op, ...)
+        batch.mids.update(zip([row[0] for row in rows], seqs, strict=True))
+        # (A delete's source holds it: no delivery row.)
+        batch.deletes.extend(seq for seq, row in zip(seqs, rows, strict=True) if row[5] == "delete")
+        applied = Counter(row[3] for row, wins in zip(rows, won, strict=True) if wins)
+        for entity, count in applied.items():
+            kind = _KINDS[entity]
+            setattr(result, kind, getattr(result, kind) + count)
+        result.stale += len(run) - sum(applied.values())
+        batch.newest = max(batch.newest, max(row[1] for row in rows))
         batch.sources.add(self.source)
-        result.applied += sum(won)
+        result.applied += sum(applied.values())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,6 +53,12 @@ def unlinked_score(
     before its row is written (one UPDATE less per row): ``changed_at`` is the later of its
     ``updated_at`` and ``reviewed_at``, ``now`` the scoring instant (store format)."""
     return importance.compute(content, topic_key, type, 0, changed_at, 0, _moment(now))
+
+
+def unlinked_scorer(now: str) -> Callable[[str, str | None, str | None, str], float]:
+    """:func:`unlinked_score` at the one instant ``now`` (a bulk apply's), as a function of
+    ``(content, topic_key, type, changed_at)``: the same scores, for less per memory."""
+    return importance.unlinked_scorer(_moment(now))
 
 
 @functools.lru_cache(maxsize=4)
