@@ -294,6 +294,13 @@ def derived_sync_id(
     machine that imports the same row — from the same export or chunk, any number of times —
     gives it the same key, and importing it again adds nothing. Never random, never the
     importer's origin."""
+    return derived_id(entity, project, session_id, created_at, title, content)
+
+
+def derived_id(
+    entity: str, project: str, session_id: str, created_at: str, title: str | None, content: str
+) -> str:
+    """:func:`derived_sync_id` with its arguments by position."""
     if entity == "observation":
         text = f"{project}\0{session_id}\0{created_at}\0{title or ''}\0{content}"
         return "obs-" + hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -626,6 +633,47 @@ def full_state(record: dict[str, Any]) -> dict[str, Any] | None:
         "superseded_by": get("superseded_by"),
         "reviewed_at": get("reviewed_at"),
     }
+
+
+#: An upsert's payload keys, in their order, when the payload is its entity's full state as
+#: it is (a memory's intent fields at their default, left out as every writer leaves them).
+_VERBATIM_KEYS = {"observation": OBSERVATION_FIELDS, "prompt": PROMPT_FIELDS,
+                  "session": SESSION_FIELDS}  # fmt: skip
+
+
+def verbatim_state(record: dict[str, Any]) -> dict[str, Any] | None:
+    """:func:`full_state` of an upsert whose payload already is that state — every field
+    there, in its order, each value one :func:`full_state` keeps as it is (no default to
+    fill in), no intent field set: what an exporter writes. A copy of the payload then (plus
+    a memory's intent defaults), for less than :func:`full_state`; ``None`` for any other
+    record (call :func:`full_state`). tests/store/test_record_state.py holds the two equal."""
+    payload = record["payload"]
+    entity = record["entity"]
+    if record["op"] != "upsert" or tuple(payload) != _VERBATIM_KEYS.get(entity):
+        return None
+    if entity == "observation":
+        revisions, duplicates = payload["revision_count"], payload["duplicate_count"]
+        if (
+            payload["project"] is None
+            or not payload["scope"]
+            or revisions.__class__ is not int
+            or revisions < 1
+            or duplicates.__class__ is not int
+            or duplicates < 1
+            or not payload["created_at"]
+            or not payload["updated_at"]
+        ):
+            return None
+        state: dict[str, Any] = payload.copy()
+        state.update(INTENT_DEFAULTS)
+        return state
+    if entity == "prompt":
+        if not payload["project"] or not payload["created_at"]:
+            return None
+    elif not payload["project"] or not payload["directory"] or not payload["started_at"]:
+        return None
+    copy: dict[str, Any] = payload.copy()
+    return copy
 
 
 def relation_state(record: dict[str, Any]) -> dict[str, Any]:

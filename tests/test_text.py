@@ -1,6 +1,8 @@
 """Pure text rules: privacy, truncation, hashing, topic keys, passive capture, similar names."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engram import text
 
@@ -93,3 +95,25 @@ def test_similar_names_rank_case_then_substring_then_distance() -> None:
     names = ["engram-memory", "Engram", "engrm", "unrelated"]
     assert text.find_similar("engram", names) == ["Engram", "engram-memory", "engrm"]
     assert text.find_similar("", names) == []
+
+
+_SPACES = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2000\u2028\u3000"
+
+
+@settings(max_examples=2000)
+@given(
+    st.one_of(
+        st.text(alphabet=st.sampled_from(list(_SPACES) + list("aB.\x7f\x00é")), max_size=40),
+        st.text(max_size=40),
+        st.text(alphabet=st.characters(max_codepoint=127), max_size=60),
+    )
+)
+def test_collapsing_whitespace_is_splitting_and_joining(value: str) -> None:
+    """The dedupe hash's whitespace rule (issue 18: collapsed in place for plain ASCII text)
+    is ``" ".join(text.split())`` for any text: every whitespace character Python knows
+    (ASCII control ones, NEL, NBSP, Unicode spaces), runs, both ends, DEL and NUL."""
+    import hashlib
+
+    assert text.collapsed(value) == " ".join(value.split())
+    reference = hashlib.sha256(" ".join(value.split()).lower().encode("utf-8")).hexdigest()
+    assert text.normalized_hash(value) == reference

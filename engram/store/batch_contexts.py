@@ -19,10 +19,10 @@ from typing import Any
 
 from engram.record import is_agent_session
 from engram.store import fts
-from engram.store.search_context import PIECE_CHARS, _derived, _piece
+from engram.store.search_context import PIECE_CHARS, _derived
 
 #: A memory as the rule sees it: ``(session_id, project, scope, created_at, sync_id, piece)``,
-#: its piece being its title and content as a neighbour quotes them (:func:`_piece`), or
+#: its piece being its title and content as a neighbour quotes them (``search_context._piece``), or
 #: ``None`` when it is deleted.
 Memory = tuple[str, str, str, str, str, str | None]
 #: A prompt as the rule sees it: ``(session_id, project, created_at, sync_id, content)``.
@@ -58,15 +58,18 @@ def contexts(
     # holds, and which sorts below every other character) order as the tuple of them would,
     # at a fraction of the cost of comparing tuples.
     places = ["\0".join(memory[:5]) for memory in memories]
-    partition: tuple[str, str, str] | None = None
+    # The partition (session, project, scope) of the memory before, compared field by field.
+    in_session: str | None = None
+    in_project: str | None = None
+    in_scope: str | None = None
     agent = False
     nearest: str | None = None  # the pieces of the two live memories before, in the partition
     second: str | None = None
     led_here: tuple[list[tuple[str, str]], list[str]] | None = None  # the session's prompts
     for i in sorted(range(len(memories)), key=places.__getitem__):
         session_id, project, scope, created_at, sync_id, piece = memories[i]
-        if partition != (session_id, project, scope):
-            partition = (session_id, project, scope)
+        if session_id != in_session or project != in_project or scope != in_scope:
+            in_session, in_project, in_scope = session_id, project, scope
             agent = is_agent_session(session_id)
             nearest = second = None
             led_here = led.get((session_id, project))
@@ -127,9 +130,10 @@ def foresee(
     sessions the store already holds rows of is looked up here, set-wise)."""
     marks = [(s["session_id"], s["project"], s["created_at"], s["sync_id"], s["content"])
              for s in prompts]  # fmt: skip
+    # (Each piece is _piece(title, content), spelled out: a call per memory.)
     found, undecided = contexts(
         [(s["session_id"], s["project"], s["scope"] or "project", s["created_at"], s["sync_id"],
-          _piece(s["title"], s["content"]) if s["deleted_at"] is None else None)
+          f"{s['title']} {s['content']}"[:PIECE_CHARS] if s["deleted_at"] is None else None)
          for s in memories],
         marks,
     )  # fmt: skip

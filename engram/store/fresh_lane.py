@@ -27,11 +27,11 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engram.record import STATE_FIELDS, full_state, hlc_bound, is_hard_delete
+from engram.record import STATE_FIELDS, full_state, hlc_bound, is_hard_delete, verbatim_state
 from engram.store import edit_lane, scoring
 from engram.store.go_copies import derived_key
 from engram.store.identity import STUB_HLC
-from engram.store.journal import ELIDED, state_text
+from engram.store.journal import ELIDED, elides_verbatim, state_text
 from engram.text import normalized_hash
 
 if TYPE_CHECKING:
@@ -85,6 +85,9 @@ class FreshLane:
         self._run: list[tuple[dict[str, Any], str | None, Planned]] = []
         #: The memories the run writes, ``(project, key)``.
         self._written: set[tuple[str, str]] = set()
+        #: The states :func:`verbatim_state` gave (their records' payloads), by ``id`` (each
+        #: held here, so that no other object can take its id while the batch runs).
+        self._verbatim: dict[int, dict[str, Any]] = {}
         #: Each new memory's score (when no relation may name it), at the batch's instant.
         self._score = scoring.unlinked_scorer(batch.now)
 
@@ -113,6 +116,7 @@ class FreshLane:
         # rule as one string comparison.)
         bound = hlc_bound(batch.now_ms, batch.max_drift_ms)
         held_mids = batch.mids
+        verbatim = self._verbatim
         for i, record in enumerate(records):
             if record is None:
                 continue
@@ -147,7 +151,11 @@ class FreshLane:
                 lane[i] = 4 if again else 3
             # (None: a soft delete of key fields only.) Its project is the record's: a payload
             # naming another one never validates, and one naming none gets the record's.
-            state = states[i] = full_state(record)
+            state = states[i] = verbatim_state(record)
+            if state is None:
+                state = states[i] = full_state(record)
+            else:  # (its journal row's elision check is the record's own text: _journal)
+                verbatim[id(state)] = state
             keys = wanted[(entity, project)]
             keys.add(key)
             if state is not None and entity != "session":
@@ -271,9 +279,27 @@ class FreshLane:
         if not run:
             return
         batch, conn = self.batch, self.conn
-        fresh = [(r, s) for r, _, s in run if isinstance(s, dict)]
-        edits = [(r, e) for r, _, e in run if isinstance(e, edit_lane.Edit)]
-        sessions = [(r, s) for r, s in fresh if r["entity"] == "session"]
+        # The run's records by what they write, in one pass (its order kept in each).
+        sessions: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        prompts: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        memories: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        edits: list[tuple[dict[str, Any], edit_lane.Edit]] = []
+        named: list[dict[str, Any]] = []  # the states that name a session
+        for record, _, planned in run:
+            if isinstance(planned, dict):
+                entity = record["entity"]
+                if entity == "observation":
+                    memories.append((record, planned))
+                    named.append(planned)
+                elif entity == "prompt":
+                    prompts.append((record, planned))
+                    named.append(planned)
+                else:
+                    sessions.append((record, planned))
+            else:
+                edits.append((record, planned))
+                if planned.wins and planned.state is not None:
+                    named.append(planned.state)
         if sessions:
             conn.executemany(
                 _INSERT_SESSION,
@@ -281,14 +307,9 @@ class FreshLane:
                   s["summary"], r["hlc"]) for r, s in sessions],
             )  # fmt: skip
             batch.sessions.update((s["project"], s["id"]) for _, s in sessions)
-        self._stub_sessions(
-            [s for r, s in fresh if r["entity"] != "session"]
-            + [e.state for _, e in edits if e.wins and e.state is not None]
-        )
-        prompts = [(r, s) for r, s in fresh if r["entity"] == "prompt"]
+        self._stub_sessions(named)
         if prompts:
             self._prompts(prompts)
-        memories = [(r, s) for r, s in fresh if r["entity"] == "observation"]
         if memories:
             self._memories(memories)
         if edits:
@@ -383,6 +404,7 @@ class FreshLane:
 
         batch, result = self.batch, self.result
         tail = (self.source, batch.now)
+        verbatim = self._verbatim
         rows = []
         won: list[bool] = []
         state: dict[str, Any] | None
@@ -391,9 +413,15 @@ class FreshLane:
                 state, wins = planned, True
             else:
                 state, wins = (planned.state, True) if planned.wins else (None, False)
-            stored = text if text is not None else orjson.dumps(record).decode()
-            if state is not None and stored == state_text(record, state):
+            if state is not None and (
+                elides_verbatim(record, text, state)
+                if verbatim.get(id(state)) is state
+                else state_text(record, state)
+                == (text if text is not None else orjson.dumps(record).decode())
+            ):
                 stored = ELIDED
+            else:
+                stored = text if text is not None else orjson.dumps(record).decode()
             won.append(wins)
             rows.append((*_JOURNAL_HEADER(record), stored, *tail))
         cursor = self.conn.executemany(_INSERT_JOURNAL, rows)

@@ -26,7 +26,7 @@ from engram.record import (
     EPOCH_TEXT,
     LEGACY_ORIGIN,
     build_record,
-    derived_sync_id,
+    derived_id,
     format_hlc,
     parse_hlc,
 )
@@ -36,14 +36,12 @@ _TABLE = {"observation": "observations", "prompt": "user_prompts"}
 
 def derived_key(entity: str, state: dict[str, Any]) -> str:
     """The key the Go tool's copy of this memory or prompt (``state``) gets."""
-    return derived_sync_id(
-        entity,
-        project=state["project"],
-        session_id=state["session_id"],
-        created_at=state.get("created_at") or EPOCH_TEXT,
-        title=state.get("title"),
-        content=state["content"],
-    )
+    # (derived_sync_id's digest with its arguments passed by position: an import derives
+    # the key of every new memory and prompt.)
+    return derived_id(
+        entity, state["project"], state["session_id"], state.get("created_at") or EPOCH_TEXT,
+        state.get("title"), state["content"],
+    )  # fmt: skip
 
 
 def _original(

@@ -74,6 +74,8 @@ _KEPT_AT = {
     for entity in ENTITY_TABLES
 }
 _INTENT_ITEMS = tuple(INTENT_DEFAULTS.items())
+#: A record's keys in their order (:func:`engram.record.build_record`).
+_ENVELOPE = ("mid", "hlc", "origin", "entity", "key", "op", "project", "scope", "payload")
 #: The fields a hard delete blanks in earlier records (:meth:`Journal.blank_deleted_payloads`).
 BLANKED_FIELDS = ("title", "content", "summary")
 
@@ -137,6 +139,31 @@ def state_text(header: Any, state: dict[str, Any]) -> str:
         payload=payload,
     )
     return orjson.dumps(record).decode()
+
+
+def elides_verbatim(record: dict[str, Any], text: str | None, state: dict[str, Any]) -> bool:
+    """``(text or the record as orjson writes it) == state_text(record, state)`` for a
+    ``state`` that :func:`engram.record.verbatim_state` gave for ``record`` (its payload as
+    it is): the rebuilt record is then ``record`` itself whenever its envelope says what its
+    payload says — its keys in their order, an upsert of a live state, the payload's project
+    and scope — so only the record's own text needs writing out. Anything else is built
+    (tests/store/test_record_state.py holds the answers equal over adversarial records)."""
+    import orjson
+
+    payload = record["payload"]
+    project, scope = record["project"], record["scope"]
+    if (
+        tuple(record) == _ENVELOPE
+        and record["op"] == "upsert"
+        and payload.get("deleted_at") is None  # (a deleted state rebuilds as a delete)
+        and project.__class__ is str
+        and project == payload["project"]
+        and scope.__class__ is str
+        and scope == payload.get("scope", "project")
+    ):
+        return text is None or orjson.dumps(record) == text.encode()
+    stored = text if text is not None else orjson.dumps(record).decode()
+    return stored == state_text(record, state)
 
 
 def record_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:

@@ -842,6 +842,29 @@ def migration_delivery_by_source(conn: sqlite3.Connection) -> None:
     )
 
 
+# --- the import's scope gate (issue 18, seventh round) --------------------------------------------
+
+
+def migration_personal_index(conn: sqlite3.Connection) -> None:
+    """The addresses of personal memories, as a small index of their own: an import's scope
+    gate asks, for every memory a chunk would write, whether the memory at its address here
+    is personal (engram/sync/git/scope.py); through the address index each key found meant
+    reading its row for its scope, a random read in a large store (3.7 µs a key at 100,000
+    memories, 0.3 through this index; docs/performance.md, "The import (seventh round)").
+    Project memories, nearly all of them, are not in it.
+
+    Its condition is written ``scope IS 'personal'``, never ``scope = 'personal'``: SQLite
+    tests whether a statement may use a partial index by comparing its terms with the
+    index's condition, and a term ``scope = ?`` compared with ``scope = 'personal'`` makes
+    the statement depend on the value bound to it, so it is prepared again on every run (a
+    save's duplicate lookup took 30 µs longer). No statement compares the scope with a
+    parameter by IS (tests/sync/git/test_scope_gate.py)."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS observations_personal"
+        " ON observations(project, sync_id) WHERE scope IS 'personal'"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
@@ -859,6 +882,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_revisions,
     migration_hash_prefix,
     migration_delivery_by_source,
+    migration_personal_index,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -36,6 +36,17 @@ def with_intent(record: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return record
 
 
+def exported(record: dict[str, Any]) -> dict[str, Any]:
+    """A memory record with every field of its state in its order, as an exporter writes it
+    (the row rebuilds exactly this text)."""
+    from engram.record import OBSERVATION_FIELDS
+
+    payload = record["payload"]
+    record["payload"] = {name: payload.get(name) for name in OBSERVATION_FIELDS}
+    record["payload"].update(revision_count=1, duplicate_count=1)
+    return record
+
+
 def one_and_bulk(
     make_store, before: list[dict], batch: list[dict], trace: list[str] | None = None
 ) -> tuple[Store, Store]:
@@ -150,3 +161,42 @@ def test_the_batch_scorer_scores_as_the_formula(
                 assert by_text(content, topic_key, kind, at) == scoring.unlinked_score(
                     content, topic_key, kind, at, "2026-11-25 01:00:00"
                 )
+
+
+def test_received_texts_are_elided_exactly_when_their_rows_rebuild_them(make_store) -> None:
+    """A record the lane takes as its own state (its payload as it is) is journaled elided
+    only when its exact text is the one its row rebuilds to: another spelling of the same
+    JSON, its keys in another order, or a payload that needs a default keeps its text — as
+    applied one record at a time."""
+    import json
+
+    import orjson
+
+    records = filler()
+    spelled: dict[str, str] = {}
+    for i, how in enumerate(["orjson", "spaces", "ascii", "reordered", "default", "scope"]):
+        record = exported(memory(f"obs-s{i}", "s-spell", 400 + i, f"Spelled {how}",
+                                 f"walrus é {i}"))  # fmt: skip
+        if how == "reordered":
+            record["payload"] = dict(reversed(list(record["payload"].items())))
+        elif how == "default":
+            record["payload"]["updated_at"] = ""  # (filled in from created_at)
+        elif how == "scope":
+            record["scope"] = "personal"  # (the payload says project: the row's text does)
+        spelled[record["key"]] = how
+        records.append(record)
+    texts = []
+    for record in records:
+        how = spelled.get(record["key"], "orjson")
+        if how == "spaces":
+            texts.append(json.dumps(record, ensure_ascii=False))
+        elif how == "ascii":
+            texts.append(json.dumps(record, separators=(",", ":")))
+        else:
+            texts.append(orjson.dumps(record).decode())
+    one, bulk = one_and_bulk(make_store, [], texts)  # type: ignore[arg-type]
+    assert written(bulk) == written(one)
+    stored = dict(bulk.db.rows("SELECT key, record FROM sync_journal WHERE key LIKE 'obs-s%'"))
+    assert {key: text == "" for key, text in stored.items()} == {
+        key: how == "orjson" for key, how in spelled.items()
+    }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from engram.errors import InvalidMutationError
@@ -195,3 +195,151 @@ def test_an_envelope_is_refused_with_the_first_problem_named() -> None:
         PROJECT = "project"
 
     validate_record({**GOOD, "scope": Scope.PROJECT})  # any string, not only exactly str
+
+
+# --- the import's shortcut for an exporter's records: the payload as the state -----------------
+
+#: A time as an exporter writes it, mostly (else a default is filled in).
+times = st.sampled_from(["2026-01-02 03:04:05"] * 5 + [None, "", " ", "x"])
+_SHAPES = {
+    "observation": {
+        "sync_id": st.just("obs-1"),
+        "session_id": st.just("s-1"),
+        "type": st.just("decision"),
+        "title": st.sampled_from(["a title", "é ☃ 🐘", "tab\there"]),
+        "content": st.sampled_from(["some content", "ünïcode\nlines", "quote \" back \\ slash"]),
+        "tool_name": texts,
+        "project": st.sampled_from(["acme"] * 9 + [None]),
+        "scope": st.sampled_from(["project", "personal", "", None]),
+        "topic_key": texts,
+        "revision_count": st.sampled_from([1] * 6 + [2, 0, -1, True, 1.0, None]),
+        "duplicate_count": st.sampled_from([1] * 6 + [3, 0, False, 2.0, None]),
+        "last_seen_at": texts,
+        "created_at": times,
+        "updated_at": times,
+        "deleted_at": st.sampled_from([None, None, None, "2026-01-02 03:04:05", ""]),
+    },
+    "prompt": {
+        "sync_id": st.just("prompt-1"),
+        "session_id": st.just("s-1"),
+        "content": st.sampled_from(["what now?", "é ☃ 🐘", "what now?", ""]),
+        "project": st.sampled_from(["acme"] * 8 + [None, ""]),
+        "created_at": times,
+    },
+    "session": {
+        "id": st.just("s-1"),
+        "project": st.sampled_from(["acme"] * 8 + [None, ""]),
+        "directory": st.sampled_from(["/src", "/src", "", None]),
+        "started_at": times,
+        "ended_at": texts,
+        "summary": st.sampled_from([None, "done", ""]),
+    },
+}
+_KEYS = {"observation": "obs-1", "prompt": "prompt-1", "session": "s-1"}
+
+
+@st.composite
+def exported_records(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
+    """A record as an exporter writes it (its payload the entity's state, in order, as the
+    exact text orjson writes) — or nearly: every way it may stray from that, one or several
+    at once (a field missing or extra, an intent field set, keys out of order, a count that
+    is a bool or a float, a default to fill in, an envelope that disagrees with its payload,
+    another spelling of the same JSON)."""
+    import json
+
+    import orjson
+
+    entity = draw(st.sampled_from(["observation", "observation", "prompt", "session"]))
+    payload = {name: draw(values) for name, values in _SHAPES[entity].items()}
+    if draw(st.integers(0, 9)) == 0:
+        del payload[draw(st.sampled_from(sorted(payload)))]
+    if entity == "observation" and draw(st.integers(0, 4)) == 0:
+        name = draw(st.sampled_from(sorted(payload_fields)))
+        value = draw(payload_fields[name])
+        if value is not ...:
+            payload[name] = value  # an intent field (or ``hard``), set or at its default
+    if draw(st.integers(0, 9)) == 0:
+        payload["extra"] = draw(st.sampled_from([None, 1, "x"]))
+    if draw(st.integers(0, 9)) == 0:
+        payload = dict(draw(st.permutations(list(payload.items()))))
+    record = {
+        "mid": "0" * 32,
+        "hlc": "1700000000000.00000.0123456789abcdef",
+        "origin": "0123456789abcdef",
+        "entity": entity,
+        "key": _KEYS[entity],
+        "op": draw(st.sampled_from(["upsert", "upsert", "upsert", "delete"])),
+        "project": draw(st.sampled_from(["acme"] * 9 + ["other"])),
+        "scope": draw(st.sampled_from(["project", "project", "personal"])),
+        "payload": payload,
+    }
+    if draw(st.integers(0, 19)) == 0:
+        record = dict(draw(st.permutations(list(record.items()))))
+    spelling = draw(st.sampled_from(["orjson", "orjson", "orjson", "spaces", "ascii", "compact",
+                                     "trailing"]))  # fmt: skip
+    if spelling == "orjson":
+        text = orjson.dumps(record).decode()
+    elif spelling == "spaces":
+        text = json.dumps(record, ensure_ascii=False)
+    elif spelling == "ascii":
+        text = json.dumps(record, separators=(",", ":"))
+    elif spelling == "compact":
+        text = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+    else:
+        text = orjson.dumps(record).decode() + " "
+    return record, text
+
+
+@settings(max_examples=1500)
+@given(exported_records())
+def test_a_payload_taken_as_its_state_is_the_full_state_and_elides_alike(
+    exported: tuple[dict[str, Any], str],
+) -> None:
+    """``verbatim_state`` (the payload copied as the state) gives exactly ``full_state`` —
+    same values of the same types in the same order — whenever it gives one, and for such a
+    state ``elides_verbatim`` (the record's own text) decides the journal's elision as
+    comparing with the rebuilt text does, for the received text and for none."""
+    import orjson
+
+    from engram.record import verbatim_state
+    from engram.store.journal import elides_verbatim, state_text
+
+    record, text = exported
+    try:
+        record = validate_record(record)
+    except InvalidMutationError:
+        return  # never applied
+    state = verbatim_state(record)
+    event(f"taken as it is: {state is not None}")
+    if state is None:
+        return
+    full = full_state(record)
+    assert full is not None
+    assert list(state.items()) == list(full.items())
+    assert [type(v) for v in state.values()] == [type(v) for v in full.values()]
+    for received in (text, None):
+        stored = received if received is not None else orjson.dumps(record).decode()
+        elided = elides_verbatim(record, received, state)
+        event(f"elided: {elided}")
+        assert elided == (stored == state_text(record, state))
+
+
+def test_an_exporters_record_is_taken_as_it_is_and_elided() -> None:
+    """The shortcut's common case (the import's): taken, and elided."""
+    import orjson
+
+    from engram.record import verbatim_state
+    from engram.store.journal import elides_verbatim
+
+    payload = {"sync_id": "obs-1", "session_id": "s-1", "type": "decision", "title": "t",
+               "content": "c", "tool_name": None, "project": "acme", "scope": "project",
+               "topic_key": None, "revision_count": 1, "duplicate_count": 1,
+               "last_seen_at": None, "created_at": "2026-01-02 03:04:05",
+               "updated_at": "2026-01-02 03:04:05", "deleted_at": None}  # fmt: skip
+    record = {**GOOD, "op": "upsert", "payload": payload}
+    state = verbatim_state(record)
+    assert state is not None and state == full_state(record)
+    assert elides_verbatim(record, orjson.dumps(record).decode(), state)
+    assert not elides_verbatim(record, orjson.dumps(record).decode() + " ", state)
+    assert verbatim_state({**record, "payload": {**payload, "pinned": True}}) is None
+    assert verbatim_state({**record, "payload": {**payload, "revision_count": True}}) is None

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from engram import collector
 from engram.errors import InvalidMutationError
 from engram.store.models import ApplyResult
-from engram.store.replication import Received
 from engram.sync.git.chunk import BadChunkError
 from engram.sync.git.ledger import ChunkLedger, HeldNote
 from engram.sync.git.listing import ListedChunk
@@ -61,15 +60,6 @@ def record_keys(records: Iterable[dict[str, Any] | None]) -> Iterator[tuple[str,
 def may_apply_now(note: HeldNote, scope: DirectoryScope) -> bool:
     """Whether records held back under ``note`` could be applied with ``scope``."""
     return scope.allows(note.project) and (not note.personal or scope.include_personal)
-
-
-def received(batch: RecordBatch, index: int) -> str | dict[str, Any] | Received:
-    """Item ``index`` of a batch as the store takes it: a line with the record the reader
-    decoded from it (the store does not decode it again), or as it is."""
-    item, record = batch.items[index], batch.records[index]
-    if isinstance(item, str) and record is not None:
-        return Received(item, record)
-    return item
 
 
 def _locate(exc: InvalidMutationError, batch: RecordBatch, allowed: list[int]) -> str:
@@ -215,9 +205,11 @@ class ChunkImporter:
                 go_keys.update(record_keys(batch.records))
             verdicts = judge(conn, self.scope, batch.records)
             held.update(verdicts.held)
-            items = [received(batch, i) for i in verdicts.allowed]
-            if not items:
+            allowed = verdicts.allowed
+            if not allowed:
                 continue
+            everything = len(allowed) == len(batch.items)  # (the common case: no copy)
+            items = batch.items if everything else [batch.items[i] for i in allowed]
             try:
                 result.add(self.store.apply_mutations(items, source=self.target))
             except InvalidMutationError as exc:

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from engram.store.replication import Received
 from engram.sync.git.chunk import ChunkHeader
 from engram.sync.git.go_chunk import GoConverter
 from engram.sync.git.go_json import document_items, go_events
@@ -38,11 +39,13 @@ BATCH_BYTES = 8 * 1024 * 1024  # above a chunk of ours (4 MiB): one batch each
 
 @dataclass(slots=True)
 class RecordBatch:
-    """Records as the store takes them (exact text lines of our chunks, or Go records), with
-    each one parsed for the gate (``None``: not a JSON object) and its line in the file (0 for
-    a Go record)."""
+    """Records as the store takes them, with each one parsed for the gate (``None``: not a
+    JSON object) and its line in the file (0 for a Go record). A line of our chunks that
+    holds an object is a :class:`~engram.store.replication.Received` (its exact text and the
+    object, so the store does not decode it again); any other line is its text, for the store
+    to refuse with its own message; a Go record is its dict."""
 
-    items: list[str | dict[str, Any]] = field(default_factory=list)
+    items: list[str | dict[str, Any] | Received] = field(default_factory=list)
     records: list[dict[str, Any] | None] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     size: int = 0
@@ -83,20 +86,36 @@ class ChunkReader:
             yield from self._go(ChunkStream(self.chunk_id, raw, limit=MAX_GO_BYTES))
 
     def _jsonl(self, stream: ChunkStream) -> Iterator[RecordBatch]:
+        # (RecordBatch.add inlined, and each line's Received made here, as the tuple it is:
+        # its NamedTuple constructor is a Python call; this loop runs for every record of an
+        # import)
+        loads, invalid, pair = orjson.loads, orjson.JSONDecodeError, tuple.__new__
         batch = RecordBatch()
+        items, records, lines, size = batch.items, batch.records, batch.lines, 0
         for number, line in jsonl_lines(stream):
             try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError:
+                value = loads(line)
+            except invalid:
                 # One broken line is one bad record: the store quarantines it ("invalid") and
                 # the rest of the chunk applies (the chunk's hash says its author wrote it so).
                 value = None
-            batch.add(line.decode("utf-8", "replace"), value, number, len(line))
-            if batch.full():
+            text = line.decode("utf-8", "replace")
+            if value.__class__ is dict:
+                items.append(pair(Received, (text, value)))
+                records.append(value)
+            else:
+                items.append(text)
+                records.append(None)
+            lines.append(number)
+            size += len(line)
+            if len(items) >= BATCH_RECORDS or size >= BATCH_BYTES:
+                batch.size = size
                 yield batch
                 batch = RecordBatch()
+                items, records, lines, size = batch.items, batch.records, batch.lines, 0
         stream.finish()
-        if batch.items:
+        if items:
+            batch.size = size
             yield batch
 
     def _go(self, stream: ChunkStream) -> Iterator[RecordBatch]:

@@ -147,12 +147,15 @@ def _claims(record: dict[str, Any]) -> tuple[set[str], bool] | None:
 def personal_sql(count: int) -> str:
     """The lookup behind :func:`_personal_here` for ``count`` keys of one project (parameters:
     the keys, then the project twice). Written as a join from the keys so that SQLite looks each
-    one up through the unique index of the address instead of scanning the whole project (which
-    it prefers for ``project = ? AND sync_id IN (…)``: 20x slower on 100,000 memories)."""
+    one up through an index of addresses instead of scanning the whole project (which it
+    prefers for ``project = ? AND sync_id IN (…)``: 20x slower on 100,000 memories), and that
+    index is the one of personal memories only: SQLite would take the unique index of every
+    address, then read each found key's row for its scope (12x slower at 100,000). (``IS``:
+    the index's own condition, see ``migration_personal_index``.)"""
     values = ", ".join("(?)" for _ in range(count))
     return f"""WITH wanted(key) AS (VALUES {values})
-        SELECT o.sync_id FROM wanted CROSS JOIN observations o
-          ON o.sync_id = wanted.key AND o.project = ? AND o.scope = 'personal'
+        SELECT o.sync_id FROM wanted CROSS JOIN observations o INDEXED BY observations_personal
+          ON o.sync_id = wanted.key AND o.project = ? AND o.scope IS 'personal'
         UNION ALL
         SELECT t.key FROM wanted CROSS JOIN sync_tombstones t
           ON t.entity = 'observation' AND t.key = wanted.key AND t.project = ?
@@ -174,39 +177,98 @@ def _personal_here(
     return found
 
 
+#: The gate's verdict on a record that it may be applied (see :func:`_outcome`).
+_ALLOW = "allow"
+
+
+def _outcome(
+    record: dict[str, Any], scope: DirectoryScope, allowed: frozenset[str]
+) -> str | tuple[str, bool] | frozenset[str]:
+    """The gate's verdict on a record from its claims alone (:func:`_claims`): apply it
+    (``_ALLOW``), hold it back under ``(project, personal)``, or — a memory of the projects
+    named — apply it unless the memory at its address in one of them is personal here. The
+    same for every record with the same entity, project, scope and payload project and
+    scope."""
+    claim = _claims(record)
+    if claim is None:
+        return _ALLOW  # (the store refuses it with its own message)
+    names, personal = claim
+    entity = record["entity"]
+    if entity == "session":
+        names.discard("")  # a session without a project can reach no project's memories
+    if not names <= allowed:
+        refused = sorted(names - allowed)
+        return (record["project"] if record["project"] in refused else refused[0], False)
+    if personal:
+        return _ALLOW if scope.include_personal else (record["project"], True)
+    if entity == "observation" and not scope.include_personal:
+        return frozenset(names)
+    return _ALLOW
+
+
 def judge(
     conn: sqlite3.Connection, scope: DirectoryScope, records: Sequence[dict[str, Any] | None]
 ) -> Verdicts:
     """Which of ``records`` this directory may write here (``None`` entries — unparseable —
-    are allowed through: the store refuses them with its own message)."""
-    claims = [_claims(r) if r else None for r in records]
-    addresses: dict[str, set[str]] = {}
-    for record, claim in zip(records, claims, strict=True):
-        if record is None or claim is None or record["entity"] != "observation" or claim[1]:
-            continue
-        if isinstance(record.get("key"), str):
-            for project in claim[0]:
-                addresses.setdefault(project, set()).add(record["key"])
-    personal_here = _personal_here(conn, addresses) if addresses else set()
+    are allowed through: the store refuses them with its own message).
+
+    A record's verdict depends on its claims only (entity, project, scope, and its payload's
+    project and scope), so it is worked out once per combination (a chunk holds a handful),
+    except for the memories the scope allows: each one is held back if the memory at its
+    address is personal here, looked up for all of them at once (never when personal
+    records are allowed anyway)."""
     allowed = scope.projects  # computed once: this runs per record
+    outcomes: dict[tuple[Any, ...], str | tuple[str, bool] | frozenset[str]] = {}
     verdicts = Verdicts()
-    for position, (record, claim) in enumerate(zip(records, claims, strict=True)):
-        if record is None or claim is None:
-            verdicts.allowed.append(position)
+    positions, held = verdicts.allowed, verdicts.held
+    # (position, projects named, key, project) of each memory allowed unless personal here
+    checks: list[tuple[int, frozenset[str], str, str]] = []
+    for position, record in enumerate(records):
+        if record is None:
+            positions.append(position)
             continue
-        names, personal = claim
-        entity = record["entity"]
-        if not personal and entity == "observation" and personal_here:
-            # the memory at this record's own address is personal here
-            personal = any((project, record.get("key")) in personal_here for project in names)
-        if entity == "session":
-            names.discard("")  # a session without a project can reach no project's memories
-        if not names <= allowed:
-            refused = sorted(names - allowed)
-            first = record["project"] if record["project"] in refused else refused[0]
-            verdicts.held[(first, False)] += 1
-        elif personal and not scope.include_personal:
-            verdicts.held[(record["project"], True)] += 1
+        payload = record.get("payload")
+        own = payload.get("project") if payload.__class__ is dict else None
+        if payload.__class__ is dict and (own is None or own.__class__ is str):
+            # (a payload project of another type is judged on its own: 1 and True are one
+            # key of a dict but name different projects)
+            entity = record.get("entity")
+            combination = (
+                entity,
+                record.get("project"),
+                record.get("scope"),
+                own,
+                payload.get("scope") if entity == "observation" else None,
+            )
+            try:
+                outcome = outcomes.get(combination)
+            except TypeError:  # (an unhashable claim: judged on its own)
+                outcome = _outcome(record, scope, allowed)
+            else:
+                if outcome is None:
+                    outcome = outcomes[combination] = _outcome(record, scope, allowed)
         else:
-            verdicts.allowed.append(position)
+            outcome = _outcome(record, scope, allowed)
+        if outcome is _ALLOW:
+            positions.append(position)
+        elif isinstance(outcome, frozenset):
+            key = record.get("key")
+            if isinstance(key, str):
+                checks.append((position, outcome, key, record["project"]))
+            else:
+                positions.append(position)
+        else:
+            held[outcome] += 1  # type: ignore[index]
+    if checks:
+        addresses: dict[str, set[str]] = {}
+        for _, names, key, _ in checks:
+            for project in names:
+                addresses.setdefault(project, set()).add(key)
+        personal_here = _personal_here(conn, addresses)
+        for position, names, key, project in checks:
+            if personal_here and any((name, key) in personal_here for name in names):
+                held[(project, True)] += 1
+            else:
+                positions.append(position)
+        positions.sort()
     return verdicts

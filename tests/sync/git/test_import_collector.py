@@ -58,3 +58,24 @@ def test_an_import_applies_its_chunks_with_the_collector_paused(
     assert seen and not any(seen)  # off while the chunks were applied
     assert gc.isenabled()  # and on again after
     assert canonical(receiver, ["acme"]) == canonical(source, ["acme"])
+
+
+def test_an_import_with_a_bad_chunk_gives_the_collector_back(store, sync_dir: SyncDir) -> None:
+    """A chunk found bad at its end (the group rolled back, the chunk refused alone) leaves
+    the collector running after the import."""
+    from tests.support.sync_git import import_
+    from tests.sync.git import hostile
+
+    made = []
+    for n in range(2):
+        records = [
+            hostile.observation(f"obs-gc{n}-{i:02d}", project="acme", title=f"memory {i}")
+            for i in range(20)
+        ]
+        made.append(hostile.write_chunk(sync_dir.path, records))
+    path = sync_dir.path / "log" / f"{made[1]}.jsonl.gz"
+    path.write_bytes(path.read_bytes()[:-30])  # truncated: found bad only at its end
+    report = import_(store, sync_dir)
+    assert [f.chunk for f in report.failures] == [made[1]]
+    assert report.chunks_imported == [made[0]]
+    assert gc.isenabled()

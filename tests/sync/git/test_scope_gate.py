@@ -157,3 +157,58 @@ def test_the_personal_lookup_searches_by_address_and_never_scans(store: Store) -
     assert any(d.startswith("SEARCH o USING") and "sync_id=?" in d for d in details), details
     assert any(d.startswith("SEARCH t USING") and "key=?" in d for d in details), details
     assert not any(d.startswith(("SCAN o", "SCAN t")) for d in details), details
+
+
+def test_the_personal_lookup_never_reads_the_rows_of_project_memories(store: Store) -> None:
+    """Through the unique index of every address, each key found meant reading its row for its
+    scope (3.7 µs a key at 100,000 memories): the lookup searches the index of personal
+    memories only (a row is read only for a key found there); and it still finds them, and
+    their tombstones."""
+    mine = store.add_observation(title="mine", content="x", project="acme", scope="personal")
+    ours = store.add_observation(title="ours", content="y", project="acme", scope="project")
+    gone = store.add_observation(title="gone", content="z", project="acme", scope="personal")
+    store.delete_observation(gone.observation.id, hard=True)
+    keys = [mine.observation.sync_id, ours.observation.sync_id, gone.observation.sync_id]
+    sql = personal_sql(3)
+    details = [row[3] for row in store.db.conn.execute(
+        "EXPLAIN QUERY PLAN " + sql, [*keys, "acme", "acme"]
+    ).fetchall()]  # fmt: skip
+    assert any(d.startswith("SEARCH o USING") and "INDEX observations_personal (" in d
+               for d in details), details  # fmt: skip
+    found = {row[0] for row in store.db.conn.execute(sql, [*keys, "acme", "acme"])}
+    assert found == {keys[0], keys[2]}
+    assert {row[0] for row in store.db.conn.execute(sql, [*keys, "beta", "beta"])} == set()
+
+
+def test_a_store_before_the_migration_gets_the_personal_index(tmp_path) -> None:
+    from engram.settings import Config
+    from engram.store.schema import MIGRATIONS, SCHEMA_VERSION, migration_personal_index
+
+    config = Config(data_dir=tmp_path / "old")
+    with Store.open(config=config) as store:
+        kept = store.add_observation(title="t", content="c", project="acme", scope="personal")
+        store.db.conn.execute("DROP INDEX observations_personal")
+        store.db.conn.execute(
+            f"PRAGMA user_version = {MIGRATIONS.index(migration_personal_index)}"
+        )
+    with Store.open(config=config) as store:
+        assert store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION
+        found = store.db.conn.execute(personal_sql(1), [kept.observation.sync_id, "acme", "acme"])
+        assert [row[0] for row in found] == [kept.observation.sync_id]
+
+
+def test_the_personal_index_leaves_other_statements_prepared_once(store: Store) -> None:
+    """SQLite decides whether a statement may use a partial index by comparing its terms with
+    the index's condition: against ``scope = 'personal'`` a term ``scope = ?`` (a save's
+    duplicate lookup, a topic's) made the statement depend on the value bound to it, prepared
+    again on every run (saves 15% slower). Against ``scope IS 'personal'`` no statement's term
+    compares (no statement compares the scope with a parameter by IS)."""
+    import re
+    from pathlib import Path
+
+    import engram
+
+    ddl = str(store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'observations_personal'"))
+    assert ddl.endswith("WHERE scope IS 'personal'"), ddl
+    source = "\n".join(p.read_text() for p in Path(engram.__file__).parent.rglob("*.py"))
+    assert not re.search(r"scope\s+IS\s+\?", source, re.IGNORECASE)
