@@ -176,7 +176,9 @@ def test_edits_that_replace_this_machines_text_are_reported_alike(make_store) ->
                                   session_id="s1")  # fmt: skip
         other.apply_mutations([e.record for e in store.journal.pending("x")], source="git:/o")
         start = len(other.journal.pending("y"))
-        for row in other.db.rows("SELECT id FROM observations WHERE project = ?", (name,)):
+        for row in other.db.rows(
+            "SELECT id FROM observations WHERE project = ? ORDER BY id", (name,)
+        ):
             other.update_observation(row[0], content=f"walrus theirs {row[0] % 100}")
         edits[name] = [e.record for e in other.journal.pending("y")][start:]
     singles = [one.apply_mutations([r], source="git:/other") for r in edits["one"]]
