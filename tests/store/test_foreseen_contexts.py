@@ -96,6 +96,27 @@ def context_hits(store: Store, words: list[str]) -> dict[str, list[int]]:
     }  # fmt: skip
 
 
+def one_and_bulk(
+    make_store: Any, before: list[Any], batch: list[Any], trace: list[str] | None = None
+) -> tuple[Store, Store]:
+    """Two stores that hold ``before`` (applied one at a time), then get ``batch`` one record
+    at a time (``one``) and as one bulk batch (``bulk``, its statements in ``trace``)."""
+    one, bulk = make_store("one"), make_store("bulk")
+    for store in (one, bulk):
+        for record in before:
+            store.apply_mutations([record], source="git:/x")
+    for record in batch:
+        one.apply_mutations([record], source="git:/x")
+    assert len(batch) >= BULK_RECORDS
+    if trace is not None:
+        bulk.db.conn.set_trace_callback(trace.append)
+    try:
+        bulk.apply_mutations(batch, source="git:/x")
+    finally:
+        bulk.db.conn.set_trace_callback(None)
+    return one, bulk
+
+
 def one_by_one_and_bulk(
     make_store: Any,
     batch: list[Any],
@@ -105,14 +126,7 @@ def one_by_one_and_bulk(
     """Apply ``before`` one record at a time to two stores, then ``batch`` to one of them one
     record at a time and to the other as one bulk batch; both must end the same (but for
     the parts ``unlike`` names), and every context be the rule's."""
-    one, bulk = make_store("one"), make_store("bulk")
-    for store in (one, bulk):
-        for record in before:
-            store.apply_mutations([record], source="git:/x")
-    for record in batch:
-        one.apply_mutations([record], source="git:/x")
-    assert len(batch) >= BULK_RECORDS
-    bulk.apply_mutations(batch, source="git:/x")
+    one, bulk = one_and_bulk(make_store, before, batch)
     bulk_wrote, one_wrote = written(bulk), written(one)
     for part in unlike:
         del bulk_wrote[part], one_wrote[part]

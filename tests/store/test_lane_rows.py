@@ -12,10 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram import importance
-from engram.store import Store, scoring
-from engram.store.replication import BULK_RECORDS
+from engram.store import scoring
 
-from .test_foreseen_contexts import _record, filler, memory
+from .test_foreseen_contexts import _record, filler, memory, one_and_bulk
 from .test_fresh_lane import written
 
 
@@ -45,27 +44,6 @@ def exported(record: dict[str, Any]) -> dict[str, Any]:
     record["payload"] = {name: payload.get(name) for name in OBSERVATION_FIELDS}
     record["payload"].update(revision_count=1, duplicate_count=1)
     return record
-
-
-def one_and_bulk(
-    make_store, before: list[dict], batch: list[dict], trace: list[str] | None = None
-) -> tuple[Store, Store]:
-    """Two stores that hold ``before`` (applied one at a time), then get ``batch`` one record
-    at a time (``one``) and as one bulk batch (``bulk``, its statements in ``trace``)."""
-    one, bulk = make_store("one"), make_store("bulk")
-    for store in (one, bulk):
-        for record in before:
-            store.apply_mutations([record], source="git:/x")
-    for record in batch:
-        one.apply_mutations([record], source="git:/x")
-    assert len(batch) >= BULK_RECORDS
-    if trace is not None:
-        bulk.db.conn.set_trace_callback(trace.append)
-    try:
-        bulk.apply_mutations(batch, source="git:/x")
-    finally:
-        bulk.db.conn.set_trace_callback(None)
-    return one, bulk
 
 
 def mixed_batch() -> list[dict[str, Any]]:
