@@ -16,7 +16,8 @@ from engram.settings import Config
 from engram.store import Store
 from engram.store.replication import BULK_RECORDS
 from engram.store.schema import MIGRATIONS, SCHEMA_VERSION, migration_delivery_by_source
-from tests.store.test_storage_indexes import plan, traced
+from tests.store.test_storage_indexes import plan
+from tests.support.trace import traced
 
 
 def records_of(store: Store) -> list[str]:

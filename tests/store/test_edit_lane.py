@@ -15,6 +15,7 @@ import pytest
 from engram.record import build_record, format_hlc
 from engram.store import Store, replication
 from engram.store.replication import BULK_RECORDS
+from tests.support.trace import traced
 
 from .test_fresh_lane import go_copy, written
 from .test_trust import FAR_FUTURE, upsert_of
@@ -210,12 +211,8 @@ def test_an_edit_updates_only_the_columns_it_changes(make_store) -> None:
     (and so not the indexes) it leaves as they were: a whole-row update rewrote all 8 of the
     row's index entries, twice the cost of the update."""
     a, b, edits = held_and_edited(make_store)
-    seen: list[str] = []
-    b.db.conn.set_trace_callback(seen.append)
-    try:
+    with traced(b) as seen:
         result = b.apply_mutations(edits, source="git:/a")
-    finally:
-        b.db.conn.set_trace_callback(None)
     assert result.observations == BULK_RECORDS
     updates = [s for s in seen if s.startswith("UPDATE observations SET") and "content" in s]
     assert updates, seen
@@ -328,12 +325,8 @@ def test_an_edit_that_leaves_what_its_neighbours_quote_derives_no_context(make_s
     a, one, bulk, edits = long_memories_edited(make_store, at_head=False)
     for record in edits:
         one.apply_mutations([record], source="git:/a")
-    seen: list[str] = []
-    bulk.db.conn.set_trace_callback(seen.append)
-    try:
+    with traced(bulk) as seen:
         result = bulk.apply_mutations(edits, source="git:/a")
-    finally:
-        bulk.db.conn.set_trace_callback(None)
     assert result.observations == BULK_RECORDS
     derivations = [s for s in (" ".join(s.split()) for s in seen) if s.startswith(_DERIVING)]
     assert derivations == [], derivations

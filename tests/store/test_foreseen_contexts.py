@@ -22,6 +22,7 @@ from engram.store.batch_contexts import _read_and_derived, contexts
 from engram.store.journal import now_ms
 from engram.store.replication import BULK_RECORDS
 from engram.store.search_context import PIECE_CHARS, _derived, _piece, derive
+from tests.support.trace import traced
 
 from .test_fresh_lane import written
 
@@ -265,12 +266,8 @@ def test_a_fresh_import_writes_each_context_once(make_store) -> None:
     with '' and updated at the batch's end)."""
     batch = session_records() + filler()
     bulk = make_store("bulk")
-    seen: list[str] = []
-    bulk.db.conn.set_trace_callback(seen.append)
-    try:
+    with traced(bulk) as seen:
         bulk.apply_mutations(batch, source="git:/x")
-    finally:
-        bulk.db.conn.set_trace_callback(None)
     assert not [s for s in seen if "SET search_context" in s or "o.search_context" in s]
     assert stored(bulk) == by_the_rule(bulk)
     assert stored(bulk)[("p", "obs-008")] != ""
@@ -284,12 +281,8 @@ def test_a_held_session_is_checked_and_only_wrong_rows_rewritten(make_store) -> 
     bulk = make_store("bulk")
     for record in records[:3]:  # the first prompt and two memories
         bulk.apply_mutations([record], source="git:/x")
-    seen: list[str] = []
-    bulk.db.conn.set_trace_callback(seen.append)
-    try:
+    with traced(bulk) as seen:
         bulk.apply_mutations(records[3:] + filler(), source="git:/x")
-    finally:
-        bulk.db.conn.set_trace_callback(None)
     assert stored(bulk) == by_the_rule(bulk)
     rewritten = [s for s in seen if s.startswith("UPDATE observations SET search_context")]
     assert len(rewritten) == 2, rewritten  # obs-004 and obs-006; obs-007 had two neighbours
@@ -308,12 +301,8 @@ def test_held_rows_rewritten_are_read_for_the_index_set_wise(make_store) -> None
     again = make_store("again")
     for record in held:
         again.apply_mutations([record], source="git:/x")
-    seen: list[str] = []
-    again.db.conn.set_trace_callback(seen.append)
-    try:
+    with traced(again) as seen:
         again.apply_mutations(batch, source="git:/x")
-    finally:
-        again.db.conn.set_trace_callback(None)
     assert stored(again) == stored(bulk)
     one_row = [s for s in seen if s.startswith("SELECT id, title, content") and "WHERE id = " in s]
     assert one_row == [], one_row

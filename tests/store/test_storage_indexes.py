@@ -8,23 +8,12 @@ could drift from the code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from engram.settings import Config
 from engram.store import Store
 from engram.store.schema import MIGRATIONS, SCHEMA_VERSION, migration_hash_prefix
-
-
-@contextmanager
-def traced(store: Store) -> Iterator[list[str]]:
-    """The statements ``store`` runs inside the block (with their values bound)."""
-    seen: list[str] = []
-    store.db.conn.set_trace_callback(seen.append)
-    try:
-        yield seen
-    finally:
-        store.db.conn.set_trace_callback(None)
+from tests.support.trace import traced
 
 
 def plan(store: Store, sql: str) -> str:
