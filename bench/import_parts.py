@@ -101,6 +101,7 @@ def instrument() -> None:
     timed(importer, "judge", "judging the scope")
     timed(replication.ReplicationMixin, "apply_mutations", "applying (apply_mutations)")
     timed(replication, "parse_record", "  parsing and validating")
+    timed(replication._ApplyBatch, "_look_up", "  the mids held here, looked up")
     timed(fresh_lane.FreshLane, "plan", "  planning the fresh lane")
     timed(batch_contexts, "foresee", "  foreseeing the contexts")
     replication.foresee = batch_contexts.foresee  # (imported by name)
