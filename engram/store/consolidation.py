@@ -351,7 +351,12 @@ class ConsolidationMixin(StoreBase):
                     merged.key, source["sync_id"], "merged by consolidation", "consolidation",
                 )  # fmt: skip
             refresh.settle()  # the merged memory and its sources' neighbours: contexts anew
-            scoring.rescore_ids(conn, [rowid, *(s["id"] for s in sources)], now)
+            written = [rowid, *(s["id"] for s in sources)]
+            scoring.rescore_ids(conn, written, now)
+            # The memories related to the sources lose a link (archived, they end their
+            # relations but a supersession), and those related to a merged memory brought back
+            # gain one: re-scored in this transaction, as an archive does.
+            scoring.rescore_linked(conn, written, now)
         return rowid
 
     def _apply_archives(self, rows: list[dict[str, Any]], bar: float) -> set[int]:

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engram.errors import ConflictError, NotFoundError, ValidationError
@@ -95,6 +95,31 @@ def _planted():
         sys.modules["planted"] = module
         spec.loader.exec_module(module)
     return sys.modules["planted"]
+
+
+def test_consolidation_rescores_the_memories_related_to_what_it_merges(store: Store) -> None:
+    """A merge archives its sources (ending their relations but the supersession) and may bring
+    its merged memory back: the memories at the other ends are re-scored in the same write."""
+    a = save(store, "Sessions live in Redis", "We keep sessions in Redis with a TTL of one hour.")
+    b = save(store, "Sessions live in Redis", "We keep the sessions in Redis with a TTL of 1 hour.")
+    x = save(store, "Cache", "Something else entirely, about caches.")
+    y = save(store, "Logins", "Another matter: how logins are checked.")
+    store.relate(x.id, a.id, "conflicts_with")
+    alone = {m.id: score(store, m) - (m is x) * step() for m in (x, y)}
+    merged = store.consolidate(threshold=0.0).merges[0].merged
+    assert links(store, x) == 0 and abs(score(store, x) - alone[x.id]) < 1e-3
+    assert _stale(store) == []
+    # The merged memory deleted, its sources restored and merged again: its key is revived.
+    store.relate(y.id, merged.id, "related")
+    store.restore_observations([a.id, b.id])
+    store.delete_observation(merged.id)
+    assert (links(store, x), links(store, y)) == (1, 0) and _stale(store) == []
+    again = store.consolidate(threshold=0.0).merges[0].merged
+    assert again.id == merged.id  # a revival, not a new memory
+    assert (links(store, x), links(store, y)) == (0, 1)
+    assert abs(score(store, x) - alone[x.id]) < 1e-3  # scores are rounded to 4 places
+    assert abs(score(store, y) - alone[y.id] - step()) < 1e-3
+    assert _stale(store) == []
 
 
 def test_consolidation_links_a_merged_memory_to_its_sources_with_relations(make_store) -> None:
@@ -213,6 +238,11 @@ def _link_step(stores: list[Store], step: tuple) -> None:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(LINK_STEPS)
+# Found by hypothesis (not in CI's runs): a merge archived the target of a conflicts_with
+# relation and left the relation's source with the link's score.
+@example([("save", 1, "p1", "personal"), ("merge", 1), ("save", 1, "p2", "project"),
+          ("save", 1, "p2", "project"), ("relate", 1, 0, 0, "conflicts_with", "judged"),
+          ("consolidate", 1)])  # fmt: skip
 def test_link_counts_stay_exact_through_any_interleaving(plan: list[tuple]) -> None:
     """Every write that changes a memory's links re-scores it, on the replica that wrote and
     on the replica that received the change (checked after every step, then converged)."""
