@@ -206,6 +206,9 @@ class ObservationsMixin(StoreBase):
                     (now, now, hlc, override, rowid),
                 )
             inserted = None
+            # A topic's derived key brought back (revived or saved again after a hard delete)
+            # may be named by relations: the memories at their other ends gain a link.
+            named = rowid is None and bool(topic)
             if rowid is None:
                 sync_id, deleted_row = self._new_sync_id(conn, project, scope, topic)
                 hlc, origin = self.journal.tick(conn)
@@ -284,6 +287,8 @@ class ObservationsMixin(StoreBase):
             refresh.settle()  # the rows whose session context this save changes
             if inserted is None:
                 scoring.rescore_ids(conn, [rowid], now)
+            if named:
+                scoring.rescore_linked(conn, [rowid], now)
             self._journal_state(
                 conn, "observation", project, sync_id, hlc, origin, scope=scope, deleted=False
             )

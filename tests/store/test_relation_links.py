@@ -122,6 +122,23 @@ def test_consolidation_rescores_the_memories_related_to_what_it_merges(store: St
     assert _stale(store) == []
 
 
+def test_a_topic_saved_again_gives_its_relations_back(store: Store) -> None:
+    """A topic's derived key saved again after a delete (revived when soft-deleted, created
+    anew when hard-deleted) is named by the relations it had: the memories at their other ends
+    get their link back in the save's write."""
+    for hard in (False, True):
+        topic = f"auth/tokens-{hard}"
+        a = save(store, "Tokens", f"Tokens expire after a day ({hard}).", topic_key=topic)
+        x = save(store, "Logins", f"Logins check the token ({hard}).")
+        store.relate(x.id, a.id, "related")
+        linked = score(store, x)
+        store.delete_observation(a.id, hard=hard)
+        assert links(store, x) == 0 and score(store, x) < linked
+        again = save(store, "Tokens", f"Tokens now expire after an hour ({hard}).", topic_key=topic)
+        assert again.sync_id == a.sync_id and links(store, x) == 1
+        assert abs(score(store, x) - linked) < 1e-3 and _stale(store) == []
+
+
 def test_consolidation_links_a_merged_memory_to_its_sources_with_relations(make_store) -> None:
     a, b = make_store("a"), make_store("b")
     plan = _planted().build(duplicated=4, trivia=0)
