@@ -175,6 +175,8 @@ LINK_STEPS = st.lists(
     st.one_of(
         st.tuples(st.just("save"), st.integers(0, 1), st.sampled_from(["p1", "p2"]),
                   st.sampled_from(["project", "personal"])),
+        st.tuples(st.just("topic"), st.integers(0, 1), st.sampled_from(["p1", "p2"]),
+                  st.sampled_from(["project", "personal"]), st.sampled_from(["t/a", "t/b"])),
         st.tuples(st.just("relate"), st.integers(0, 1), st.integers(0, 30), st.integers(0, 30),
                   st.sampled_from(["supersedes", "conflicts_with", "related"]),
                   st.sampled_from(["judged", "pending", "ignored"])),
@@ -212,11 +214,11 @@ def _link_step(stores: list[Store], step: tuple) -> None:
     live = [r[0] for r in rows if r[2] is None]
     gone = [r[0] for r in rows if r[2] is not None]
     try:
-        if kind == "save":
-            project, scope = args
+        if kind in ("save", "topic"):  # a topic's save updates or revives its derived key
+            project, scope, *topic = args
             n = len(rows)
             s.add_observation(title=f"note {n}", content=f"words {n} here", project=project,
-                              scope=scope)  # fmt: skip
+                              scope=scope, topic_key=topic[0] if topic else None)  # fmt: skip
         elif kind == "relate" and live:
             a = live[args[0] % len(live)]
             project = next(r[1] for r in rows if r[0] == a)
