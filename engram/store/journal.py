@@ -74,6 +74,9 @@ _KEPT_AT = {
     for entity in ENTITY_TABLES
 }
 _INTENT_ITEMS = tuple(INTENT_DEFAULTS.items())
+#: How many of an observation's state values are its payload fields (the intent fields follow).
+_OBSERVATION_PAYLOAD = len(FIELDS["observation"])
+_INTENT_AT_DEFAULT = tuple(INTENT_DEFAULTS.values())
 #: A record's keys in their order (:func:`engram.record.build_record`).
 _ENVELOPE = ("mid", "hlc", "origin", "entity", "key", "op", "project", "scope", "payload")
 #: The fields a hard delete blanks in earlier records (:meth:`Journal.blank_deleted_payloads`).
@@ -93,6 +96,56 @@ def sendable(alias: str = "j") -> str:
     return f"({alias}.record != '' OR CASE {alias}.entity {current} ELSE 0 END)"
 
 
+def _with_states(alias: str = "j") -> tuple[str, str, str, dict[str, slice]]:
+    """What reads each elided journal row ``alias``'s state in the query that selects the row
+    (one probe per row in SQLite, instead of a statement per record from Python): the state
+    columns (each entity's :data:`STATE_FIELDS`, from its row at the record's hlc, else from
+    the kept copy, as :func:`elided_text` reads them), the joins, the condition that the
+    record can be sent (:func:`sendable`'s), and where each entity's columns sit in a result
+    row that starts with :data:`_ENTRY_COLUMNS`."""
+    columns: list[str] = []
+    joins: list[str] = []
+    found: list[str] = []
+    at: dict[str, slice] = {}
+    start = len(_ENTRY_COLUMNS)
+    for entity, table in ENTITY_TABLES.items():
+        row, kept, key = f"{entity[0]}_row", f"{entity[0]}_kept", KEY_FIELD[entity]
+        elided = f"{alias}.record = '' AND {alias}.entity = '{entity}'"
+        joins.append(
+            f"LEFT JOIN {table} {row} ON {elided} AND {row}.project = {alias}.project"
+            f" AND {row}.{key} = {alias}.key AND {row}.hlc = {alias}.hlc"
+        )
+        joins.append(
+            f"LEFT JOIN {KEPT_TABLES[entity]} {kept} ON {elided} AND {row}.{key} IS NULL"
+            f" AND {kept}.seq = {alias}.seq"
+        )
+        fields = STATE_FIELDS[entity]
+        columns += [f"IIF({row}.{key} IS NULL, {kept}.{name}, {row}.{name})" for name in fields]
+        found.append(f"{row}.{key} IS NOT NULL OR {kept}.seq IS NOT NULL")
+        at[entity] = slice(start, start + len(fields))
+        start += len(fields)
+    sendable_here = f"({alias}.record != '' OR {' OR '.join(found)})"
+    return ", ".join(columns), " ".join(joins), sendable_here, at
+
+
+#: A journal row as :class:`JournalEntry` takes it, then the origin (rebuilding needs it).
+_ENTRY_COLUMNS = ("seq", "mid", "hlc", "entity", "key", "op", "project", "scope", "record",
+                  "source", "origin")  # fmt: skip
+_STATE_COLUMNS, _STATE_JOINS, _SENDABLE_WITH_STATE, _STATE_AT_COLUMN = _with_states()
+
+
+def _entries_with_states(rows: Iterable[tuple[Any, ...]]) -> list[JournalEntry]:
+    """The entries of rows selected with :data:`_STATE_COLUMNS` (only sendable ones), elided
+    records rebuilt from the state that came with them."""
+    found = []
+    for row in rows:
+        seq, mid, hlc, entity, key, op, project, scope, record, source, origin = row[:11]
+        if record == ELIDED:
+            record = _text_at(mid, hlc, origin, entity, key, row[_STATE_AT_COLUMN[entity]])
+        found.append(JournalEntry(seq, mid, hlc, entity, key, op, project, scope, record, source))
+    return found
+
+
 def elided_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
     """The record text of an elided journal row, rebuilt from its entity's row, or from the
     state kept when that row moved on (``None`` when neither is there)."""
@@ -102,7 +155,7 @@ def elided_text(conn: sqlite3.Connection, row: sqlite3.Row) -> str | None:
         found = conn.execute(_KEPT_AT[entity], (row["seq"],)).fetchone()
         if found is None:
             return None
-    return state_text(row, dict(zip(STATE_FIELDS[entity], tuple(found), strict=True)))
+    return _text_at(row["mid"], row["hlc"], row["origin"], entity, row["key"], tuple(found))
 
 
 def state_text(header: Any, state: dict[str, Any]) -> str:
@@ -110,29 +163,41 @@ def state_text(header: Any, state: dict[str, Any]) -> str:
     is the entity state ``state`` (its row's replicated fields): an upsert, or for a
     soft-deleted observation a delete. Intent fields at their default are left out
     (:func:`engram.record.compact_payload`), as every local write's payload leaves them."""
+    entity = header["entity"]
+    values = tuple(state[name] for name in FIELDS[entity])
+    if entity == "observation":  # (a state may leave the intent fields out)
+        values += tuple(state.get(name, default) for name, default in _INTENT_ITEMS)
+    return _text_at(header["mid"], header["hlc"], header["origin"], entity, header["key"], values)
+
+
+def _text_at(
+    mid: str, hlc: str, origin: str, entity: str, key: str, values: tuple[Any, ...]
+) -> str:
+    """:func:`state_text` of a state given as its values in :data:`STATE_FIELDS` order (what
+    a row or a kept copy reads as)."""
     import orjson
 
-    entity = header["entity"]
-    payload: dict[str, Any] = {name: state[name] for name in FIELDS[entity]}
+    payload: dict[str, Any] = dict(zip(FIELDS[entity], values, strict=False))  # (intent: below)
     op = "upsert"
     if entity == "observation":
-        # The intent fields not at their default (:func:`engram.record.compact_payload`; a
-        # state may leave them out), in their order, then ``hard`` for a soft delete.
-        for name, default in _INTENT_ITEMS:
-            value = state.get(name, default)
-            if name == "pinned":
-                value = bool(value)  # stored as 0/1, replicated as a boolean
-            if value != default:
-                payload[name] = value
+        # The intent fields not at their default (:func:`engram.record.compact_payload`), in
+        # their order, then ``hard`` for a soft delete.
+        intent = values[_OBSERVATION_PAYLOAD:]
+        if intent != _INTENT_AT_DEFAULT:  # (most memories: nothing to add)
+            for (name, default), value in zip(_INTENT_ITEMS, intent, strict=True):
+                if name == "pinned":
+                    value = bool(value)  # stored as 0/1, replicated as a boolean
+                if value != default:
+                    payload[name] = value
         if payload["deleted_at"] is not None:
             op = "delete"
             payload["hard"] = False
     record = build_record(
-        mid=header["mid"],
-        hlc=header["hlc"],
-        origin=header["origin"],
+        mid=mid,
+        hlc=hlc,
+        origin=origin,
         entity=entity,
-        key=header["key"],
+        key=key,
         op=op,
         project=payload["project"],
         scope=payload.get("scope", "project"),
@@ -565,15 +630,18 @@ class Journal:
         ``projects=None`` selects every project; personal-scope rows only when asked.
         """
         where, params = self._selection(projects, include_personal)
-        sql = f"""SELECT j.* FROM sync_journal j
-                  WHERE j.seq > ? AND {where} AND {NOT_YET_DELIVERED} AND {sendable("j")}
+        columns = ", ".join(f"j.{name}" for name in _ENTRY_COLUMNS)
+        sql = f"""SELECT {columns}, {_STATE_COLUMNS} FROM sync_journal j {_STATE_JOINS}
+                  WHERE j.seq > ? AND {where} AND {NOT_YET_DELIVERED} AND {_SENDABLE_WITH_STATE}
                   ORDER BY j.seq"""
         with self.db.read() as conn:
             args: list[Any] = [after_seq, *params, *not_yet_delivered_args(conn, target)]
             if limit is not None:
                 sql += " LIMIT ?"
                 args.append(limit)
-            return entries(conn, conn.execute(sql, args).fetchall())
+            cursor = conn.cursor()
+            cursor.row_factory = None  # (plain tuples: the entries are built by position)
+            return _entries_with_states(cursor.execute(sql, args).fetchall())
 
     def iter_pending(
         self,
