@@ -65,7 +65,14 @@ def progress_bar(
 
 
 def factory(*, quiet: bool = False, min_total: int = DEFAULT_MIN_TOTAL):
-    """A ``progress(label, total)`` callable with these settings, for services that take one."""
+    """A ``progress(label, total)`` callable with these settings, for services that take one.
+    When no bar can show (quiet, or stderr is not a terminal) it is the services' silent
+    default, so they skip what only a bar needs (an export or a push counting what it will
+    send: a scan of the journal)."""
+    if quiet or not sys.stderr.isatty():
+        from engram.sync.progress import no_progress
+
+        return no_progress
 
     def make(label: str, total: int) -> contextlib.AbstractContextManager[Callable[[int], None]]:
         return progress_bar(label, total, quiet=quiet, min_total=min_total)

@@ -298,8 +298,11 @@ class GitSync:
         journal = self.store.journal
         if (
             not self.dir.exists()
-            and not self._pending_count(projects, include_personal)
             and not report.go_compat
+            and not self._extra_sessions(projects, include_personal)
+            and not journal.pending(
+                self.target, projects=projects, include_personal=include_personal, limit=1
+            )
         ):
             return report  # nothing to write and nowhere yet: create nothing
         written: set[str] = set()
@@ -320,15 +323,22 @@ class GitSync:
                 if chunk.id not in held:
                     self._index(chunk, report, scope)
             extra = self._extra_sessions(projects, include_personal)
-            total = len(extra) + journal.count_pending(
-                self.target, projects=projects, include_personal=include_personal
+            # Counting costs a scan of the journal: only when someone shows progress (as the
+            # cloud push does); without it, an empty selection is simply an empty stream.
+            total = (
+                len(extra)
+                + journal.count_pending(
+                    self.target, projects=projects, include_personal=include_personal
+                )
+                if self.progress is not no_progress
+                else None
             )
-            if total:
+            if total != 0:
                 batches = journal.iter_pending(
                     self.target, projects=projects, include_personal=include_personal
                 )
                 stream = chain(extra, chain.from_iterable(batches))
-                with self.progress("Exporting mutations", total) as advance:
+                with self.progress("Exporting mutations", total or 0) as advance:
                     for encoded, items in pack_chunks(
                         stream,
                         created_by=self.author,
@@ -338,7 +348,8 @@ class GitSync:
                         report.chunks.append(self._write_chunk(encoded, items))
                         written.update(item.project for item in items if item.entity != "session")
                         advance(len(items))
-                listed, _ = self._list(manifests)
+                if report.chunks:
+                    listed, _ = self._list(manifests)
             report.index_rebuilt = self._rebuild_index(listed)
             appended: list[ManifestEntry] = []
             if report.go_compat:

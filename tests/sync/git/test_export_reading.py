@@ -1,20 +1,28 @@
-"""Issue 18: export and the cloud push read the journal set-wise (each elided record's state
-comes in the query that selects the record) and must send exactly the bytes the record-by-record
-rebuild gives (``journal.entries``, which every other reader uses): records elided or stored with
-their text, states kept after edits, moves and deletes, relations, sessions, prompts, intent
-fields, records received from elsewhere, and elided records whose state is nowhere (left out)."""
+"""Issue 18: how export and the cloud push read the journal. Set-wise (each elided record's
+state comes in the query that selects the record), they must send exactly the bytes the
+record-by-record rebuild gives (``journal.entries``, which every other reader uses): records
+elided or stored with their text, states kept after edits, moves and deletes, relations,
+sessions, prompts, intent fields, records received from elsewhere, and elided records whose
+state is nowhere (left out). The journal is counted only for a progress bar that can show."""
 
 from __future__ import annotations
 
 import gzip
+import io
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import orjson
+import pytest
 
 from engram.record import build_record, format_hlc, new_mid
 from engram.store import Store
 from engram.store.journal import JournalEntry, entries
 from engram.sync.git.chunk import pack_chunks
 from engram.sync.git.gitdir import SyncDir
+from engram.sync.git.sync import GitSync
+from engram.sync.progress import no_progress
 from tests.store.replicas import exchange
 from tests.store.test_lean_writes import state_record
 from tests.support.sync_git import export
@@ -162,3 +170,36 @@ def test_exported_chunks_are_the_bytes_of_the_records_rebuilt_one_by_one(
     )
     assert (chunk.id, chunk.compressed()) == (written.id, data)
     assert items == expected
+
+
+def test_an_export_counts_what_it_sends_only_for_a_bar_that_can_show(
+    make_store, sync_dir: SyncDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram.cli.progress import factory
+
+    store = make_store("a")
+    store.add_observation(title="t", content="c", project="acme")
+    with traced(store) as seen:
+        GitSync(store, sync_dir, author="tester").export(projects=["acme"])
+    assert not any("COUNT(" in s for s in seen)
+    store.add_observation(title="u", content="d", project="acme")
+    totals: list[int] = []
+
+    @contextmanager
+    def bar(label: str, total: int) -> Iterator[Callable[[int], None]]:
+        totals.append(total)
+        yield lambda n: None
+
+    GitSync(store, sync_dir, author="tester", progress=bar).export(projects=["acme"])
+    assert totals == [1]
+    # The CLI's bars: none without a terminal, or when quiet (no count then either).
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert factory() is no_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert factory(quiet=True) is no_progress
+    assert factory() is not no_progress
