@@ -10,7 +10,9 @@ unless that target turned out not to hold what we believed (``sync_targets.resen
 A local write's record is stored *elided* (:data:`ELIDED`): its payload is the entity's row at
 the record's ``hlc``, so the journal does not keep a second copy of every memory; the record's
 text is rebuilt from the row when a transport reads it (always the same bytes: a row's
-replicated fields only ever change together with its ``hlc``). A record received from
+replicated fields only ever change together with its ``hlc``). Transports read in batches
+(:meth:`Journal.pending`), each elided record's state coming with it in the one query;
+a single row is rebuilt by :func:`elided_text` (one lookup each). A record received from
 elsewhere is stored elided too when its exact text is what its row rebuilds to, else verbatim.
 
 When the row moves on (a newer write from here or elsewhere, a move to another project) or goes
