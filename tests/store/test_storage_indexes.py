@@ -85,3 +85,17 @@ def test_a_store_before_the_migration_gets_the_narrow_index(tmp_path) -> None:
         assert "substr(normalized_hash, 1, 12)" in str(ddl)
         again = store.add_observation(title="t", content="kept  across", project="acme")
         assert again.action == "deduplicated" and again.observation.id == saved.id
+
+
+def test_the_journal_mints_its_mids_in_time_order(store: Store) -> None:
+    """New records land together at the end of the journal's unique mid index (and the
+    cloud's), instead of on most of its pages: a burst of writes mints mids whose clock part
+    never goes back, each still 32 lowercase hex digits with 80 random bits after the clock."""
+    for n in range(60):
+        store.add_observation(title=f"t{n}", content=f"note number {n}", project="acme")
+    mids = [r[0] for r in store.db.rows("SELECT mid FROM sync_journal ORDER BY seq")]
+    assert len(mids) >= 60 and len(set(mids)) == len(mids)
+    assert all(len(m) == 32 and m == m.lower() and int(m, 16) >= 0 for m in mids)
+    clocks = [m[:12] for m in mids]
+    assert clocks == sorted(clocks)
+    assert len({m[12:] for m in mids}) == len(mids)  # the random part differs within a ms too
