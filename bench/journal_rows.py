@@ -19,6 +19,9 @@ changes one thing, so the difference from ``full`` is what that thing costs a ro
   * ``lean-text``: ``source``, ``origin`` and ``recorded_at`` written empty (the text that
     repeats on every received row);
   * ``table-only``: the rows alone, no index, no AUTOINCREMENT;
+  * ``mid-ordered``: each mid's first 12 hex digits replaced by its record's wall clock in ms
+    (its hlc's), as ``record.new_mid`` mints them now: the same unique index, keys in time
+    order (the rows' own mids were minted at random by the round's start);
   * ``mid-by-clock``: unique on (hlc, mid) instead of mid: a key in time order, but a weaker
     rule (the same mid at another clock would be a second row) — what a design change would buy;
   * ``key-with-mid``: no index on ``mid``, ``sync_journal_key`` unique on (entity, project, key,
@@ -141,8 +144,21 @@ def _key_with_mid(s: Schema) -> None:
     )
 
 
+def _mid_ordered(s: Schema) -> None:
+    mid, hlc = s.columns.index("mid"), s.columns.index("hlc")
+    before = s.convert
+
+    def convert(row: tuple) -> tuple:
+        row = before(row) if before is not None else row
+        wall = int(str(row[hlc]).split(".", 1)[0])
+        return (*row[:mid], f"{wall:012x}{str(row[mid])[12:]}", *row[mid + 1 :])
+
+    s.convert = convert
+
+
 VARIANTS: dict[str, Callable[[Schema], None]] = {
     "full": lambda s: None,
+    "mid-ordered": _mid_ordered,
     "no-mid": _no_mid,
     "mid-prefix": _mid_prefix,
     "mid-blob": _mid_blob,
