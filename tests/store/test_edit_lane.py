@@ -317,12 +317,17 @@ def _contexts_are_the_rules(store: Store) -> None:
     assert all(current == rule for _, current, rule in _derived(store.db.conn))
 
 
-def test_an_edit_that_leaves_what_its_neighbours_quote_derives_no_context(make_store) -> None:
+def test_an_edit_that_leaves_what_its_neighbours_quote_derives_no_context(
+    make_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An edit past the part of a memory its neighbours quote, in place (same session, time,
     scope, live), changes no session context: a row's context never quotes the row itself.
     The bulk apply derives none (it re-derived each edited row and the two after it, ten
     statements an edit), and leaves what one by one leaves."""
     a, one, bulk, edits = long_memories_edited(make_store, at_head=False)
+    # One instant for every apply: importance counts recency at the apply's second, and the
+    # one-by-one applies straddled a second under load (seen once in a full run).
+    monkeypatch.setattr("engram.store.replication.now_text", lambda: "2026-11-25 05:00:00")
     for record in edits:
         one.apply_mutations([record], source="git:/a")
     with traced(bulk) as seen:
@@ -336,10 +341,15 @@ def test_an_edit_that_leaves_what_its_neighbours_quote_derives_no_context(make_s
     assert bulk.search("narwhal", project="p")  # the edited text itself is indexed
 
 
-def test_an_edit_of_what_its_neighbours_quote_re_derives_their_contexts(make_store) -> None:
+def test_an_edit_of_what_its_neighbours_quote_re_derives_their_contexts(
+    make_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same edits at the start of each memory: the rows after each take the new text
     into their context, in the bulk apply as one by one, as the rule says."""
     a, one, bulk, edits = long_memories_edited(make_store, at_head=True)
+    # One instant for every apply: importance counts recency at the apply's second, and the
+    # one-by-one applies straddled a second under load (seen once in a full run).
+    monkeypatch.setattr("engram.store.replication.now_text", lambda: "2026-11-25 05:00:00")
     for record in edits:
         one.apply_mutations([record], source="git:/a")
     bulk.apply_mutations(edits, source="git:/a")
