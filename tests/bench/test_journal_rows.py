@@ -3,29 +3,15 @@ it, and writes every row (its smallest run, on a real store's journal rows)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
-import sys
-from pathlib import Path
 
 import pytest
 
 from engram.settings import Config
 from engram.store import Store
+from tests.support.bench_scripts import load
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "journal_rows.py"
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("journal_rows", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_script()
+bench = load("journal_rows")
 
 
 @pytest.fixture(scope="module")

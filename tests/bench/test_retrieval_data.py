@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 from engram import semantic
 from engram.settings import Config
 from engram.store import Store
+from tests.support.bench_scripts import load
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "retrieval_bench.py"
@@ -24,16 +24,8 @@ MODES = ["any + context", "any, no context", "all + context", "all, no context"]
 SEMANTIC_MODES = ["hybrid", "semantic"] if semantic.available() else []
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("retrieval_bench", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
 
-
-bench = _load_script()
+bench = load("retrieval_bench")
 
 
 @pytest.fixture(scope="module")

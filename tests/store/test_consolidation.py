@@ -5,30 +5,16 @@ nothing in a dry run."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
 from engram.errors import ConflictError, ValidationError
 from engram.store import Store
 from tests.store.replicas import converge
+from tests.support.bench_scripts import load
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load_planted():
-    spec = importlib.util.spec_from_file_location("planted", REPO / "bench" / "planted.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-planted = _load_planted()
+planted = load("planted")
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ records arrive from elsewhere), and consolidation's supersession is a relation l
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tempfile
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from engram.store import Store
 from engram.store.links import link_count
 from engram.store.scoring import SCORE_SQL
 from engram.times import now_text
+from tests.support.bench_scripts import load
 
 from .replicas import converge, exchange
 
@@ -86,16 +85,6 @@ def test_a_relation_arriving_from_elsewhere_rescores_like_a_local_one(make_store
     assert links(b, there) == 0 and abs(score(b, there) - alone) < 1e-3  # scores are rounded to 4 places
 
 
-def _planted():
-    path = Path(__file__).resolve().parents[2] / "bench" / "planted.py"
-    if "planted" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("planted", path)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["planted"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["planted"]
-
 
 def test_consolidation_rescores_the_memories_related_to_what_it_merges(store: Store) -> None:
     """A merge archives its sources (ending their relations but the supersession) and may bring
@@ -141,7 +130,7 @@ def test_a_topic_saved_again_gives_its_relations_back(store: Store) -> None:
 
 def test_consolidation_links_a_merged_memory_to_its_sources_with_relations(make_store) -> None:
     a, b = make_store("a"), make_store("b")
-    plan = _planted().build(duplicated=4, trivia=0)
+    plan = load("planted").build(duplicated=4, trivia=0)
     a.import_data(plan.document)
     report = a.consolidate()
     step_ = report.merges[0]

@@ -5,8 +5,6 @@ superseded facts."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,24 +15,14 @@ from engram.store import Store
 from engram.sync.cloud.sync import CloudSync
 from engram.sync.git.gitdir import SyncDir
 from engram.sync.git.sync import GitSync
+from tests.support.bench_scripts import load
 from tests.support.sync_cloud import CloudServer, canonical, cloud_config, enroll
-
-REPO = Path(__file__).resolve().parents[3]
-
-
-def _planted():
-    spec = importlib.util.spec_from_file_location("planted", REPO / "bench" / "planted.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_consolidation_reaches_other_machines_through_git_and_the_cloud(
     server: CloudServer, open_store: Callable[[str], Store], tmp_path: Path
 ) -> None:
-    plan = _planted().build(duplicated=8, trivia=4)
+    plan = load("planted").build(duplicated=8, trivia=4)
     for item in plan.document["observations"]:
         item["project"] = "acme"  # one project: the git directory's own
     a, b, c = open_store("a"), open_store("b"), open_store("c")
