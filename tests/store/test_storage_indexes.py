@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import orjson
+
 from engram.settings import Config
 from engram.store import Store
 from engram.store.schema import MIGRATIONS, SCHEMA_VERSION, migration_hash_prefix
@@ -99,3 +101,23 @@ def test_the_journal_mints_its_mids_in_time_order(store: Store) -> None:
     clocks = [m[:12] for m in mids]
     assert clocks == sorted(clocks)
     assert len({m[12:] for m in mids}) == len(mids)  # the random part differs within a ms too
+
+
+def test_a_received_mid_is_never_read_as_a_clock(make_store) -> None:
+    """Time order is how this store mints mids, not a rule for others': a received record whose
+    mid is any 32 hex digits — random (other tools, older versions), or with a "clock" far ahead
+    or at zero — applies as before, and applying it again is still a no-op."""
+    source, dest = make_store("source"), make_store("dest")
+    for n in range(3):
+        source.add_observation(title=f"t{n}", content=f"note {n}", project="acme")
+    texts = [e.record for e in source.journal.pending("git:/x")]
+    mids = ["f" * 32, "0" * 32, "9a3c5e7f0b1d2c4e6a8f0b2d4c6e8a1f"]
+    records = [orjson.loads(t) for t in texts if orjson.loads(t)["entity"] == "observation"]
+    assert len(records) == len(mids)
+    for record, mid in zip(records, mids, strict=True):
+        record["mid"] = mid
+    for _ in range(2):
+        dest.apply_mutations(records, source="git:/x")
+        held = [r[0] for r in dest.db.rows("SELECT mid FROM sync_journal ORDER BY seq")]
+        assert sorted(m for m in held if m in mids) == sorted(mids)
+    assert len(dest.search("note", project="acme")) == 3
