@@ -14,6 +14,7 @@ Start-up matters (agents start this process often): import only the SDK and the 
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -40,6 +41,7 @@ from engram.errors import (
     StoreUnavailableError,
     ValidationError,
 )
+from engram.mcp import schemas
 from engram.mcp.curation_tools import CurationTools
 from engram.mcp.instructions import INSTRUCTIONS
 from engram.mcp.listing import compact_tools, full_tools
@@ -338,6 +340,31 @@ def _merge_tool(tools: MemoryTools) -> Tool:
     )
 
 
+def _tool(impl: CurationTools, name: str) -> Tool:
+    """The tool ``name`` of ``impl``, built: its argument model from the method's signature."""
+    if name == "mem_merge_projects":
+        return _merge_tool(impl)
+    annotations, fn = ANNOTATIONS[name], getattr(impl, name)
+    return Tool.from_function(
+        fn,
+        name=name,
+        title=annotations.title,
+        description=_description(fn),
+        annotations=annotations,
+    )
+
+
+def _description(fn: Any) -> str:
+    """Docstrings are the descriptions agents read: without the code's indentation."""
+    return " ".join((fn.__doc__ or "").split())
+
+
+def every_tool(store: Store) -> list[Tool]:
+    """Every tool (aliases included) built over ``store``: what ``schemas.json`` is made of."""
+    impl = CurationTools(store, Workspace(store, os.getcwd(), None))
+    return [_tool(impl, name) for name in ALL_TOOLS + SEED_ALIASES]
+
+
 def build_server(
     store: Store,
     *,
@@ -351,25 +378,30 @@ def build_server(
     ``cwd`` is the directory the project is detected from (default: the process's);
     ``project`` overrides detection (``--project`` / ``ENGRAM_PROJECT``); ``full`` lists the
     tools with full descriptions and output schemas (default: when every tool is exposed).
+    Each tool is listed from its generated schemas and built on its first call
+    (:mod:`engram.mcp.schemas`), or built here when those are out of date.
     """
     names = list(tools) if tools is not None else list(ALL_TOOLS)
     if full is None:
         full = set(names) >= set(ALL_TOOLS)
     workspace = Workspace(store, cwd or os.getcwd(), project)
     impl = CurationTools(store, workspace)
+    generated = schemas.load()
     registered: list[Tool] = []
     for name in names:
-        if name == "mem_merge_projects":
-            registered.append(_merge_tool(impl))
+        if name not in generated:
+            registered.append(_tool(impl, name))
             continue
-        annotations, fn = ANNOTATIONS[name], getattr(impl, name)
+        annotations = ANNOTATIONS[name]
+        fn = getattr(impl, name) if name != "mem_merge_projects" else None
         registered.append(
-            Tool.from_function(
-                fn,
+            schemas.deferred(
+                generated[name],
+                functools.partial(_tool, impl, name),
+                fn=fn,
                 name=name,
                 title=annotations.title,
-                # Docstrings are the descriptions agents read: without the code's indentation.
-                description=" ".join((fn.__doc__ or "").split()),
+                description=MERGE_DESCRIPTION if fn is None else _description(fn),
                 annotations=annotations,
             )
         )
