@@ -392,8 +392,8 @@ def build_server(
         if name not in generated:
             registered.append(_tool(impl, name))
             continue
-        annotations = ANNOTATIONS[name]
-        fn = getattr(impl, name) if name != "mem_merge_projects" else None
+        annotations, fn = ANNOTATIONS[name], getattr(impl, name)
+        merge = name == "mem_merge_projects"  # (its model is explicit: _merge_tool)
         registered.append(
             schemas.deferred(
                 generated[name],
@@ -401,7 +401,7 @@ def build_server(
                 fn=fn,
                 name=name,
                 title=annotations.title,
-                description=MERGE_DESCRIPTION if fn is None else _description(fn),
+                description=MERGE_DESCRIPTION if merge else _description(fn),
                 annotations=annotations,
             )
         )
