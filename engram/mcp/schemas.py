@@ -66,15 +66,26 @@ def load() -> dict[str, dict[str, Any]]:
     if not isinstance(stored, dict) or stored.get("source") != source_digest():
         return {}
     tools = stored.get("tools")
-    return tools if isinstance(tools, dict) else {}
+    if not isinstance(tools, dict):
+        return {}
+    # (an entry not of the shape generate() writes is left out: that tool is built at start-up)
+    return {
+        name: entry
+        for name, entry in tools.items()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("input"), dict)
+        and isinstance(entry.get("output"), dict)
+        and isinstance(entry.get("description"), str)
+    }
 
 
 def deferred(schemas: dict[str, Any], build: Callable[[], Tool], **fields: Any) -> Tool:
-    """A :class:`DeferredTool` listed with ``schemas`` (``input``, ``output``) whose real tool
-    ``build`` makes; ``fields``: the tool's ``fn``, ``name``, ``title``, ``description`` and
-    ``annotations``, as the real one has them."""
+    """A :class:`DeferredTool` listed with ``schemas`` (its ``input`` and ``output`` schemas and
+    ``description``) whose real tool ``build`` makes; ``fields``: the tool's ``fn``, ``name``,
+    ``title`` and ``annotations``, as the real one has them."""
     tool = DeferredTool.model_construct(
         parameters=schemas["input"],
+        description=schemas["description"],
         # (only its output schema is read before the first call: the listing)
         fn_metadata=FuncMetadata.model_construct(
             arg_model=ArgModelBase, output_schema=schemas["output"]
@@ -92,7 +103,12 @@ def generate(tools: list[Tool]) -> dict[str, Any]:
     return {
         "source": source_digest(),
         "tools": {
-            tool.name: {"input": tool.parameters, "output": tool.output_schema} for tool in tools
+            tool.name: {
+                "input": tool.parameters,
+                "output": tool.output_schema,
+                "description": tool.description,
+            }
+            for tool in tools
         },
     }
 

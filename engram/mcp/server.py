@@ -392,16 +392,14 @@ def build_server(
         if name not in generated:
             registered.append(_tool(impl, name))
             continue
-        annotations, fn = ANNOTATIONS[name], getattr(impl, name)
-        merge = name == "mem_merge_projects"  # (its model is explicit: _merge_tool)
+        annotations = ANNOTATIONS[name]
         registered.append(
             schemas.deferred(
                 generated[name],
                 functools.partial(_tool, impl, name),
-                fn=fn,
+                fn=getattr(impl, name),
                 name=name,
                 title=annotations.title,
-                description=MERGE_DESCRIPTION if merge else _description(fn),
                 annotations=annotations,
             )
         )

@@ -75,6 +75,21 @@ def test_a_missing_broken_or_stale_file_lists_nothing(
     assert schemas.load() == {}
 
 
+def test_an_entry_of_another_shape_is_built_at_start_up(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = orjson.loads(schemas.SCHEMAS_FILE.read_bytes())
+    stored["tools"]["mem_save"] = {"input": "not a schema"}
+    path = tmp_path / "schemas.json"
+    path.write_bytes(orjson.dumps(stored))
+    monkeypatch.setattr(schemas, "SCHEMAS_FILE", path)
+    assert "mem_save" not in schemas.load() and "mem_search" in schemas.load()
+    server = build_server(store, cwd=str(tmp_path))
+    tools = {t.name: t for t in server._tool_manager.list_tools()}
+    assert not isinstance(tools["mem_save"], schemas.DeferredTool)
+    assert isinstance(tools["mem_search"], schemas.DeferredTool)
+
+
 def test_a_file_written_for_other_code_is_stale(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
