@@ -2,8 +2,9 @@
 its project — same topic family, or most of its words in common — but says something the other
 does not is linked to it ``conflicts_with`` (pending), which marks both ``needs_review``.
 
-The check never runs on the save path: a save only queues the memory's id (one insert in its
-own transaction). The queue is drained by the next read that shows relations (search, a
+The check never runs on the save path. A new memory saved here waits for it without a queue row
+(``observations.saved_here`` and the queue's mark, :mod:`engram.store.queue_marks`): the queue
+takes those in when it is drained; an edit of a memory's text queues its id. The queue is drained by the next read that shows relations (search, a
 memory's relations, the graph commands) and, in long-running processes (``engram mcp``,
 ``engram serve``), by a background thread shortly after each write (:class:`ConflictWorker`).
 Only memories saved on this machine are checked; the relation it makes replicates like any
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 
 from engram.errors import StoreUnavailableError
 from engram.record import relation_key
+from engram.store import queue_marks
 from engram.store.base import StoreBase
 from engram.store.models import Relation
 from engram.store.query import STOPWORDS, build_match, plan_words
@@ -114,23 +116,56 @@ def _few(found: frozenset[str], limit: int = 3) -> str:
     return ", ".join(shown) + (", …" if len(found) > limit else "")
 
 
+_MARK = queue_marks.mark("conflicts")
+#: The new memories saved here waiting above the queue's mark, not queued (yet).
+_NEW = (
+    f"FROM observations WHERE id > {_MARK} AND saved_here = 1 AND deleted_at IS NULL"
+    " AND id NOT IN (SELECT observation_id FROM graph_conflict_queue)"
+)
+
+
 def queue_check(conn: sqlite3.Connection, observation_id: int) -> None:
-    """Queue a memory saved here for the conflict check (in the save's transaction)."""
+    """Queue a memory whose text changed here for the conflict check (in the edit's
+    transaction; a new memory saved here needs no row: ``saved_here``)."""
     conn.execute(
         "INSERT OR REPLACE INTO graph_conflict_queue(observation_id, queued_at) VALUES (?, ?)",
         (observation_id, now_text()),
     )
 
 
+def take_new(conn: sqlite3.Connection) -> None:
+    """Queue the new memories saved here since the mark (in a write transaction), as of when
+    they were saved."""
+    queue_marks.take_new(
+        conn,
+        "conflicts",
+        "INSERT OR IGNORE INTO graph_conflict_queue(observation_id, queued_at)"
+        " SELECT id, created_at FROM observations"
+        " WHERE id > ? AND saved_here = 1 AND deleted_at IS NULL",
+    )
+
+
 class ConflictsMixin(StoreBase):
     def pending_conflict_checks(self) -> int:
-        return int(self.db.scalar("SELECT COUNT(*) FROM graph_conflict_queue") or 0)
+        return int(
+            self.db.scalar(
+                f"SELECT (SELECT COUNT(*) FROM graph_conflict_queue) + (SELECT COUNT(*) {_NEW})"
+            )
+            or 0
+        )
+
+    def _conflict_checks_waiting(self) -> bool:
+        """Whether a check is queued or a memory was inserted since the queue's mark."""
+        return (
+            self.db.one("SELECT 1 FROM graph_conflict_queue LIMIT 1") is not None
+            or self.db.one(queue_marks.new_rows("conflicts")) is not None
+        )
 
     def settle_conflicts(self) -> None:
         """Run the queued checks before a read shows relations, unless another process is
         writing right now: the read never waits for it (the checks stay queued for the next
         read or the background worker)."""
-        if self.db.one("SELECT 1 FROM graph_conflict_queue LIMIT 1") is None:
+        if not self._conflict_checks_waiting():
             return
         try:
             with self.db.without_waiting():
@@ -149,9 +184,12 @@ class ConflictsMixin(StoreBase):
     ) -> list[Relation]:
         """Run the queued conflict checks (at most ``limit`` memories; ``None``: all; with a
         ``budget_s``, stop once that much time went — after at least one check) and return the
-        relations they made. Nothing queued costs one index probe."""
+        relations they made. Nothing queued costs two index probes."""
+        if self.db.one(queue_marks.new_rows("conflicts")) is not None:
+            with self.db.write() as conn:
+                take_new(conn)
         if self.db.one("SELECT 1 FROM graph_conflict_queue LIMIT 1") is None:
-            return []
+            return []  # (only memories that need no check were new)
         order = "DESC" if newest_first else ""
         sql = (
             "SELECT observation_id FROM graph_conflict_queue "

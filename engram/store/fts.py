@@ -48,8 +48,7 @@ def add(conn: sqlite3.Connection, table: str, rowid: int, values: Mapping[str, A
     """Index a row that was just inserted (``values`` holds at least the indexed columns)."""
     _, cols = _INDEXES[table]
     conn.execute(_ADD[table], (rowid, *(values.get(c) for c in cols)))
-    if table == "observations" and values.get("deleted_at") is None:
-        vector_queue.queue(conn, [rowid])
+    # (A new memory waits for its vector without a queue row: engram/store/vector_queue.py.)
 
 
 def restore(conn: sqlite3.Connection, table: str, column: str, value: object) -> None:
@@ -113,7 +112,7 @@ class DeferredIndex:
         self._fresh_prompts: set[int] = set()
 
     def inserted(self, rowid: int) -> None:
-        """An observation just inserted, to be indexed (and queued for a vector) at flush."""
+        """An observation just inserted, to be indexed at flush."""
         self._fresh.add(rowid)
 
     def inserted_prompts(self, rowids: Iterable[int]) -> None:
@@ -126,9 +125,7 @@ class DeferredIndex:
         """Call before updating or deleting the row(s) where ``column = value`` (``own_text``
         as in :func:`remove`)."""
         if table == "observations" and column == "id" and value in self._fresh:
-            if own_text:  # not indexed yet, and no vector yet either: nothing to note
-                vector_queue.forget(self.conn, [value])
-            return
+            return  # not indexed yet, and new: no vector, and none queued (vector_queue.py)
         fresh = self._fresh if table == "observations" else self._fresh_prompts
         if column == "id" and value in fresh:
             return  # a prompt not indexed yet
@@ -145,9 +142,7 @@ class DeferredIndex:
         """:meth:`before_change` of observations ``rowids`` (by id) at once, a few statements
         for all of them (a bulk apply's edits, or its rewritten contexts: ``own_text``
         False)."""
-        fresh = [rowid for rowid in rowids if rowid in self._fresh]
-        if fresh and own_text:  # not indexed yet, and no vector yet either
-            vector_queue.forget(self.conn, fresh)
+        # (New rows, not indexed yet, have no vector and no queue row: nothing to note.)
         old = self._old["observations"]
         held = [rowid for rowid in rowids if rowid not in self._fresh]
         if not own_text:  # (a row noted before: its old values are known, nothing else to do)
@@ -185,10 +180,4 @@ class DeferredIndex:
                 sorted(old.keys() | (fresh if table == "observations" else prompts)),
             )
             old.clear()
-        for part in vector_queue.chunks(sorted(fresh)):
-            marks = ", ".join("?" * len(part))
-            self.conn.execute(
-                f"INSERT OR IGNORE INTO {vector_queue.PENDING}(obs_id) SELECT id FROM observations"
-                f" WHERE id IN ({marks}) AND deleted_at IS NULL",
-                part,
-            )
+

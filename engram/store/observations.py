@@ -205,7 +205,7 @@ class ObservationsMixin(StoreBase):
                        WHERE id = ?""",
                     (now, now, hlc, override, rowid),
                 )
-            inserted = None
+            inserted, new_row = None, False
             # A topic's derived key brought back (revived or saved again after a hard delete)
             # may be named by relations: the memories at their other ends gain a link.
             named = rowid is None and bool(topic)
@@ -252,13 +252,15 @@ class ObservationsMixin(StoreBase):
                                tool_name, project, scope, topic_key, normalized_hash,
                                revision_count, duplicate_count, last_seen_at, created_at,
                                updated_at, search_context, hlc, importance_override,
-                               importance)
+                               importance, saved_here)
                            VALUES (:sync_id, :session_id, :type, :title, :content, :tool_name,
                                :project, :scope, :topic_key, :normalized_hash, 1, 1, :now, :now,
-                               :now, :search_context, :hlc, :importance_override, :importance)""",
+                               :now, :search_context, :hlc, :importance_override, :importance,
+                               1)""",
                         {**values, "importance": score},
                     )
                     rowid = int(cursor.lastrowid or 0)
+                    new_row = True
                     fts.add(conn, "observations", rowid, values)
                     refresh.inserted(rowid, {**values, "created_at": now})
                     if topic:
@@ -292,8 +294,9 @@ class ObservationsMixin(StoreBase):
             self._journal_state(
                 conn, "observation", project, sync_id, hlc, origin, scope=scope, deleted=False
             )
-            if action != "deduplicated":
-                # The conflict check runs later, off the save path (engram/store/conflicts.py).
+            if action != "deduplicated" and not new_row:
+                # The conflict check runs later, off the save path (engram/store/conflicts.py);
+                # a new row waits for it without a queue row (saved_here).
                 queue_check(conn, rowid)
             if inserted is None:
                 row = conn.execute("SELECT * FROM observations WHERE id = ?", (rowid,)).fetchone()

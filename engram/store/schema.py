@@ -865,6 +865,38 @@ def migration_personal_index(conn: sqlite3.Connection) -> None:
     )
 
 
+# --- a save writes no queue rows (issue 18, tenth round) ------------------------------------------
+
+QUEUE_MARKS_TABLE = """
+-- Per queue of off-save-path work on new memories ('vectors', 'conflicts'), the newest memory id
+-- the queue has taken in: a memory inserted after it waits without a queue row, and the queue's
+-- worker takes those in when it starts (engram/store/vector_queue.py, engram/store/conflicts.py).
+CREATE TABLE IF NOT EXISTS queue_marks (
+    queue    TEXT PRIMARY KEY,
+    last_id  INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def migration_queue_marks(conn: sqlite3.Connection) -> None:
+    """New memories wait for their vector and their conflict check without a queue row: a
+    save wrote one into ``vector_pending`` and one into ``graph_conflict_queue``, each in its
+    own b-tree (two of the ~24 pages a save wrote; and a queue that only grew where the
+    semantic extra is not installed). Each queue now has a mark, the newest memory id it has
+    taken in, and its worker takes in the memories above it when it starts
+    (docs/performance.md, "The tenth round"). ``observations.saved_here`` says which new
+    memories were saved on this machine (only those get a conflict check). Every memory here
+    now was queued by the code that saved it, so both marks start at the newest."""
+    run_script(conn, QUEUE_MARKS_TABLE)
+    if "saved_here" not in {r[1] for r in conn.execute("PRAGMA table_info(observations)")}:
+        conn.execute("ALTER TABLE observations ADD COLUMN saved_here INTEGER")
+    conn.execute(
+        "INSERT OR IGNORE INTO queue_marks(queue, last_id)"
+        " SELECT name, (SELECT COALESCE(MAX(id), 0) FROM observations)"
+        " FROM (SELECT 'vectors' AS name UNION ALL SELECT 'conflicts')"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_1,
     migration_2,
@@ -883,6 +915,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migration_hash_prefix,
     migration_delivery_by_source,
     migration_personal_index,
+    migration_queue_marks,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

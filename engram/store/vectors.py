@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from engram.errors import StoreUnavailableError
 from engram.project import project_name
 from engram.store.base import StoreBase
-from engram.store.vector_queue import PENDING, TABLE, chunks
+from engram.store.vector_queue import MARK, NEW_SINCE_MARK, PENDING, TABLE, chunks, take_new
 
 if TYPE_CHECKING:
     from engram.semantic.model import Embedder
@@ -102,8 +102,12 @@ class VectorsMixin(StoreBase):
         return VectorCoverage(memories, vectorized, available)
 
     def vectors_pending(self) -> bool:
-        """Whether any memory waits for a vector (cheap: one indexed row at most)."""
-        return self.db.one(f"SELECT 1 FROM {PENDING} LIMIT 1") is not None
+        """Whether any memory waits for a vector: queued, or inserted since the queue's mark
+        (cheap: an indexed row or two; a vectorize run then moves the mark)."""
+        return (
+            self.db.one(f"SELECT 1 FROM {PENDING} LIMIT 1") is not None
+            or self.db.one(NEW_SINCE_MARK) is not None
+        )
 
     def vectorize(
         self,
@@ -129,7 +133,8 @@ class VectorsMixin(StoreBase):
         model = embedder.model_id if embedder is not None else semantic.model_id()
         self._queue_outdated(model, project, rebuild)
         if self.vectors_pending():
-            with self.db.write() as conn:  # deleted memories leave the queue
+            with self.db.write() as conn:  # new memories join the queue, deleted ones leave it
+                take_new(conn)
                 conn.execute(
                     f"DELETE FROM {PENDING} WHERE obs_id NOT IN"
                     " (SELECT id FROM observations WHERE deleted_at IS NULL)"
@@ -161,13 +166,17 @@ class VectorsMixin(StoreBase):
         )
 
     def _waiting(self, project: str | None) -> int:
-        """Live memories in the queue (cheap: the queue is short once vectors exist)."""
+        """Live memories in the queue or saved since its mark (cheap: the queue is short once
+        vectors exist, and the memories above the mark are the newest)."""
         where, params = _live(project)
         return int(
             self.db.scalar(
-                f"SELECT COUNT(*) FROM {PENDING} p JOIN observations o ON o.id = p.obs_id"
-                f" WHERE {where}",
-                params,
+                f"""SELECT (SELECT COUNT(*) FROM {PENDING} p JOIN observations o
+                                ON o.id = p.obs_id WHERE {where})
+                         + (SELECT COUNT(*) FROM observations o
+                            WHERE o.id > {MARK} AND {where}
+                              AND o.id NOT IN (SELECT obs_id FROM {PENDING}))""",
+                [*params, *params],
             )
             or 0
         )

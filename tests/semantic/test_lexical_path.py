@@ -58,6 +58,9 @@ LEXICAL_ENGRAM_MODULES = {
     "engram.importance", "engram.store.scoring", "engram.store.links", "engram.store.access",
     "engram.store.tiebreak", "engram.store.intent", "engram.store.curation",
     "engram.store.consolidation",
+    # Issue 18, tenth round: the marks of the vector and conflict queues, which every write
+    # and the relations a search shows consult (a save writes no queue row).
+    "engram.store.queue_marks",
 }  # fmt: skip
 #: msgspec (and typing_extensions, which it imports): the store's models are msgspec Structs,
 #: served as they are by the HTTP API. No other third-party package: orjson alone cost ~9 ms of

@@ -36,7 +36,11 @@ def written(store: Store) -> dict[str, list[tuple]]:
         "delivery": "SELECT d.target, j.mid FROM sync_delivery d JOIN sync_journal j USING (seq)"
         " ORDER BY d.seq",
         "targets": "SELECT * FROM sync_targets ORDER BY target",
-        "vectors": "SELECT obs_id FROM vector_pending ORDER BY obs_id",
+        # The live memories waiting for a vector: queued, or new since the queue's mark
+        # (vector_queue.py; a queued id whose memory is gone is dropped by the vectorizer).
+        "vectors": "SELECT id FROM observations WHERE deleted_at IS NULL AND (id IN"
+        " (SELECT obs_id FROM vector_pending) OR id > (SELECT last_id FROM queue_marks WHERE queue = 'vectors'))"
+        " ORDER BY id",
         "kept": "SELECT * FROM sync_kept_observations ORDER BY seq",
         "words": "SELECT rowid FROM observations_fts WHERE observations_fts MATCH 'walrus'"
         " ORDER BY rowid",
