@@ -4,9 +4,10 @@ does not is linked to it ``conflicts_with`` (pending), which marks both ``needs_
 
 The check never runs on the save path. A new memory saved here waits for it without a queue row
 (``observations.saved_here`` and the queue's mark, :mod:`engram.store.queue_marks`): the queue
-takes those in when it is drained; an edit of a memory's text queues its id. The queue is drained by the next read that shows relations (search, a
-memory's relations, the graph commands) and, in long-running processes (``engram mcp``,
-``engram serve``), by a background thread shortly after each write (:class:`ConflictWorker`).
+takes those in when it is drained; an edit of a memory's text queues its id. The queue is
+drained by the next read that shows relations (search, a memory's relations, the graph
+commands) and, in long-running processes (``engram mcp``, ``engram serve``), by a background
+thread shortly after each write (:class:`ConflictWorker`).
 Only memories saved on this machine are checked; the relation it makes replicates like any
 other, and its key is the pair's (:func:`engram.record.relation_key`), so two machines that
 flag the same pair make one relation.

@@ -180,4 +180,3 @@ class DeferredIndex:
                 sorted(old.keys() | (fresh if table == "observations" else prompts)),
             )
             old.clear()
-
