@@ -117,11 +117,13 @@ def _few(found: frozenset[str], limit: int = 3) -> str:
     return ", ".join(shown) + (", …" if len(found) > limit else "")
 
 
-_MARK = queue_marks.mark("conflicts")
-#: The new memories saved here waiting above the queue's mark, not queued (yet).
-_NEW = (
-    f"FROM observations WHERE id > {_MARK} AND saved_here = 1 AND deleted_at IS NULL"
-    " AND id NOT IN (SELECT observation_id FROM graph_conflict_queue)"
+#: New memories saved here wait for their check above this queue's mark.
+QUEUE = queue_marks.MarkedQueue(
+    "conflicts",
+    "graph_conflict_queue",
+    "observation_id",
+    "o.saved_here = 1 AND o.deleted_at IS NULL",
+    stamp="queued_at",
 )
 
 
@@ -134,39 +136,21 @@ def queue_check(conn: sqlite3.Connection, observation_id: int) -> None:
     )
 
 
-def take_new(conn: sqlite3.Connection) -> None:
-    """Queue the new memories saved here since the mark (in a write transaction), as of when
-    they were saved."""
-    queue_marks.take_new(
-        conn,
-        "conflicts",
-        "INSERT OR IGNORE INTO graph_conflict_queue(observation_id, queued_at)"
-        " SELECT id, created_at FROM observations"
-        " WHERE id > ? AND saved_here = 1 AND deleted_at IS NULL",
-    )
-
-
 class ConflictsMixin(StoreBase):
     def pending_conflict_checks(self) -> int:
         return int(
             self.db.scalar(
-                f"SELECT (SELECT COUNT(*) FROM graph_conflict_queue) + (SELECT COUNT(*) {_NEW})"
+                "SELECT (SELECT COUNT(*) FROM graph_conflict_queue)"
+                f" + (SELECT COUNT(*) {QUEUE.waiting_above()})"
             )
             or 0
-        )
-
-    def _conflict_checks_waiting(self) -> bool:
-        """Whether a check is queued or a memory was inserted since the queue's mark."""
-        return (
-            self.db.one("SELECT 1 FROM graph_conflict_queue LIMIT 1") is not None
-            or self.db.one(queue_marks.new_rows("conflicts")) is not None
         )
 
     def settle_conflicts(self) -> None:
         """Run the queued checks before a read shows relations, unless another process is
         writing right now: the read never waits for it (the checks stay queued for the next
         read or the background worker)."""
-        if not self._conflict_checks_waiting():
+        if not self.db.scalar(QUEUE.waiting):
             return
         try:
             with self.db.without_waiting():
@@ -186,9 +170,10 @@ class ConflictsMixin(StoreBase):
         """Run the queued conflict checks (at most ``limit`` memories; ``None``: all; with a
         ``budget_s``, stop once that much time went — after at least one check) and return the
         relations they made. Nothing queued costs two index probes."""
-        if self.db.one(queue_marks.new_rows("conflicts")) is not None:
+        # A write only when something is new: every write wakes the ConflictWorker.
+        if self.db.one(QUEUE.new_rows) is not None:
             with self.db.write() as conn:
-                take_new(conn)
+                QUEUE.take_new(conn)
         if self.db.one("SELECT 1 FROM graph_conflict_queue LIMIT 1") is None:
             return []  # (only memories that need no check were new)
         order = "DESC" if newest_first else ""

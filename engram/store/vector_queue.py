@@ -1,9 +1,9 @@
 """The write path's side of the vector index: every change to a memory's indexed text forgets
 its vector and queues the memory, in the same transaction (called from :mod:`engram.store.fts`
 and the soft-delete paths). A *new* memory waits above the queue's mark without a row
-(:mod:`engram.store.queue_marks`) until :func:`take_new` queues it, when a vectorize run starts.
-Kept apart from :mod:`engram.store.vectors` (the store API that fills the queue) because the
-FTS module, which every write imports, must not import the store's mixins."""
+(:mod:`engram.store.queue_marks`) until the vectorizer takes it in (``QUEUE.take_new``) when
+it starts. Kept apart from :mod:`engram.store.vectors` (the store API that fills the queue)
+because the FTS module, which every write imports, must not import the store's mixins."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from engram.store import queue_marks
 
 TABLE = "observation_vectors"
 PENDING = "vector_pending"
-MARK = queue_marks.mark("vectors")
-NEW_SINCE_MARK = queue_marks.new_rows("vectors")
+#: New memories wait for a vector above this queue's mark (every live one).
+QUEUE = queue_marks.MarkedQueue("vectors", PENDING, "obs_id", "o.deleted_at IS NULL")
 
 _T = TypeVar("_T")
 
@@ -31,16 +31,6 @@ def chunks(ids: Iterable[_T], size: int = 500) -> Iterator[list[_T]]:
 def queue(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
     """Queue these observations for (re-)embedding (a memory restored, or about to change)."""
     conn.executemany(f"INSERT OR IGNORE INTO {PENDING}(obs_id) VALUES (?)", [(i,) for i in ids])
-
-
-def take_new(conn: sqlite3.Connection) -> None:
-    """Queue the live memories inserted since the mark (in a write transaction)."""
-    queue_marks.take_new(
-        conn,
-        "vectors",
-        f"INSERT OR IGNORE INTO {PENDING}(obs_id)"
-        " SELECT id FROM observations WHERE id > ? AND deleted_at IS NULL",
-    )
 
 
 def forget(conn: sqlite3.Connection, ids: Iterable[int]) -> None:

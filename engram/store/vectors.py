@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from engram.errors import StoreUnavailableError
 from engram.project import project_name
 from engram.store.base import StoreBase
-from engram.store.vector_queue import MARK, NEW_SINCE_MARK, PENDING, TABLE, chunks, take_new
+from engram.store.vector_queue import PENDING, QUEUE, TABLE, chunks
 
 if TYPE_CHECKING:
     from engram.semantic.model import Embedder
@@ -104,10 +104,7 @@ class VectorsMixin(StoreBase):
     def vectors_pending(self) -> bool:
         """Whether any memory waits for a vector: queued, or inserted since the queue's mark
         (cheap: an indexed row or two; a vectorize run then moves the mark)."""
-        return (
-            self.db.one(f"SELECT 1 FROM {PENDING} LIMIT 1") is not None
-            or self.db.one(NEW_SINCE_MARK) is not None
-        )
+        return bool(self.db.scalar(QUEUE.waiting))
 
     def vectorize(
         self,
@@ -134,7 +131,7 @@ class VectorsMixin(StoreBase):
         self._queue_outdated(model, project, rebuild)
         if self.vectors_pending():
             with self.db.write() as conn:  # new memories join the queue, deleted ones leave it
-                take_new(conn)
+                QUEUE.take_new(conn)
                 conn.execute(
                     f"DELETE FROM {PENDING} WHERE obs_id NOT IN"
                     " (SELECT id FROM observations WHERE deleted_at IS NULL)"
@@ -173,9 +170,7 @@ class VectorsMixin(StoreBase):
             self.db.scalar(
                 f"""SELECT (SELECT COUNT(*) FROM {PENDING} p JOIN observations o
                                 ON o.id = p.obs_id WHERE {where})
-                         + (SELECT COUNT(*) FROM observations o
-                            WHERE o.id > {MARK} AND {where}
-                              AND o.id NOT IN (SELECT obs_id FROM {PENDING}))""",
+                         + (SELECT COUNT(*) {QUEUE.waiting_above(where)})""",
                 [*params, *params],
             )
             or 0
