@@ -274,7 +274,7 @@ def test_a_bulk_apply_derives_the_same_contexts_as_saving_one_by_one(make_store)
         )
         live = b.db.rows("SELECT id FROM observations WHERE deleted_at IS NULL")
         with b.db.write() as conn:  # what the vectorizer takes up when it starts
-            vector_queue.take_new(conn)
+            vector_queue.QUEUE.take_new(conn)
         queued = b.db.rows("SELECT obs_id FROM vector_pending")
         assert {r[0] for r in live} <= {r[0] for r in queued}
         assert [o.title for o in b.search("walrus fact three edited", limit=1)] == ["Memory 3"]

@@ -5,11 +5,15 @@ every install runs (tests/semantic/test_vectors.py embeds for real)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
+
 from engram.settings import Config
 from engram.store import Store, conflicts, vector_queue
+from engram.store.conflicts import ConflictWorker
 from engram.store.schema import MIGRATIONS, SCHEMA_VERSION, migration_queue_marks
 
 QUEUES = {"vectors": "SELECT obs_id FROM vector_pending ORDER BY obs_id",
@@ -26,7 +30,7 @@ def mark(store: Store, queue: str = "vectors") -> int:
 
 def take(store: Store) -> None:
     with store.db.write() as conn:
-        vector_queue.take_new(conn)
+        vector_queue.QUEUE.take_new(conn)
 
 
 def save(store: Store, word: str, **fields) -> int:
@@ -103,7 +107,7 @@ def test_the_worker_takes_new_memories_in_as_of_their_save(store: Store) -> None
     that settles the newest saves first still finds its own save first."""
     oid = save(store, "walrus")
     with store.db.write() as conn:
-        conflicts.take_new(conn)
+        conflicts.QUEUE.take_new(conn)
         queued_at, created_at = conn.execute(
             "SELECT q.queued_at, o.created_at FROM graph_conflict_queue q"
             " JOIN observations o ON o.id = q.observation_id WHERE o.id = ?",
@@ -132,3 +136,66 @@ def test_the_migration_starts_both_marks_at_the_newest_memory(tmp_path: Path) ->
         assert store._waiting(None) == 3 and store.pending_conflict_checks() == 2
         take(store)
         assert queued(store) == [*ids[1:], newer]
+
+
+def test_the_background_worker_moves_the_mark_once_and_goes_quiet(
+    make_store: Callable[[str], Store],
+) -> None:
+    """Moving the mark past memories received from elsewhere is a write, and every write wakes
+    the worker: it must then find nothing new and stop, not wake itself again and again."""
+    alice, bob = make_store("alice"), make_store("bob")
+    for i in range(20):
+        save(alice, f"animal{i}")
+    runs: list[float] = []
+    real = bob.detect_conflicts
+
+    def counted(*args, **kwargs):
+        runs.append(time.monotonic())
+        return real(*args, **kwargs)
+
+    bob.detect_conflicts = counted  # type: ignore[method-assign]
+    with ConflictWorker(bob, delay=0.01):
+        bob.apply_mutations([e.record for e in alice.journal.pending("x")], source="git:/a")
+        deadline = time.monotonic() + 10
+        while mark(bob, "conflicts") == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # many worker delays: a worker waking itself would run on and on
+        settled = len(runs)
+        time.sleep(0.3)
+    assert mark(bob, "conflicts") == 20 and bob.pending_conflict_checks() == 0
+    assert settled <= 4 and len(runs) == settled
+    assert bob.db.scalar("SELECT COUNT(*) FROM memory_relations") == 0
+
+
+def test_a_received_record_cannot_claim_it_was_saved_here(
+    make_store: Callable[[str], Store],
+) -> None:
+    """``saved_here`` is this machine's own fact: a payload naming it (an unknown field to the
+    replicated state) never reaches the column, so a teammate's records cannot make this
+    machine check them, through either lane of a bulk apply or one by one."""
+    alice = make_store("alice")
+    for i in range(12):
+        save(alice, f"animal{i}")
+    records = []
+    for entry in alice.journal.pending("x"):
+        record = entry.record if isinstance(entry.record, dict) else orjson.loads(entry.record)
+        if record["entity"] == "observation":
+            record = {**record, "payload": {**record["payload"], "saved_here": 1}}
+        records.append(record)
+    bulk, single = make_store("bulk"), make_store("single")
+    bulk.apply_mutations(records, source="git:/a")
+    for record in records:
+        single.apply_mutations([record], source="cloud:x")
+    for bob in (bulk, single):
+        assert bob.db.scalar("SELECT COUNT(*) FROM observations") == 12
+        assert bob.db.scalar("SELECT COUNT(*) FROM observations WHERE saved_here IS NOT NULL") == 0
+        assert bob.pending_conflict_checks() == 0
+
+
+def test_a_memory_edited_before_it_is_taken_in_waits_once(store: Store) -> None:
+    oid = save(store, "walrus")
+    store.update_observation(oid, content="about the walrus, edited")  # queued by the edit too
+    assert store._waiting(None) == 1 and store.pending_conflict_checks() == 1
+    take(store)
+    store.detect_conflicts()
+    assert queued(store) == [oid] and store.pending_conflict_checks() == 0
