@@ -200,8 +200,9 @@ def _importance(value: str | None) -> float | None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from engram import formatting
+    from engram import formatting, semantic
 
+    semantic.one_shot = True  # one question, then exit: a model that starts quickly
     with open_store() as store:
         project = None
         if not args.all and args.project:

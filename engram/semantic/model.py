@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engram import semantic
 from engram.semantic import model_file
 from engram.semantic.wordpiece import WordPiece
 
@@ -35,13 +36,22 @@ BATCH_TEXTS = 64
 class Embedder:
     """Texts → float32 unit vectors of :data:`DIMENSIONS` (one row per text)."""
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, *, quick_start: bool = False) -> None:
         import onnxruntime
 
         path, self.model_id = model_file()
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initializers are noise here
         options.inter_op_num_threads = 1
+        # Basic graph optimizations (they fold the int8 weights into float ones, ~0.1 s of the
+        # session's start): the extended ones made embedding 6-9% slower here. Without any
+        # (``quick_start``) the session starts in ~30 ms and embeds ~3x slower. The vectors
+        # agree to 2e-7 either way (docs/performance.md, "The eleventh round").
+        self.quick_start = quick_start
+        level = onnxruntime.GraphOptimizationLevel
+        options.graph_optimization_level = (
+            level.ORT_DISABLE_ALL if quick_start else level.ORT_ENABLE_BASIC
+        )
         # Idle workers sleep instead of spinning: a spinning pool doubled a query's latency
         # on a busy two-core machine and burns the CPU the agent itself is using.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -100,11 +110,12 @@ _shared_lock = threading.Lock()
 
 
 def shared_embedder(threads: int | None = None) -> Embedder:
-    """The process's embedder (loading the model costs a few hundred milliseconds once)."""
+    """The process's embedder (loading the model costs ~0.15 s once; a one-shot process,
+    :data:`engram.semantic.one_shot`, loads it for a quick start instead)."""
     with _shared_lock:
         embedder = _shared.get(threads)
         if embedder is None:
-            embedder = _shared[threads] = Embedder(threads)
+            embedder = _shared[threads] = Embedder(threads, quick_start=semantic.one_shot)
         return embedder
 
 

@@ -1,9 +1,9 @@
 """Search by meaning: ``semantic`` (nearest memories to the question's vector) and ``hybrid``
 (the lexical order and the nearest memories, fused by :mod:`engram.semantic.fusion`).
 
-Before it searches, a semantic search embeds a few memories still waiting for a vector
-(:data:`CATCH_UP`), so a memory saved by a one-shot ``engram save`` is found by the next search
-without anything running in the background. Filters (project, scope, type, dates) apply to both
+Before it searches, a semantic search embeds a few memories still waiting for a vector, the
+newest (:data:`CATCH_UP`), so a memory saved by a one-shot ``engram save`` is found by the next
+search without anything running in the background, even behind a backlog. Filters (project, scope, type, dates) apply to both
 lists. Every result says which signals found it (``found_by``) and its similarity.
 
 Importing this module imports numpy and the model: only semantic searches do.
@@ -27,9 +27,11 @@ if TYPE_CHECKING:
 
 #: Candidates taken from each list before fusing (the bench finds no gain beyond this).
 CANDIDATES = 50
-#: Waiting memories a search embeds first (~0.2 s at most on two cores; the rest wait for
-#: ``engram vectorize`` or the next search).
-CATCH_UP = 16
+#: Waiting memories a search embeds first, the newest first (~15 ms each on two cores: behind
+#: a backlog — thousands received by an import — 16 cost every search ~0.27 s; the rest wait
+#: for ``engram vectorize``, the background vectorizer of ``engram mcp`` and ``engram serve``,
+#: or the next search).
+CATCH_UP = 4
 #: A hybrid result says "semantic" when it is among this many nearest memories.
 SEMANTIC_TOP = 10
 #: A memory found only by meaning must be at least this similar to the question: below it,

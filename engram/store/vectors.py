@@ -117,7 +117,9 @@ class VectorsMixin(StoreBase):
         should_stop: Callable[[], bool] | None = None,
     ) -> VectorizeResult:
         """Embed the live memories waiting for a vector (``rebuild``: every live memory,
-        replacing its vector), at most ``limit``; only those of ``project`` if given.
+        replacing its vector), at most ``limit``, the newest first (behind a backlog, what was
+        just saved is what a search is likeliest to look for); only those of ``project`` if
+        given.
 
         Needs the semantic extra (:class:`engram.errors.FeatureUnavailableError` without it).
         ``progress(label, total)`` is the CLI's bar; ``should_stop()`` lets a background
@@ -197,19 +199,19 @@ class VectorsMixin(StoreBase):
                 )
 
     def _pending_batches(self, project: str | None, total: int) -> Iterator[list[sqlite3.Row]]:
-        """Queued live memories in id order, :data:`WRITE_BATCH` at a time, ``total`` in all.
-        Queued ids of deleted memories are dropped from the queue on the way."""
-        after, left = 0, total
+        """Queued live memories, the newest first, :data:`WRITE_BATCH` at a time, ``total`` in
+        all. Queued ids of deleted memories are dropped from the queue on the way."""
+        before, left = 2**63 - 1, total  # (SQLite's largest rowid)
         while left > 0:
             rows = self.db.rows(
                 f"""SELECT p.obs_id AS id, o.title, o.content, o.deleted_at, o.project
                     FROM {PENDING} p LEFT JOIN observations o ON o.id = p.obs_id
-                    WHERE p.obs_id > ? ORDER BY p.obs_id LIMIT ?""",
-                [after, WRITE_BATCH],
+                    WHERE p.obs_id < ? ORDER BY p.obs_id DESC LIMIT ?""",
+                [before, WRITE_BATCH],
             )
             if not rows:
                 return
-            after = rows[-1]["id"]
+            before = rows[-1]["id"]
             gone = [r["id"] for r in rows if r["title"] is None or r["deleted_at"] is not None]
             if gone:
                 with self.db.write() as conn:
@@ -260,8 +262,9 @@ class VectorsMixin(StoreBase):
         return wrote
 
     def catch_up_vectors(self, limit: int) -> None:
-        """Embed up to ``limit`` waiting memories before a semantic search. A locked or
-        read-only database is not an error here: the search uses the vectors there are."""
+        """Embed up to ``limit`` waiting memories (the newest) before a semantic search, so a
+        memory just saved is found by its meaning even behind a backlog. A locked or read-only
+        database is not an error here: the search uses the vectors there are."""
         if not self.vectors_pending() and not self._outdated_vectors():
             return
         try:

@@ -8,14 +8,42 @@ import threading
 import numpy as np
 import pytest
 
+from engram import semantic
+from engram.cli.main import main
+from engram.semantic import model
 from engram.semantic.model import Embedder, shared_embedder
 from engram.settings import Config
 from engram.store import Store
-from engram.store.vectors import PENDING, TABLE
+from engram.store.vectors import PENDING, TABLE, embedding_text
 from tests.store.replicas import exchange
 from tests.support.semantic import MEMORIES, needs_model, save
 
 pytestmark = needs_model
+
+
+def test_a_quick_start_embedder_gives_the_same_vectors() -> None:
+    """``engram search`` loads the model without graph optimizations (it starts ~0.1 s
+    sooner): the vectors must be the ones every other process makes."""
+    texts = [embedding_text(*m) for m in MEMORIES] + ["how do we keep people logged in?", ""]
+    quick = Embedder(quick_start=True).embed(texts)
+    assert np.allclose(quick, shared_embedder().embed(texts), atol=1e-5)
+
+
+def test_engram_search_loads_the_model_for_a_quick_start(
+    data_dir, default_mode: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI's one-shot search asks for the quick start; a store opened by any other
+    process (a server, a bulk run) keeps the optimized model."""
+    monkeypatch.setattr(model, "_shared", {})
+    monkeypatch.setattr(semantic, "one_shot", False)
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(data_dir))
+    with Store.open(config=Config(data_dir=data_dir)) as store:
+        save(store, *MEMORIES[0])
+        store.search("how do we keep people logged in?")
+    assert [e.quick_start for e in model._shared.values()] == [False]
+    model._shared.clear()
+    assert main(["search", "how do we keep people logged in?", "--json"]) == 0
+    assert [e.quick_start for e in model._shared.values()] == [True]
 
 
 def _vector_count(store: Store) -> int:
@@ -198,6 +226,22 @@ def test_a_search_catches_up_on_a_few_waiting_memories(store: Store, mode: str) 
     found = store.search("how do we keep people logged in?", mode=mode)
     assert found and found[0].id == oid
     assert store.vector_coverage().missing == 0
+
+
+def test_behind_a_backlog_a_search_embeds_the_newest_memories_first(store: Store) -> None:
+    """Thousands of memories received by an import wait for vectors: a search embeds only a
+    few (each costs the model's time), and those are the newest, so the memory just saved is
+    found by its meaning."""
+    from engram.store.hybrid import CATCH_UP
+
+    backlog = [save(store, f"Docker layer {i} rebuilt", f"**What**: cache key {i}.") for i in
+               range(CATCH_UP + 2)]  # fmt: skip
+    newest = save(store, *MEMORIES[0])
+    assert _semantic_ids(store, "how do we keep people logged in?")[0] == newest
+    assert store.vector_coverage().missing == len(backlog) + 1 - CATCH_UP
+    with_vectors = {r[0] for r in store.db.rows(f"SELECT obs_id FROM {TABLE}")}
+    assert with_vectors == {newest, *backlog[-(CATCH_UP - 1) :]}
+    assert store.vectorize().embedded == len(backlog) + 1 - CATCH_UP  # the oldest, left waiting
 
 
 def test_a_re_derived_session_context_keeps_the_memory_s_vector(store: Store) -> None:
