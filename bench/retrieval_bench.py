@@ -866,9 +866,7 @@ def run(
             ("any + ctx, no tie-break", "any", default_weight, "lexical", False, False),
             ("any + ctx, reads count", "any", default_weight, "lexical", True, True),
         ]
-        plans += [
-            (f"any, context {w:g}", "any", w, "lexical", True, False) for w in extra_weights
-        ]
+        plans += [(f"any, context {w:g}", "any", w, "lexical", True, False) for w in extra_weights]
         if with_semantic:
             plans += [
                 ("hybrid", "any", default_weight, "hybrid", True, False),

@@ -225,7 +225,9 @@ def phase_import(work: Path, profile: bool = False) -> dict:
 
             profiler = cProfile.Profile()
             report = profiler.runcall(sync.import_chunks)
-            pstats.Stats(profiler, stream=sys.stderr).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(40)
+            pstats.Stats(profiler, stream=sys.stderr).sort_stats(
+                os.environ.get("PROFILE_SORT", "cumulative")
+            ).print_stats(40)
         else:
             report = sync.import_chunks()
         seconds = time.perf_counter() - started

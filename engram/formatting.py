@@ -256,8 +256,10 @@ def graph_relationships(found: EntityRelationships) -> str:
         return f"No entity {quoted(found.entity)} in the graph."
     lines = [f"{found.entity} ({found.kind}):"]
     for r in found.relationships:
-        arrow = f"—{r.predicate}→ {r.target}" if r.direction == "out" else (
-            f"←{r.predicate}— {r.target}"
+        arrow = (
+            f"—{r.predicate}→ {r.target}"
+            if r.direction == "out"
+            else (f"←{r.predicate}— {r.target}")
         )
         lines.append(f"  {arrow}  ({r.weight:.2f}) from #{r.source.id}")
     return "\n".join(lines)
@@ -315,7 +317,9 @@ def consolidation(report: ConsolidationReport) -> str:
         f"- {verb} archive: {report.archived} below importance {report.threshold:g}",
     ]
     if report.pinned_kept:
-        lines.append(f"- Kept {report.pinned_kept} pinned below the threshold (pins are never archived)")
+        lines.append(
+            f"- Kept {report.pinned_kept} pinned below the threshold (pins are never archived)"
+        )
     if report.skipped:
         lines.append(f"- Skipped {report.skipped} that changed meanwhile (run it again)")
     if report.over_max:

@@ -103,7 +103,12 @@ _NUMBER_FIELDS = frozenset({"confidence"})
 #: The payload fields of each entity whose value is not simply text or null.
 _SPECIAL_FIELDS = {
     entity: frozenset(
-        {*_INT_FIELDS, *_NUMBER_FIELDS, "hard", *(INTENT_DEFAULTS if entity == "observation" else ())}
+        {
+            *_INT_FIELDS,
+            *_NUMBER_FIELDS,
+            "hard",
+            *(INTENT_DEFAULTS if entity == "observation" else ()),
+        }
     )
     for entity in ENTITIES
 }

@@ -324,7 +324,8 @@ def settings_page() -> str:
         "content in that editor (without one, in the TUI's own text area).\n"
         + "\n## The team server (`engram cloud serve`)\n\n"
         "Read once at start-up; `docs/cloud.md` explains the modes and `docs/cloud.env.example`\n"
-        "is a commented template.\n\n" + markdown_table(SERVER_VARIABLES)
+        "is a commented template.\n\n"
+        + markdown_table(SERVER_VARIABLES)
         + "\n`FORWARDED_ALLOW_IPS` is uvicorn's own variable: the server passes its proxy trust\n"
         "from `ENGRAM_CLOUD_TRUSTED_PROXIES` and refuses to start when `FORWARDED_ALLOW_IPS` is\n"
         "set to anything else (`docker-compose.cloud.yml` sets both alike).\n"

@@ -376,5 +376,7 @@ def plural(count: int, word: str, words: str | None = None) -> str:
     if count == 1:
         return f"{count} {word}"
     if words is None:
-        words = word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+        words = (
+            word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+        )
     return f"{count} {words}"

@@ -247,6 +247,7 @@ async def audit_log(
     )
     return json_response({"audit": rows})
 
+
 ROUTES = [
     users,
     create_user,

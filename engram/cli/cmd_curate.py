@@ -89,9 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max", type=int, dest="max_changes", help="change at most N memories in this run"
     )
-    p.add_argument(
-        "--threshold", type=float, help="archive below this importance (default 0.1)"
-    )
+    p.add_argument("--threshold", type=float, help="archive below this importance (default 0.1)")
     p.add_argument(
         "--similarity", type=float, help="how alike duplicates must be, 0-1 (default 0.6)"
     )

@@ -137,7 +137,9 @@ def cmd_show(args: argparse.Namespace) -> int:
             if graph["entities"]:
                 names = ", ".join(f"{e['name']} ({e['kind']})" for e in graph["entities"])
                 lines.append(f"Names: {names}")
-            lines += [f"  {t['subject']} —{t['predicate']}→ {t['object']}" for t in graph["triples"]]
+            lines += [
+                f"  {t['subject']} —{t['predicate']}→ {t['object']}" for t in graph["triples"]
+            ]
             data = {**found.to_dict(), "graph": graph}
             emit(args, "\n".join(lines), data)
             return 0
@@ -171,7 +173,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 args.id, project=project, force=args.force, extractor=extractor,
                 progress=progress,
             )  # fmt: skip
-    where = f"project {project!r}" if project else ("#" + str(args.id) if args.id else "every project")
+    where = (
+        f"project {project!r}" if project else ("#" + str(args.id) if args.id else "every project")
+    )
     lines = [
         f"Graph of {where}: {report.memories} memories read, {report.entities} entities, "
         f"{report.relationships} relationships ({report.extractor}, {report.elapsed_ms:.0f} ms)"

@@ -47,6 +47,4 @@ def token_schemes(
     guards)."""
     if not token:
         return None
-    return {
-        TOKEN_SCHEME: SecurityScheme(type="http", scheme="bearer", description=description)
-    }
+    return {TOKEN_SCHEME: SecurityScheme(type="http", scheme="bearer", description=description)}

@@ -41,9 +41,7 @@ class RestoreRequest(Struct, kw_only=True):
 
     id: Annotated[int, Meta(ge=1, le=MAX_INT)] | None = None
     ids: (
-        Annotated[
-            list[Annotated[int, Meta(ge=1, le=MAX_INT)]], Meta(min_length=1, max_length=1000)
-        ]
+        Annotated[list[Annotated[int, Meta(ge=1, le=MAX_INT)]], Meta(min_length=1, max_length=1000)]
         | None
     ) = None
 

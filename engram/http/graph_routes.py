@@ -81,9 +81,7 @@ class RelationRoutes(Controller):
     def one(self, store: StoreArg, relation_id: RelationId, project: Project = None) -> Relation:
         return store.get_relation(relation_id, project=project)
 
-    @_patch(
-        "/{relation_id:str}", responses=_errors(400, 404, 413), summary="Judge a relation"
-    )
+    @_patch("/{relation_id:str}", responses=_errors(400, 404, 413), summary="Judge a relation")
     def judge(
         self, store: StoreArg, relation_id: RelationId, data: JSONBody[RelationJudge]
     ) -> Relation:
@@ -145,9 +143,7 @@ class GraphRoutes(Controller):
     ) -> list[GraphEntity]:
         return store.graph_entities(project, limit=limit)
 
-    @_get(
-        "/entities/{name:str}", responses=_errors(400), summary="An entity's relationships"
-    )
+    @_get("/entities/{name:str}", responses=_errors(400), summary="An entity's relationships")
     def entity(
         self, store: StoreArg, name: FromPath[str], project: Project = None, limit: ListLimit = 50
     ) -> EntityRelationships:

@@ -378,9 +378,7 @@ RelationName = Annotated[
         description="supersedes, conflicts_with, related, compatible, scoped, not_conflict",
     ),
 ]
-MemoryRef = Annotated[
-    int | str, Meta(description="a memory's #id (number) or its sync id (obs-…)")
-]
+MemoryRef = Annotated[int | str, Meta(description="a memory's #id (number) or its sync id (obs-…)")]
 SettableStatus = Annotated[str, Meta(pattern=r"^(judged|pending|ignored)$")]
 ShortText = Annotated[str, Meta(max_length=4000)]
 

@@ -339,9 +339,7 @@ class ObservationRoutes(Controller):
             project, scope_filter, count, type=type, since=since, until=until, offset=offset
         )
         total = store.count_observations(project, scope_filter, type=type, since=since, until=until)
-        return ObservationPage(
-            observations=found, total=total, offset=offset, limit=count
-        )
+        return ObservationPage(observations=found, total=total, offset=offset, limit=count)
 
     @_get("/{observation_id:int}", responses=_errors(400, 404), summary="One memory")
     def one(self, store: StoreArg, observation_id: ObservationId) -> Observation:

@@ -66,7 +66,9 @@ class CurationTools(MemoryTools):
             ),
         ] = "list",
         project: ProjectArg = None,
-        limit: Annotated[int, Field(ge=1, le=100, **said("how many (default 10)", "how many"))] = 10,
+        limit: Annotated[
+            int, Field(ge=1, le=100, **said("how many (default 10)", "how many"))
+        ] = 10,
         observation_id: Annotated[
             int | None,
             Field(

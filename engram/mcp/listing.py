@@ -44,11 +44,9 @@ SHORT_DESCRIPTIONS: dict[str, str] = {
     "mem_restore": "Bring back an archived or soft-deleted memory.",
     "mem_review": "List memories due for review (idle a long time), or mark_reviewed one that "
     "is still right.",
-    "mem_pin": "Pin a memory that must never be forgotten: always in mem_context, never "
-    "archived.",
+    "mem_pin": "Pin a memory that must never be forgotten: always in mem_context, never archived.",
     "mem_unpin": "Unpin a memory (it stays).",
-    "mem_consolidate": "Merge near-duplicates and archive trivia of this project (dry_run "
-    "first).",
+    "mem_consolidate": "Merge near-duplicates and archive trivia of this project (dry_run first).",
     "mem_stats": "How many sessions, memories and prompts are stored.",
     "mem_timeline": "The memories saved before and after one, in its session.",
     "mem_merge_projects": "Move every memory of some projects into another.",
@@ -81,7 +79,11 @@ def compact_schema(schema: Any) -> Any:
     for key, value in schema.items():
         if key == "properties" and isinstance(value, dict):
             out[key] = {name: compact_schema(prop) for name, prop in value.items()}
-        elif (key == "title" and isinstance(value, str)) or key == COMPACT or (key == "maximum" and isinstance(value, int) and value > 2**53):
+        elif (
+            (key == "title" and isinstance(value, str))
+            or key == COMPACT
+            or (key == "maximum" and isinstance(value, int) and value > 2**53)
+        ):
             continue
         else:
             out[key] = compact_schema(value)
@@ -96,7 +98,9 @@ def compact_schema(schema: Any) -> Any:
         else:
             out["anyOf"] = others
     # An absent argument's default that says nothing (null, false, ""): omitted.
-    if "default" in out and (out["default"] is None or out["default"] is False or out["default"] == ""):
+    if "default" in out and (
+        out["default"] is None or out["default"] is False or out["default"] == ""
+    ):
         del out["default"]
     return out
 
@@ -144,4 +148,6 @@ def compact_tools(tools: list[Any]) -> list[Any]:
 
 def full_tools(tools: list[Any]) -> list[Any]:
     """The full listing: as the SDK builds it, without the short words."""
-    return [tool.model_copy(update={"input_schema": full_schema(tool.input_schema)}) for tool in tools]
+    return [
+        tool.model_copy(update={"input_schema": full_schema(tool.input_schema)}) for tool in tools
+    ]

@@ -429,7 +429,8 @@ class MemoryTools:
         ],
         session_id: SessionArg = None,
         source: Annotated[
-            str | None, Field(**said("what produced the text (default mcp-passive)", "what produced the text"))
+            str | None,
+            Field(**said("what produced the text (default mcp-passive)", "what produced the text")),
         ] = None,
         project: IgnoredProjectArg = None,
     ) -> ToolResult:
@@ -455,7 +456,8 @@ class MemoryTools:
         self,
         id: Annotated[str, Field(min_length=1, description="a unique session id of your choice")],
         directory: Annotated[
-            str | None, Field(**said("the working directory (default: the server's)", "default: the server's"))
+            str | None,
+            Field(**said("the working directory (default: the server's)", "default: the server's")),
         ] = None,
         project: IgnoredProjectArg = None,
     ) -> ToolResult:
@@ -585,7 +587,9 @@ class MemoryTools:
         id: MemoryId,
         include_history: Annotated[
             bool,
-            Field(**said("also its earlier versions (kept on this machine)", "with earlier versions")),
+            Field(
+                **said("also its earlier versions (kept on this machine)", "with earlier versions")
+            ),
             flag_or_default(False),
         ] = False,
     ) -> ToolResult:
@@ -616,7 +620,8 @@ class MemoryTools:
             bool, Field(**said("titles only, without content previews", "titles only"))
         ] = False,
         max_bytes: Annotated[
-            int | None, Field(**said("size cap of the text (default 16384, max 65536)", "text size cap"))
+            int | None,
+            Field(**said("size cap of the text (default 16384, max 65536)", "text size cap")),
         ] = None,
     ) -> ToolResult:
         """Recent sessions, prompts and memories of the project. Call it at the start of every
@@ -693,8 +698,7 @@ class MemoryTools:
             float | Literal["auto"] | None,
             Field(
                 **said(
-                    "how much it matters, 0-1, set by hand; 'auto' goes back to the computed "
-                    "score",
+                    "how much it matters, 0-1, set by hand; 'auto' goes back to the computed score",
                     "0-1, or 'auto'",
                 )
             ),
@@ -757,9 +761,12 @@ class MemoryTools:
     def mem_relate(
         self,
         source_id: Annotated[
-            int | str, Field(**said("the memory that relates: its #id or sync id", "#id or sync id"))
+            int | str,
+            Field(**said("the memory that relates: its #id or sync id", "#id or sync id")),
         ],
-        target_id: Annotated[int | str, Field(**said("the memory it relates to", "#id or sync id"))],
+        target_id: Annotated[
+            int | str, Field(**said("the memory it relates to", "#id or sync id"))
+        ],
         relation: Annotated[
             Literal[
                 "supersedes", "conflicts_with", "related", "compatible", "scoped", "not_conflict"
@@ -784,7 +791,9 @@ class MemoryTools:
         resolved = Resolved(rel.project, "memory", "")
         return envelope(resolved, {"text": formatting.relation(rel), "relation": rel.to_dict()})
 
-    def mem_relations(self, id: Annotated[int | str, Field(description="#id or sync id")]) -> ToolResult:
+    def mem_relations(
+        self, id: Annotated[int | str, Field(description="#id or sync id")]
+    ) -> ToolResult:
         """A memory's relations to other memories (what it supersedes, what contests it …) and
         whether it needs review (a pending conflict). Judge pending ones with mem_judge."""
         found = self.store.relations_for(_ref(id))
@@ -813,7 +822,9 @@ class MemoryTools:
         status: Annotated[
             Literal["judged", "ignored", "pending"],
             Field(
-                **said("judged (confirm), ignored (dismiss) or pending (reopen)", "ignored dismisses")
+                **said(
+                    "judged (confirm), ignored (dismiss) or pending (reopen)", "ignored dismisses"
+                )
             ),
         ] = "judged",
         reason: Annotated[str | None, Field(description="why")] = None,
@@ -845,7 +856,9 @@ class MemoryTools:
         ],
         limit: Annotated[int, Field(ge=1, le=100, **said("triples (default 10)", "triples"))] = 10,
         project: ProjectArg = None,
-        all_projects: Annotated[bool, Field(**said("every project, not only this one", "every project"))] = False,
+        all_projects: Annotated[
+            bool, Field(**said("every project, not only this one", "every project"))
+        ] = False,
     ) -> ToolResult:
         """Ask the graph of what memories name (files, modules, libraries, services, errors,
         people, decisions): returns subject–predicate–object triples connecting the entities
@@ -862,8 +875,12 @@ class MemoryTools:
         self,
         id: Annotated[
             int | None,
-            Field(ge=1, le=MAX_INTEGER, description="one memory's #id; omit for every memory "
-                  "of the project not in the graph yet"),
+            Field(
+                ge=1,
+                le=MAX_INTEGER,
+                description="one memory's #id; omit for every memory "
+                "of the project not in the graph yet",
+            ),
         ] = None,
     ) -> ToolResult:
         """Extract entities and relationships from memories into the graph (deterministic

@@ -68,7 +68,9 @@ def state_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dic
     return kept if (kept.get("updated_at") or "") > journal_moment else journaled
 
 
-def _journaled_at(conn: sqlite3.Connection, project: str, key: str, when: str) -> dict[str, Any] | None:
+def _journaled_at(
+    conn: sqlite3.Connection, project: str, key: str, when: str
+) -> dict[str, Any] | None:
     rows = conn.execute(
         """SELECT * FROM sync_journal WHERE entity = 'observation' AND project = ?
              AND key = ? ORDER BY hlc DESC""",

@@ -152,7 +152,9 @@ class ConsolidationMixin(StoreBase):
             if progress is not None:
                 progress("merged", len(report.merges), len(plans))
 
-        archives = [ArchiveStep(memory=_ref(r), project=r["project"], status="planned") for r in doomed]
+        archives = [
+            ArchiveStep(memory=_ref(r), project=r["project"], status="planned") for r in doomed
+        ]
         report.archives = archives
         allowed = archives if budget is None else archives[:budget]
         for archive in archives[len(allowed) :]:

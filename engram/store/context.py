@@ -42,24 +42,16 @@ class ContextMixin(StoreBase):
         n_prompts = _section_limit(prompts, 10)
         n_pinned = _section_limit(pinned, self.config.pinned_context_limit)
         pins = (
-            self.pinned_observations(
-                project, scope=scope, limit=n_pinned + 1
-            )
+            self.pinned_observations(project, scope=scope, limit=n_pinned + 1)
             if n_pinned > 0
             else []
         )
         more_pins = len(pins) > n_pinned
         pins = pins[:n_pinned]
-        recent_sessions = (
-            self.recent_sessions(project, n_sessions) if n_sessions > 0 else []
-        )
-        recent_prompts = (
-            self.recent_prompts(project, n_prompts) if n_prompts > 0 else []
-        )
+        recent_sessions = self.recent_sessions(project, n_sessions) if n_sessions > 0 else []
+        recent_prompts = self.recent_prompts(project, n_prompts) if n_prompts > 0 else []
         recent_observations = (
-            self.recent_observations(project, scope, n_observations)
-            if n_observations > 0
-            else []
+            self.recent_observations(project, scope, n_observations) if n_observations > 0 else []
         )
         if not (pins or recent_sessions or recent_prompts or recent_observations):
             return ""

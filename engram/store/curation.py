@@ -45,9 +45,7 @@ class CurationMixin(StoreBase):
         """Say when a memory was true (a date each; ``""``/``none`` clears)."""
         if valid_from is None and valid_to is None:
             raise ValidationError("give valid_from, valid_to or both", field="valid_to")
-        return self.update_observation(
-            observation_id, valid_from=valid_from, valid_to=valid_to
-        )
+        return self.update_observation(observation_id, valid_from=valid_from, valid_to=valid_to)
 
     def archive_observation(self, observation_id: Any) -> Observation:
         """Archive a memory by hand: a soft delete with the reason ``archived`` (restorable).

@@ -102,7 +102,9 @@ def plan(record: dict[str, Any], held: Held, state: dict[str, Any] | None) -> Ed
     return Edit(held, state, record["hlc"] > held.hlc)
 
 
-def write(batch: _ApplyBatch, edits: list[tuple[dict[str, Any], Edit]], result: ApplyResult) -> None:
+def write(
+    batch: _ApplyBatch, edits: list[tuple[dict[str, Any], Edit]], result: ApplyResult
+) -> None:
     """Write a run's winning edits, in its order, with everything the one-by-one apply does
     around them (the old indexed values, vectors and graph, revisions, context, scores). The
     run's new rows and stub sessions are written before, its journal rows after."""
@@ -203,4 +205,3 @@ def _keep_revisions(
                  "title": old.get("title"), "new_title": new.get("title"),
                  "by": record["origin"]}
             )  # fmt: skip
-

@@ -206,9 +206,7 @@ class ExchangeMixin(StoreBase):
                 observations = _rows(conn, "SELECT * FROM observations ORDER BY id", [])
                 prompts = _rows(conn, "SELECT * FROM user_prompts ORDER BY id", [])
             where, params = ("WHERE project = ?", [project_name(project)]) if project else ("", [])
-            relations = _rows(
-                conn, f"SELECT * FROM memory_relations {where} ORDER BY id", params
-            )
+            relations = _rows(conn, f"SELECT * FROM memory_relations {where} ORDER BY id", params)
         keep_session = ("id", "project", "directory", "started_at", "ended_at", "summary")
         keep_prompt = ("id", "sync_id", "session_id", "content", "project", "created_at")
         document: dict[str, Any] = {

@@ -288,9 +288,7 @@ class GraphMixin(StoreBase):
             count=len(relationships),
         )
 
-    def graph_entities(
-        self, project: str | None = None, *, limit: int = 50
-    ) -> list[GraphEntity]:
+    def graph_entities(self, project: str | None = None, *, limit: int = 50) -> list[GraphEntity]:
         """The most connected entities (of ``project``, or all), with their degree."""
         from engram.graph.answers import GraphEntity
 

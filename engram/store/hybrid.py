@@ -119,7 +119,11 @@ def search_by_meaning(
         candidate = by_id.get(f.id)
         if candidate is None or candidate.id in pinned_ids:
             continue
-        candidate.rank, candidate.similarity, candidate.found_by = -f.score, f.similarity, list(f.found_by)
+        candidate.rank, candidate.similarity, candidate.found_by = (
+            -f.score,
+            f.similarity,
+            list(f.found_by),
+        )
         results.append(candidate)
     return results
 

@@ -119,7 +119,9 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _select(conn: sqlite3.Connection, table: str, wanted: dict[str, str], order: str) -> list[dict[str, Any]]:
+def _select(
+    conn: sqlite3.Connection, table: str, wanted: dict[str, str], order: str
+) -> list[dict[str, Any]]:
     """Rows of an old table with missing columns replaced by SQL defaults."""
     have = _columns(conn, table)
     cols = ", ".join(

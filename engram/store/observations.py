@@ -523,9 +523,7 @@ class ObservationsMixin(StoreBase):
                 (focus.project, focus.session_id),
             ).fetchone()[0]
         try:
-            session = self.get_session(
-                focus.session_id, project=focus.project
-            )
+            session = self.get_session(focus.session_id, project=focus.project)
         except NotFoundError:
             session = None
 

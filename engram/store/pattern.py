@@ -214,7 +214,11 @@ class PatternSearchMixin(StoreBase):
                 if not batch:
                     break
                 texts = [f"{row['title']}\n{row['content']}" for row in batch]
-                if batch_filter and pattern is not None and pattern.search("\n".join(texts)) is None:
+                if (
+                    batch_filter
+                    and pattern is not None
+                    and pattern.search("\n".join(texts)) is None
+                ):
                     scanned += len(batch)
                     continue
                 for place, (row, text) in enumerate(zip(batch, texts, strict=True), 1):

@@ -55,7 +55,9 @@ def keep(
     import orjson  # here, not at the top: a plain save or search never loads it (issue 18)
 
     project, key = old["project"], old["sync_id"]
-    conn.execute(_INSERT, (project, key, old_hlc or "", orjson.dumps(old).decode(), now_text(), new_hlc))
+    conn.execute(
+        _INSERT, (project, key, old_hlc or "", orjson.dumps(old).decode(), now_text(), new_hlc)
+    )
     conn.execute(_PRUNE, (project, key, project, key, KEPT))
     return True
 
@@ -160,9 +162,10 @@ def current_state(conn: sqlite3.Connection, rowid: int) -> tuple[dict[str, Any],
     them)."""
     from engram.store.base import StoreBase as _Base
 
-    row = conn.execute("SELECT project, sync_id, hlc FROM observations WHERE id = ?", (rowid,)).fetchone()
+    row = conn.execute(
+        "SELECT project, sync_id, hlc FROM observations WHERE id = ?", (rowid,)
+    ).fetchone()
     if row is None:
         return None
     state = _Base._state(conn, "observation", row[0], row[1])
     return (state, str(row[2] or "")) if state is not None else None
-

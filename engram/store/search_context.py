@@ -239,9 +239,7 @@ class ContextRefresh:
             self._prompts[rowid].append(spot)
             self.touched.add((spot.session_id, spot.project))
 
-    def changed(
-        self, rowid: int, before: dict[str, Any], after: dict[str, Any] | None
-    ) -> None:
+    def changed(self, rowid: int, before: dict[str, Any], after: dict[str, Any] | None) -> None:
         """Note an observation just changed in place by a caller that knew its replicated
         state ``before`` and ``after`` the change (``None``: soft-deleted): what
         :meth:`observation` then :meth:`settle` would find, without reading the row twice."""
@@ -250,7 +248,8 @@ class ContextRefresh:
         if (
             after is not None
             and len(spots) == 1
-            and _piece(before["title"], before["content"]) == _piece(after["title"], after["content"])
+            and _piece(before["title"], before["content"])
+            == _piece(after["title"], after["content"])
         ):
             # The same place and the same piece: a row's context never quotes the row itself,
             # and the rows after it quote only its piece, so no context changes (an edit past

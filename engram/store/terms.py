@@ -57,9 +57,7 @@ def stems_of(words: Sequence[str]) -> list[tuple[str, ...]]:
         conn = _scratch()
         conn.execute("BEGIN")
         try:
-            conn.executemany(
-                "INSERT INTO scratch(rowid, own) VALUES (?, ?)", enumerate(missing, 1)
-            )
+            conn.executemany("INSERT INTO scratch(rowid, own) VALUES (?, ?)", enumerate(missing, 1))
             rows = conn.execute("SELECT doc, term FROM scratch_terms ORDER BY doc, offset")
             found: dict[int, list[str]] = {}
             for doc, term in rows:
@@ -161,9 +159,7 @@ def find(texts: Sequence[tuple[str, str]], probes: Sequence[Probe]) -> list[Foun
     return found
 
 
-def _match(
-    texts: list[tuple[int, str, str]], probes: Sequence[Probe], found: list[Found]
-) -> None:
+def _match(texts: list[tuple[int, str, str]], probes: Sequence[Probe], found: list[Found]) -> None:
     """``found[doc - 1]`` for each ``(doc, own, ctx)``, matched by FTS5 in the scratch index."""
     context = any(ctx for _, _, ctx in texts)
     # One statement: a MATCH per probe and kind (FTS5 reads the few texts just inserted; its

@@ -347,8 +347,6 @@ class Gateway:
         return self.call(
             lambda s: self._rows(
                 s,
-                s.search(
-                    query, project=project, limit=min(limit, SEARCH_CAP), record_access=False
-                ),
+                s.search(query, project=project, limit=min(limit, SEARCH_CAP), record_access=False),
             )
         )

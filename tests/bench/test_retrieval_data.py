@@ -24,7 +24,6 @@ MODES = ["any + context", "any, no context", "all + context", "all, no context"]
 SEMANTIC_MODES = ["hybrid", "semantic"] if semantic.available() else []
 
 
-
 bench = load("retrieval_bench")
 
 

@@ -96,6 +96,7 @@ def test_database_restart_in_the_middle_of_a_push(
         )
     )
     request.start()
+
     def stuck() -> bool:  # the push waits inside its transaction
         waiting = blocker.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = %s",

@@ -494,7 +494,9 @@ def test_counts_stop_at_the_cap(
     seed: Callable[..., None], admin: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _many(seed, 30)
-    monkeypatch.setattr(common_q, "COUNT_CAP", 20)  # the real cap is 5,000: too many rows for a test
+    monkeypatch.setattr(
+        common_q, "COUNT_CAP", 20
+    )  # the real cap is 5,000: too many rows for a test
     monkeypatch.setattr(common_q, "SEARCH_WINDOW", 5)
     html = admin.get("/dashboard/browser/observations?pageSize=10&page=99").text
     assert "11–20 of 20+" in html and "Note 010" in html  # clamped to the last counted page

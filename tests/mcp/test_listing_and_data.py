@@ -45,7 +45,9 @@ async def test_the_default_listing_is_the_agent_profile_under_12_kb(
         assert set(save.input_schema["required"]) == {"title", "content"}
         assert save.input_schema["properties"]["topic_key"]["type"] == "string"
         assert save.input_schema["properties"]["session_id"]["description"] == "omit normally"
-        assert "default" not in save.input_schema["properties"]["allow_secrets"]  # false: says nothing
+        assert (
+            "default" not in save.input_schema["properties"]["allow_secrets"]
+        )  # false: says nothing
         assert b"x-engram-compact" not in orjson.dumps([t.input_schema for t in tools])
         search = next(t for t in tools if t.name == "mem_search")
         assert search.annotations is not None and search.annotations.read_only_hint is True

@@ -356,5 +356,7 @@ def test_an_edit_of_what_its_neighbours_quote_re_derives_their_contexts(
     assert everything(bulk) == everything(one)
     assert _contexts_by_key(bulk) == _contexts_by_key(a)
     _contexts_are_the_rules(bulk)
-    quoting = bulk.db.rows("SELECT count(*) FROM observations WHERE search_context LIKE '%narwhal%'")
+    quoting = bulk.db.rows(
+        "SELECT count(*) FROM observations WHERE search_context LIKE '%narwhal%'"
+    )
     assert quoting[0][0] == BULK_RECORDS - 1  # every memory but the first quotes one before

@@ -41,9 +41,7 @@ def test_ingest_then_query_connects_entities_with_their_sources(store: Store) ->
         "auth middleware",
         "session store",
     ]
-    chain = [
-        (t.subject, t.predicate, t.object, t.source.id) for t in answer.triples
-    ]
+    chain = [(t.subject, t.predicate, t.object, t.source.id) for t in answer.triples]
     assert chain == [
         ("auth middleware", "reads_from", "session cache", ids[0]),
         ("session cache", "reads_from", "session store", ids[1]),
@@ -75,9 +73,7 @@ def test_edits_and_deletes_leave_the_graph(store: Store) -> None:
     assert store.graph_pending("acme") == 1  # the edited memory only
     assert store.db.scalar("SELECT COUNT(*) FROM graph_entities WHERE name = 'Redis'") == 0
     found = store.graph_relationships("session store", project="acme")
-    assert ("runs_on", "Memcached") in {
-        (r.predicate, r.target) for r in found.relationships
-    }
+    assert ("runs_on", "Memcached") in {(r.predicate, r.target) for r in found.relationships}
     store.delete_observation(ids[3], hard=True)
     for table in ("graph_triples", "graph_mentions", "graph_ingested"):
         assert (
@@ -163,12 +159,8 @@ def test_an_llm_extractor_adds_to_the_rules(store: Store) -> None:
     assert report.memories == 5  # the memory whose call failed keeps its rule-based graph
     assert all("token" not in p or "REDACTED" in p for p in provider.prompts)
     found = store.graph_relationships("auth middleware", project="acme")
-    assert ("guards", "admin pages") in {
-        (r.predicate, r.target) for r in found.relationships
-    }
-    assert ("reads_from", "session cache") in {
-        (r.predicate, r.target) for r in found.relationships
-    }
+    assert ("guards", "admin pages") in {(r.predicate, r.target) for r in found.relationships}
+    assert ("reads_from", "session cache") in {(r.predicate, r.target) for r in found.relationships}
     del ids
 
 

@@ -56,10 +56,13 @@ def mixed_batch() -> list[dict[str, Any]]:
         memory("obs-held-1", "s-held", 200, "In a held session", "walrus one"),
         memory("obs-gone-1", "s-gone", 201, "In a deleted session", "walrus two"),
         with_intent(memory("obs-pin", "s-new", 202, "Pinned", "walrus three"), pinned=True),
-        with_intent(memory("obs-over", "s-new", 203, "Overridden", "walrus four"),
-                    importance_override=0.75),
-        with_intent(memory("obs-seen", "s-new", 204, "Confirmed", "walrus five"),
-                    reviewed_at="2026-11-20 10:00:00"),
+        with_intent(
+            memory("obs-over", "s-new", 203, "Overridden", "walrus four"), importance_override=0.75
+        ),
+        with_intent(
+            memory("obs-seen", "s-new", 204, "Confirmed", "walrus five"),
+            reviewed_at="2026-11-20 10:00:00",
+        ),
         memory("obs-del", "s-new", 205, "Deleted", "walrus six", deleted=True),
         memory("obs-late", "s-late", 206, "Before its session", "walrus seven"),
         session("s-late"),
@@ -116,11 +119,23 @@ def test_a_session_deleted_during_the_batch_gets_no_stub_afterwards(make_store) 
     topic_key=st.one_of(st.none(), st.sampled_from(["", "a", "a/b", "A/b/c/d/e/f", " / "])),
     kind=st.one_of(st.none(), st.sampled_from(["manual", "Bug", "decision", " "])),
     changed=st.lists(
-        st.one_of(st.none(), st.just(""), st.just("not a time"),
-                  st.sampled_from(["2026-11-25 01:00:00", "2026-11-24 23:59:59",
-                                   "2026-08-01 00:00:00", "2025-01-01 00:00:00",
-                                   "2027-01-01 00:00:00", "2026-11-25T01:00:00Z"])),
-        min_size=1, max_size=8,
+        st.one_of(
+            st.none(),
+            st.just(""),
+            st.just("not a time"),
+            st.sampled_from(
+                [
+                    "2026-11-25 01:00:00",
+                    "2026-11-24 23:59:59",
+                    "2026-08-01 00:00:00",
+                    "2025-01-01 00:00:00",
+                    "2027-01-01 00:00:00",
+                    "2026-11-25T01:00:00Z",
+                ]
+            ),
+        ),
+        min_size=1,
+        max_size=8,
     ),
 )
 def test_the_batch_scorer_scores_as_the_formula(

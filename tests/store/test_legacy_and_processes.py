@@ -154,7 +154,9 @@ def test_a_schema_v1_database_with_fts_triggers_is_upgraded(tmp_path: Path) -> N
         # issue 18: engram/store/schema.py kept_states_sql).
         triggers = store.db.rows("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
         assert not [r[0] for r in triggers if "_fts" in r[1]]
-        assert all(r[0].endswith(("_keep_moved", "_keep_deleted", "_forget_kept")) for r in triggers)
+        assert all(
+            r[0].endswith(("_keep_moved", "_keep_deleted", "_forget_kept")) for r in triggers
+        )
         obs = store.add_observation(title="after", content="upgrade", project="p").observation
         store.delete_observation(obs.id, hard=True)
         tomb = store.db.one("SELECT scope FROM sync_tombstones")

@@ -152,7 +152,11 @@ def test_a_derived_key_is_the_digest_of_the_fields_joined(
     digest = hashlib.sha256("\0".join([*parts, content]).encode()).hexdigest()[:16]
     prefix = "obs-" if entity == "observation" else "prompt-"
     key = derived_sync_id(
-        entity, project="acme", session_id=session, created_at=created, content=content,
+        entity,
+        project="acme",
+        session_id=session,
+        created_at=created,
+        content=content,
         title=title,
     )
     assert key == prefix + digest
@@ -207,7 +211,7 @@ _SHAPES = {
         "session_id": st.just("s-1"),
         "type": st.just("decision"),
         "title": st.sampled_from(["a title", "é ☃ 🐘", "tab\there"]),
-        "content": st.sampled_from(["some content", "ünïcode\nlines", "quote \" back \\ slash"]),
+        "content": st.sampled_from(["some content", "ünïcode\nlines", 'quote " back \\ slash']),
         "tool_name": texts,
         "project": st.sampled_from(["acme"] * 9 + [None]),
         "scope": st.sampled_from(["project", "personal", "", None]),

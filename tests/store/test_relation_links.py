@@ -42,7 +42,11 @@ def step() -> float:
 
 
 def test_a_relation_is_a_link_of_both_memories_and_rescores_them(store: Store) -> None:
-    a, b, c = save(store, "Sessions in Redis"), save(store, "Sessions in Postgres"), save(store, "C")
+    a, b, c = (
+        save(store, "Sessions in Redis"),
+        save(store, "Sessions in Postgres"),
+        save(store, "C"),
+    )
     before = {m.id: score(store, m) for m in (a, b, c)}
     rel = store.relate(b.id, a.id, "supersedes")
     assert (links(store, a), links(store, b), links(store, c)) == (1, 1, 0)
@@ -65,7 +69,9 @@ def test_deleting_the_other_memory_takes_the_link_away_and_restoring_brings_it_b
     assert links(store, a) == 0 and score(store, a) < linked
     assert store.relation_count(a.id) == 0  # orphaned
     store.restore_observation(b.id)
-    assert links(store, a) == 1 and abs(score(store, a) - linked) < 1e-3  # scores are rounded to 4 places
+    assert (
+        links(store, a) == 1 and abs(score(store, a) - linked) < 1e-3
+    )  # scores are rounded to 4 places
     store.delete_observation(b.id, hard=True)
     assert links(store, a) == 0 and score(store, a) < linked
 
@@ -78,12 +84,15 @@ def test_a_relation_arriving_from_elsewhere_rescores_like_a_local_one(make_store
     alone = score(b, there)
     a.relate(new.id, old.id, "supersedes")
     exchange(a, b)
-    assert links(b, there) == 1 and abs(score(b, there) - alone - step()) < 1e-3  # scores are rounded to 4 places
+    assert (
+        links(b, there) == 1 and abs(score(b, there) - alone - step()) < 1e-3
+    )  # scores are rounded to 4 places
     # The other memory deleted there: the link goes here too, once the delete arrives.
     a.delete_observation(new.id, hard=True)
     exchange(a, b)
-    assert links(b, there) == 0 and abs(score(b, there) - alone) < 1e-3  # scores are rounded to 4 places
-
+    assert (
+        links(b, there) == 0 and abs(score(b, there) - alone) < 1e-3
+    )  # scores are rounded to 4 places
 
 
 def test_consolidation_rescores_the_memories_related_to_what_it_merges(store: Store) -> None:

@@ -94,16 +94,36 @@ hostile = st.tuples(
     st.just("hostile"),
     st.integers(0, REPLICAS - 1),
     st.sampled_from(
-        ["squat_upsert", "squat_delete", "far_future", "nul", "mismatch", "personal",
-         "relation_cross", "relation_self"]
+        [
+            "squat_upsert",
+            "squat_delete",
+            "far_future",
+            "nul",
+            "mismatch",
+            "personal",
+            "relation_cross",
+            "relation_self",
+        ]
     ),
     st.integers(0, 50),
     st.integers(0, 2**16),
 )
 steps = st.lists(
     st.one_of(
-        save, save, update, delete, prompt, delete_prompt, session, merge, sync, sync, hostile,
-        relate, judge, scan,
+        save,
+        save,
+        update,
+        delete,
+        prompt,
+        delete_prompt,
+        session,
+        merge,
+        sync,
+        sync,
+        hostile,
+        relate,
+        judge,
+        scan,
     ),
     min_size=1,
     max_size=40,
@@ -239,7 +259,13 @@ def check_no_honest_address_was_touched(store: Store) -> None:
     """Hostile records changed only project ``evil``: every row and tombstone of the honest
     projects carries an honest clock (none is the hostile origin's, none is beyond now)."""
     bound = format_hlc(time.time_ns() // 1_000_000 + 60_000, 99_999, "f" * 16)
-    for table in ("sessions", "observations", "user_prompts", "sync_tombstones", "memory_relations"):
+    for table in (
+        "sessions",
+        "observations",
+        "user_prompts",
+        "sync_tombstones",
+        "memory_relations",
+    ):
         rows = store.db.rows(f"SELECT project, hlc FROM {table}")
         for project, hlc in rows:
             assert hlc <= bound, (table, project, hlc)

@@ -296,7 +296,9 @@ def test_the_migration_re_derives_contexts_written_by_the_old_rules(tmp_path) ->
         assert [o.title for o in store.search("zebrafish")] == ["Token"]
         assert store.search("JWT") == []
         ddl = store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'observations_fts'")
-        assert "prefix=" not in str(ddl)  # the lean migration: prefixes are read from the main index
+        assert "prefix=" not in str(
+            ddl
+        )  # the lean migration: prefixes are read from the main index
         assert [o.title for o in store.search("walru")] == ["Agent 1", "Agent 2"]  # a prefix
         assert [o.match.tier for o in store.search("walrus")] == ["words", "context"]
         store.db.conn.execute(

@@ -207,10 +207,13 @@ def test_every_explanation_is_what_the_index_itself_matches(store: Store) -> Non
     conn = store.db.conn
 
     def holds(rowid: int, expression: str) -> bool:
-        return conn.execute(
-            "SELECT 1 FROM observations_fts WHERE observations_fts MATCH ? AND rowid = ?",
-            (expression, rowid),
-        ).fetchone() is not None
+        return (
+            conn.execute(
+                "SELECT 1 FROM observations_fts WHERE observations_fts MATCH ? AND rowid = ?",
+                (expression, rowid),
+            ).fetchone()
+            is not None
+        )
 
     queries = ["k8s_pods cache", "postgres auth", "cafe naive", "run_tests user", "token caché"]
     queries += [" ".join(rng.sample(WORDS + extra, 3)) for _ in range(20)]
@@ -388,7 +391,7 @@ def test_every_word_uses_a_prefix_form_only_while_the_index_holds_a_longer_term(
         assert any("MATCH '(\"limiter\")'" in s for s in statements)  # no longer term: itself
         save(store, "Limiterless", "a limiterless queue")  # this store adds a longer term
         assert sorted(asked("limiter")) == ["Limiterless", "Rate limiter"]
-        assert any("\"limiter\"*" in s for s in statements)
+        assert any('"limiter"*' in s for s in statements)
         assert asked("droppers requests") == []
         assert asked("drops requests") == ["Rate limiter"]
         other.add_observation(title="Dropsy", content="dropsical requests", project="acme")

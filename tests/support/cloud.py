@@ -137,7 +137,9 @@ def serve(data_dir: Path, cloud_db_url: str) -> Iterator[Callable[..., RunningSe
         }
         args = ("cloud", "serve", "--port", str(port), "--log-level", "warning", *extra)
         process = subprocess.Popen(
-            observed_command(observe, *args) if observe else [sys.executable, "-m", "engram", *args],
+            observed_command(observe, *args)
+            if observe
+            else [sys.executable, "-m", "engram", *args],
             env=engram_env(data_dir, settings),
             cwd=REPO,
             stdout=log.open("wb"),

@@ -66,6 +66,7 @@ class Tmux:
 
     def wait_for(self, *texts: str, timeout: float = 20.0) -> str:
         """The pane once it shows all of ``texts``."""
+
         def shown() -> str | None:
             screen = self.screen()
             return screen if all(text in screen for text in texts) else None

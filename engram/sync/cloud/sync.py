@@ -47,6 +47,7 @@ MAX_PUSH_BYTES = 4 * 1024 * 1024
 #: Per-project reasons a push can leave behind (cleared by the next successful push).
 PROJECT_REASONS = (PAUSED, POLICY_FORBIDDEN, BLOCKED_UNENROLLED)
 
+
 def unenrolled_error(project: str) -> CloudError:
     return CloudError(
         BLOCKED_UNENROLLED,

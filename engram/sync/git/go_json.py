@@ -87,7 +87,9 @@ def _too_big(chunk_id: str, where: str, what: str) -> ChunkTooLargeError:
     )
 
 
-def _build(chunk_id: str, where: str, first: tuple[str, Any], events: Iterator[tuple[str, Any]]) -> Any:
+def _build(
+    chunk_id: str, where: str, first: tuple[str, Any], events: Iterator[tuple[str, Any]]
+) -> Any:
     """One JSON value from ``ijson.basic_parse`` events, within the item caps."""
     kind, value = first
     if kind not in ("start_map", "start_array"):

@@ -55,10 +55,12 @@ def test_status_finds_the_daemon_detects_the_project_and_shows_a_pause(
     assert f"Autosync: running in engram serve at {daemon.url} (pid {daemon.process.pid})" in human
     # The daemon's loop counts its passes: its status (and so this command) shows them.
     cycles = wait_until(
-        lambda: (c := (status().get("daemon_sync_status") or {}).get("loop_cycles"))
-        and c["push"] >= 1
-        and c["pull"] >= 1
-        and c
+        lambda: (
+            (c := (status().get("daemon_sync_status") or {}).get("loop_cycles"))
+            and c["push"] >= 1
+            and c["pull"] >= 1
+            and c
+        )
     )
     assert set(cycles) == {"push", "pull"}
     assert re.search(

@@ -44,7 +44,10 @@ def main_file_count(store: Store, tmp_path: Path) -> int:
     shutil.copyfile(store.db.path, copy)
     conn = sqlite3.connect(copy)
     try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'observations'").fetchone() is None:
+        if (
+            conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'observations'").fetchone()
+            is None
+        ):
             return 0  # not even the schema has left the log yet
         return int(conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0])
     finally:

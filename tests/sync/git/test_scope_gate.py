@@ -188,9 +188,7 @@ def test_a_store_before_the_migration_gets_the_personal_index(tmp_path) -> None:
     with Store.open(config=config) as store:
         kept = store.add_observation(title="t", content="c", project="acme", scope="personal")
         store.db.conn.execute("DROP INDEX observations_personal")
-        store.db.conn.execute(
-            f"PRAGMA user_version = {MIGRATIONS.index(migration_personal_index)}"
-        )
+        store.db.conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(migration_personal_index)}")
     with Store.open(config=config) as store:
         assert store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION
         found = store.db.conn.execute(personal_sql(1), [kept.observation.sync_id, "acme", "acme"])
