@@ -184,12 +184,18 @@ def test_a_save_never_waits_for_the_model(store: Store, config: Config) -> None:
     assert store.vector_coverage().missing == 1  # the new memory waits for the next run
 
 
-def test_vectors_of_another_model_are_replaced(store: Store) -> None:
+# (Model ids that sort after the installed one's and before it: the probe is two ranges.)
+@pytest.mark.parametrize("older", ["some-older-model", "a-older-model", ""])
+@pytest.mark.parametrize("by", ["vectorize", "search"])
+def test_vectors_of_another_model_are_replaced(store: Store, older: str, by: str) -> None:
     oid = save(store, *MEMORIES[0])
     store.vectorize()
-    store.db.conn.execute(f"UPDATE {TABLE} SET model = 'some-older-model' WHERE obs_id = ?", (oid,))
+    store.db.conn.execute(f"UPDATE {TABLE} SET model = ? WHERE obs_id = ?", (older, oid))
     assert store.vector_coverage().vectorized == 0
-    assert store.vectorize().embedded == 1
+    if by == "vectorize":
+        assert store.vectorize().embedded == 1
+    else:  # a search catches up before it ranks
+        assert _semantic_ids(store, "how do we keep people logged in?") == [oid]
     model = store.db.scalar(f"SELECT model FROM {TABLE} WHERE obs_id = ?", (oid,))
     assert model == shared_embedder().model_id
 
