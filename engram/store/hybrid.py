@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
 
 from engram.errors import ValidationError
 from engram.semantic.fusion import LexicalHit, fuse
@@ -41,6 +45,7 @@ MIN_SIMILARITY = 0.1
 #: BM25 rank given to exact topic-key matches by the lexical search (kept first here too).
 TOPIC_RANK = -1000.0
 OWN_COLUMNS = "{title content tool_name type project topic_key}"
+T = TypeVar("T")
 
 
 def search_by_meaning(
@@ -68,7 +73,17 @@ def search_by_meaning(
     where = " AND ".join(clauses)
     store.catch_up_vectors(CATCH_UP)
     embedder = shared_embedder(default_threads())
-    question = embedder.embed_one(query.strip())
+    lexical: list[Observation] = []
+    if mode == "semantic":
+        question = embedder.embed_one(query.strip())
+    else:
+        question, lexical = _beside(
+            lambda: embedder.embed_one(query.strip()),
+            lambda: store._search_lexical(
+                query, type=type, project=project, scope=scope, limit=CANDIDATES,
+                match_mode=match_mode, since=since, until=until,
+            ),
+        )  # fmt: skip
     index = _index(store, embedder.model_id)
     with store.db.read() as conn:
         index.refresh(conn)
@@ -86,16 +101,6 @@ def search_by_meaning(
                 results.append(obs)
         return results
 
-    lexical = store._search_lexical(
-        query,
-        type=type,
-        project=project,
-        scope=scope,
-        limit=CANDIDATES,
-        match_mode=match_mode,
-        since=since,
-        until=until,
-    )
     pinned = [o for o in lexical if o.rank == TOPIC_RANK]
     words = query_words(query)
     hits = _lexical_hits(lexical)
@@ -126,6 +131,31 @@ def search_by_meaning(
         )
         results.append(candidate)
     return results
+
+
+def _beside(embed: Callable[[], np.ndarray], work: Callable[[], T]) -> tuple[np.ndarray, T]:
+    """``embed()`` in a thread of its own while ``work()`` runs here: the question's embedding
+    and the lexical half leave the GIL while they run (ONNX Runtime for its whole run, SQLite
+    while it steps), so the two overlap. (A thread per question rather than a pool: a pool's
+    idle worker would not survive a fork.)"""
+    outcome: list[np.ndarray | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(embed())
+        except BaseException as exc:  # handed to the caller below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, name="engram-question", daemon=True)
+    thread.start()
+    try:
+        done = work()
+    finally:
+        thread.join()
+    (vector,) = outcome
+    if isinstance(vector, BaseException):
+        raise vector
+    return vector, done
 
 
 def _index(store: Store, model: str) -> VectorIndex:
