@@ -18,9 +18,7 @@ Builds N observations of realistic developer-note text (default 100,000, fixed s
 from __future__ import annotations
 
 import argparse
-import compileall
 import os
-import resource
 import sqlite3
 import statistics
 import subprocess
@@ -35,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import devnotes
+from coldstart import compile_engram, timed_process
 
 from engram.settings import Config
 from engram.store import Store
@@ -48,20 +47,6 @@ def pct(values: list[float], q: float) -> float:
 
 def ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
-
-
-def timed_process(args: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
-    """Median wall time and least CPU time (user + system) of ``runs`` runs of a process: on a
-    machine shared with other work the wall clock mostly measures the queue for a core."""
-    walls, cpus = [], []
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(args, env=env, check=True, capture_output=True)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(walls), min(cpus)
 
 
 def bare_fts(path: Path, store: Store) -> sqlite3.Connection:
@@ -196,9 +181,7 @@ def main() -> None:
         )
 
         runs = args.cold_runs
-        # Bytecode as an installed package has it (a checkout run with PYTHONDONTWRITEBYTECODE
-        # would compile every module on every start and measure that instead).
-        compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "engram"), quiet=1)
+        compile_engram()
         for name, argv in (
             ("python_startup", [sys.executable, "-c", "pass"]),
             ("cli_search_cold", [*engram, "search", "login timeout fix"]),
