@@ -3,8 +3,10 @@
 
 Before it searches, a semantic search embeds a few memories still waiting for a vector, the
 newest (:data:`CATCH_UP`), so a memory saved by a one-shot ``engram save`` is found by the next
-search without anything running in the background, even behind a backlog. Filters (project, scope, type, dates) apply to both
-lists. Every result says which signals found it (``found_by``) and its similarity.
+search without anything running in the background, even behind a backlog. A hybrid search
+embeds the question while it ranks by words (:func:`_beside`). Filters (project, scope, type,
+dates) apply to both lists. Every result says which signals found it (``found_by``) and its
+similarity.
 
 Importing this module imports numpy and the model: only semantic searches do.
 """
