@@ -8,7 +8,9 @@ import threading
 import numpy as np
 import pytest
 
+from engram.store import Store
 from engram.store.hybrid import _beside
+from tests.support.semantic import MEMORIES, needs_model, save
 
 
 def test_both_sides_run_and_their_results_come_back() -> None:
@@ -49,3 +51,36 @@ def test_a_failing_lexical_half_waits_for_the_embedding() -> None:
         _beside(embed, work)
     assert finished.is_set()  # no thread left running behind the error
     assert not [t for t in threading.enumerate() if t.name == "engram-question"]
+
+
+@needs_model
+@pytest.mark.parametrize(
+    "question",
+    [
+        'NEAR("session" ttl) OR title:* AND "unclosed',  # FTS syntax is searched for, not run
+        "how do we keep people logged in? " * 2000,  # ~14,000 words: far larger than it looks
+        "\x00 session \ufffd ttl \u202e",  # a NUL, a replacement and a direction mark
+    ],
+)
+def test_hostile_questions_through_both_halves(store: Store, question: str) -> None:
+    oid = save(store, *MEMORIES[0])
+    save(store, *MEMORIES[1])
+    store.vectorize()
+    for match_mode in ("any", "all"):
+        found = store.search(question, mode="hybrid", match_mode=match_mode)
+        assert all(o.found_by for o in found)
+    found = store.search(question, mode="hybrid")
+    if "logged in" in question:
+        assert found and found[0].id == oid  # the meaning still counts
+    assert not [t for t in threading.enumerate() if t.name == "engram-question"]
+
+
+@needs_model
+def test_an_edited_memory_is_found_by_its_new_meaning_only(store: Store) -> None:
+    """The question's embedding and the word ranking run at once: neither sees replaced text."""
+    oid = save(store, *MEMORIES[0])
+    store.vectorize()
+    store.update_observation(oid, title="Docker cache pruned", content="**What**: buildx prune.")
+    assert oid not in [o.id for o in store.search("how long do logins last?", mode="hybrid")]
+    found = store.search("ci runner out of disk space", mode="hybrid")
+    assert found and found[0].id == oid

@@ -250,6 +250,24 @@ def test_behind_a_backlog_a_search_embeds_the_newest_memories_first(store: Store
     assert store.vectorize().embedded == len(backlog) + 1 - CATCH_UP  # the oldest, left waiting
 
 
+def test_behind_a_backlog_deleted_and_edited_memories_are_not_embedded(store: Store) -> None:
+    """The newest waiting memories are the first a search embeds: a deleted one is skipped
+    (and leaves the queue), an edited one is embedded with its new text."""
+    from engram.store.hybrid import CATCH_UP
+
+    older = [save(store, f"Docker layer {i} rebuilt", f"**What**: cache key {i}.") for i in
+             range(CATCH_UP)]  # fmt: skip
+    edited = save(store, "Cron job moved", "**What**: the nightly export runs at 2am.")
+    deleted = [save(store, *m) for m in MEMORIES[1:3]]
+    for oid in deleted:
+        store.delete_observation(oid)
+    store.update_observation(edited, title=MEMORIES[0][0], content=MEMORIES[0][1])
+    assert _semantic_ids(store, "how do we keep people logged in?")[0] == edited
+    with_vectors = {r[0] for r in store.db.rows(f"SELECT obs_id FROM {TABLE}")}
+    assert with_vectors == {edited, *older[-(CATCH_UP - 1) :]}
+    assert not set(deleted) & {r[0] for r in store.db.rows(f"SELECT obs_id FROM {PENDING}")}
+
+
 def test_a_re_derived_session_context_keeps_the_memory_s_vector(store: Store) -> None:
     """A vector is made from a memory's title and content: when only its session context is
     re-derived (the memory before it was edited), it keeps its vector and is not queued."""
