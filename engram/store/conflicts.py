@@ -27,6 +27,7 @@ content, lowercased, stop words out, negations kept as ``not``).
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import threading
@@ -55,6 +56,9 @@ CANDIDATES = 20
 #: Words of a memory put into the candidate query (FTS5 ranks a long OR well, but each term
 #: costs a posting-list read).
 QUERY_WORDS = 8
+#: Texts whose :func:`words` are kept: a check compares its memory with ~20 candidates, and the
+#: same candidates come back check after check (a third of a check's time was splitting them).
+WORDS_KEPT = 2048
 ACTOR = "engram"
 MODEL = "rules:word-overlap"
 NEGATIONS = frozenset(
@@ -64,6 +68,7 @@ _STOP = STOPWORDS - NEGATIONS
 _WORD = re.compile(r"[a-z0-9][a-z0-9_+#.-]*[a-z0-9+#]|[a-z0-9]")
 
 
+@functools.lru_cache(maxsize=WORDS_KEPT)
 def words(text: str) -> frozenset[str]:
     """The comparable words of ``text``: lowercased, stop words out, plural ``s`` dropped,
     every negation as ``not``."""
@@ -184,15 +189,20 @@ class ConflictsMixin(StoreBase):
         ids = [r[0] for r in self.db.rows(sql + ("" if limit is None else f" LIMIT {int(limit)}"))]
         made: list[Relation] = []
         started = time.monotonic()
+        # How many memories hold each word, read once per run: checks add no memory, and the
+        # memories of one burst share most of their words.
+        doc_counts: dict[str, int] = {}
         for oid in ids:
             with self.db.write() as conn:
-                made += self._check_one(conn, oid)
+                made += self._check_one(conn, oid, doc_counts)
                 conn.execute("DELETE FROM graph_conflict_queue WHERE observation_id = ?", (oid,))
             if budget_s is not None and time.monotonic() - started >= budget_s:
                 break
         return made
 
-    def _check_one(self, conn: sqlite3.Connection, oid: int) -> list[Relation]:
+    def _check_one(
+        self, conn: sqlite3.Connection, oid: int, doc_counts: dict[str, int]
+    ) -> list[Relation]:
         row = conn.execute(
             "SELECT * FROM observations WHERE id = ? AND deleted_at IS NULL", (oid,)
         ).fetchone()
@@ -201,7 +211,7 @@ class ConflictsMixin(StoreBase):
         mine = words(f"{row['title']}\n{row['content']}")
         my_family = family(row["topic_key"])
         found: list[tuple[float, str, sqlite3.Row, Verdict]] = []
-        for other in self._candidates(conn, row, mine, my_family):
+        for other in self._candidates(conn, row, mine, my_family, doc_counts):
             if other["normalized_hash"] == row["normalized_hash"]:
                 continue
             same = my_family is not None and family(other["topic_key"]) == my_family
@@ -254,44 +264,29 @@ class ConflictsMixin(StoreBase):
 
     @staticmethod
     def _candidates(
-        conn: sqlite3.Connection, row: sqlite3.Row, mine: frozenset[str], my_family: str | None
+        conn: sqlite3.Connection,
+        row: sqlite3.Row,
+        mine: frozenset[str],
+        my_family: str | None,
+        doc_counts: dict[str, int],
     ) -> list[sqlite3.Row]:
         """Live memories of the same project and scope that may conflict: the best full-text
         matches of its words, and the latest of its topic family."""
         found: dict[int, sqlite3.Row] = {}
-        match = _rare_words(conn, mine - {"not"})
+        match = _rare_words(conn, mine - {"not"}, doc_counts)
         same = "o.project = ? AND o.scope = ? AND o.deleted_at IS NULL AND o.id != ?"
         params = (row["project"], row["scope"], row["id"])
         if match:
-            # Ranked inside FTS alone first (several times cheaper than joining every match to
-            # its row), then the few best are filtered to the same project and scope.
-            ranked = [
-                r[0]
-                for r in conn.execute(
-                    f"""SELECT rowid FROM observations_fts WHERE observations_fts MATCH ?
-                        ORDER BY rank LIMIT {CANDIDATES * 4}""",
-                    (f"{{title content}} : ({match})",),
-                )
-            ]
-            if ranked:
-                marks = ", ".join("?" for _ in ranked)
-                rows = conn.execute(
-                    f"SELECT o.* FROM observations o WHERE o.id IN ({marks}) AND {same}",
-                    (*ranked, *params),
-                ).fetchall()
-                order = {rowid: i for i, rowid in enumerate(ranked)}
-                if len(rows) < CANDIDATES and len(ranked) == CANDIDATES * 4:
-                    # Other projects crowded the best matches: rank again within this one.
-                    rows = conn.execute(
-                        f"""SELECT o.* FROM observations_fts f JOIN observations o
-                              ON o.id = f.rowid
-                            WHERE observations_fts MATCH ? AND {same}
-                            ORDER BY f.rank LIMIT {CANDIDATES}""",
-                        (f"{{title content}} : ({match})", *params),
-                    ).fetchall()
-                    order = {r["id"]: i for i, r in enumerate(rows)}
-                for other in sorted(rows, key=lambda r: order[r["id"]])[:CANDIDATES]:
-                    found[other["id"]] = other
+            # One statement: ranking every match and joining it to its row costs less than
+            # ranking inside FTS first and filtering the best to the project afterwards (which
+            # needed a second, joined query whenever other projects crowded the best matches).
+            for other in conn.execute(
+                f"""SELECT o.* FROM observations_fts f JOIN observations o ON o.id = f.rowid
+                    WHERE observations_fts MATCH ? AND {same}
+                    ORDER BY f.rank LIMIT {CANDIDATES}""",
+                (f"{{title content}} : ({match})", *params),
+            ):
+                found[other["id"]] = other
         if my_family is not None:
             pattern = my_family.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             for other in conn.execute(
@@ -376,23 +371,30 @@ class ConflictService:
         await anyio.to_thread.run_sync(self.worker.stop)
 
 
-def _rare_words(conn: sqlite3.Connection, words: frozenset[str]) -> str | None:
+def _rare_words(
+    conn: sqlite3.Connection, words: frozenset[str], doc_counts: dict[str, int]
+) -> str | None:
     """An FTS expression of the memory's :data:`QUERY_WORDS` rarest words that another memory
     also holds (from the index's vocabulary: a word every memory holds costs a long read and
-    finds nothing in particular); ``None`` when it has none."""
+    finds nothing in particular); ``None`` when it has none. ``doc_counts`` keeps the counts
+    read, for the run's next checks."""
     planned = [w for w in plan_words(" ".join(sorted(words))) if len(w.stems) == 1]
     terms = sorted({w.stems[0] for w in planned})
     if not terms:
         return None
-    parts = " UNION ALL ".join(
-        f"SELECT {n}, doc FROM observations_fts_vocab WHERE term = ?" for n in range(len(terms))
-    )
-    try:
-        found = dict(conn.execute(parts, terms).fetchall())
-    except sqlite3.OperationalError:  # no vocabulary table (a store before migration 9)
-        longest = sorted(words, key=lambda w: (-len(w), w))[:QUERY_WORDS]
-        return build_match(" ".join(longest))
-    docs = {term: int(found.get(n, 0)) for n, term in enumerate(terms)}
+    unknown = [term for term in terms if term not in doc_counts]
+    if unknown:
+        parts = " UNION ALL ".join(
+            f"SELECT {n}, doc FROM observations_fts_vocab WHERE term = ?"
+            for n in range(len(unknown))
+        )
+        try:
+            found = dict(conn.execute(parts, unknown).fetchall())
+        except sqlite3.OperationalError:  # no vocabulary table (a store before migration 9)
+            longest = sorted(words, key=lambda w: (-len(w), w))[:QUERY_WORDS]
+            return build_match(" ".join(longest))
+        doc_counts.update((term, int(found.get(n, 0))) for n, term in enumerate(unknown))
+    docs = {term: doc_counts[term] for term in terms}
     # Held by this memory and at least one other, rarest first.
     shared = sorted((docs[w.stems[0]], w.text) for w in planned if docs[w.stems[0]] >= 2)
     chosen = list(dict.fromkeys(text for _, text in shared))[:QUERY_WORDS]

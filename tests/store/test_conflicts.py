@@ -191,3 +191,34 @@ def test_a_plain_search_leaves_the_queue_to_the_faces_and_workers(store: Store) 
              for o in store.search("session store", project="acme")}  # fmt: skip
     assert notes[new.id] == [f"conflicts with #{old.id} (Session store) — pending review"]
     watcher.close()
+
+
+def test_a_run_of_checks_finds_what_single_checks_find(make_store) -> None:
+    """One run reads how many memories hold each word once and keeps the counts for its next
+    checks (issue 18): it must make the same relations, with the same reasons, as checks run
+    one per run, each reading the counts afresh."""
+    stores = make_store("together"), make_store("one-by-one")
+    engines = ["Redis", "PostgreSQL", "Memcached", "SQLite", "DynamoDB"]
+    for store in stores:
+        for i, engine in enumerate(engines):
+            for project in ("acme", "beta"):
+                save(store, "Session store", f"We keep sessions in {engine} with a 30 minute TTL",
+                     project=project)  # fmt: skip
+                save(store, f"Deploys {i}", f"The deploy job runs nightly on runner {engine}",
+                     project=project)  # fmt: skip
+        save(store, "Session store", "We do not keep sessions in Redis with a 30 minute TTL")
+    together, alone = stores
+    made = together.detect_conflicts(limit=None)
+    while alone.detect_conflicts(limit=1) or alone.pending_conflict_checks():
+        pass
+
+    def relations(store: Store) -> list[tuple]:
+        rows = store.db.rows(
+            """SELECT s.project, s.content, t.content, r.reason, r.confidence
+                 FROM memory_relations r JOIN observations s ON s.sync_id = r.source_id
+                 JOIN observations t ON t.sync_id = r.target_id"""
+        )  # (sync ids are random: each store names its memories its own way)
+        return sorted(tuple(r) for r in rows)
+
+    assert len(made) >= 10
+    assert relations(together) == relations(alone)
