@@ -40,6 +40,7 @@ from engram.store import queue_marks
 from engram.store.base import StoreBase
 from engram.store.models import Relation
 from engram.store.query import STOPWORDS, build_match, plan_words
+from engram.store.relations import existing_pair_key
 from engram.times import now_text
 
 SAME = 0.9
@@ -224,7 +225,8 @@ class ConflictsMixin(StoreBase):
         for _, _, other, verdict in sorted(found, key=lambda f: (f[0], f[1])):
             if len(made) >= MAX_CONFLICTS_PER_MEMORY:
                 break
-            if self._related(conn, row["project"], row["sync_id"], other["sync_id"]):
+            # Someone's judgment of the pair is never overridden.
+            if existing_pair_key(conn, row["project"], row["sync_id"], other["sync_id"]):
                 continue
             key = relation_key(row["project"], row["sync_id"], other["sync_id"])
             # The newer memory contests the older one (both may wait in the queue).
@@ -248,19 +250,6 @@ class ConflictsMixin(StoreBase):
             )
             made.append(self._load_relation(conn, row["project"], key))  # type: ignore[attr-defined]
         return made
-
-    @staticmethod
-    def _related(conn: sqlite3.Connection, project: str, a: str, b: str) -> bool:
-        """Whether the pair already has a relation (someone's judgment is never overridden)."""
-        return (
-            conn.execute(
-                """SELECT 1 FROM memory_relations WHERE project = ?
-                     AND ((source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?))
-                   LIMIT 1""",
-                (project, a, b, b, a),
-            ).fetchone()
-            is not None
-        )
 
     @staticmethod
     def _candidates(

@@ -146,13 +146,24 @@ def relations_touching(
 def pair_key(conn: sqlite3.Connection, project: str, a: str, b: str) -> str:
     """The key of the relation between memories ``a`` and ``b``: the one they have (either
     way round; the newest if another version made several), else the pair's derived key."""
+    return existing_pair_key(conn, project, a, b) or relation_key(project, a, b)
+
+
+def existing_pair_key(conn: sqlite3.Connection, project: str, a: str, b: str) -> str | None:
+    """The key of a relation the memories ``a`` and ``b`` already have, either way round (the
+    newest if another version made several); ``None`` when they have none."""
+    # One seek per direction: written as one OR, SQLite read every relation of the project
+    # (1.3 ms a pair with 3,600 relations, most of a conflict check's time).
     existing = conn.execute(
-        """SELECT sync_id FROM memory_relations WHERE project = ?
-             AND ((source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?))
+        """SELECT sync_id, updated_at FROM memory_relations
+             WHERE project = ?1 AND source_id = ?2 AND target_id = ?3
+           UNION ALL
+           SELECT sync_id, updated_at FROM memory_relations
+             WHERE project = ?1 AND source_id = ?3 AND target_id = ?2
            ORDER BY updated_at DESC, sync_id LIMIT 1""",
-        (project, a, b, b, a),
+        (project, a, b),
     ).fetchone()
-    return str(existing[0]) if existing else relation_key(project, a, b)
+    return str(existing[0]) if existing else None
 
 
 def order_superseded(results: list[Observation], successor: dict[int, int]) -> list[Observation]:
