@@ -57,6 +57,10 @@ CANDIDATES = 20
 #: Words of a memory put into the candidate query (FTS5 ranks a long OR well, but each term
 #: costs a posting-list read).
 QUERY_WORDS = 8
+#: A memory of more distinct words than this (a pasted log) is queried by its longest words:
+#: SQLite joins at most 500 SELECTs in one statement, and counting every word's holders would
+#: take seconds in a large store.
+MOST_COUNTED = 500
 #: Texts whose :func:`words` are kept: a check compares its memory with ~20 candidates, and the
 #: same candidates come back check after check (a third of a check's time was splitting them).
 WORDS_KEPT = 2048
@@ -371,20 +375,20 @@ def _rare_words(
     terms = sorted({w.stems[0] for w in planned})
     if not terms:
         return None
+    if len(terms) > MOST_COUNTED:
+        longest = sorted(words, key=lambda w: (-len(w), w))[:QUERY_WORDS]
+        return build_match(" ".join(longest))
     unknown = [term for term in terms if term not in doc_counts]
     if unknown:
         parts = " UNION ALL ".join(
             f"SELECT {n}, doc FROM observations_fts_vocab WHERE term = ?"
             for n in range(len(unknown))
         )
-        try:
-            found = dict(conn.execute(parts, unknown).fetchall())
-        except sqlite3.OperationalError:  # no vocabulary table (a store before migration 9)
-            longest = sorted(words, key=lambda w: (-len(w), w))[:QUERY_WORDS]
-            return build_match(" ".join(longest))
+        found = dict(conn.execute(parts, unknown).fetchall())
         doc_counts.update((term, int(found.get(n, 0))) for n, term in enumerate(unknown))
-    docs = {term: doc_counts[term] for term in terms}
     # Held by this memory and at least one other, rarest first.
-    shared = sorted((docs[w.stems[0]], w.text) for w in planned if docs[w.stems[0]] >= 2)
+    shared = sorted(
+        (doc_counts[w.stems[0]], w.text) for w in planned if doc_counts[w.stems[0]] >= 2
+    )
     chosen = list(dict.fromkeys(text for _, text in shared))[:QUERY_WORDS]
     return " OR ".join(f'"{w}"' for w in chosen) if chosen else None

@@ -222,3 +222,13 @@ def test_a_run_of_checks_finds_what_single_checks_find(make_store) -> None:
 
     assert len(made) >= 10
     assert relations(together) == relations(alone)
+
+
+def test_a_memory_of_many_words_is_checked_by_its_longest(store: Store) -> None:
+    """A pasted log of hundreds of distinct words is not counted word by word: its longest
+    words make the candidate query, and its conflict is still found."""
+    base = [f"w{n:04d}" for n in range(600)]
+    old = save(store, "Build log", " ".join(base))
+    new = save(store, "Build log", " ".join(base[:450] + [f"x{n:04d}" for n in range(120)]))
+    found = store.detect_conflicts()
+    assert [(r.source.id, r.target.id) for r in found] == [(new.id, old.id)]
