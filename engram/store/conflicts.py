@@ -63,7 +63,9 @@ QUERY_WORDS = 8
 MOST_COUNTED = 500
 #: Texts whose :func:`words` are kept: a check compares its memory with ~20 candidates, and the
 #: same candidates come back check after check (a third of a check's time was splitting them).
-WORDS_KEPT = 2048
+#: Only texts of up to :data:`KEPT_CHARS` characters, so the kept texts stay under ~4 MB.
+WORDS_KEPT = 1024
+KEPT_CHARS = 4000
 ACTOR = "engram"
 MODEL = "rules:word-overlap"
 NEGATIONS = frozenset(
@@ -73,10 +75,13 @@ _STOP = STOPWORDS - NEGATIONS
 _WORD = re.compile(r"[a-z0-9][a-z0-9_+#.-]*[a-z0-9+#]|[a-z0-9]")
 
 
-@functools.lru_cache(maxsize=WORDS_KEPT)
 def words(text: str) -> frozenset[str]:
     """The comparable words of ``text``: lowercased, stop words out, plural ``s`` dropped,
     every negation as ``not``."""
+    return _kept_words(text) if len(text) <= KEPT_CHARS else _words(text)
+
+
+def _words(text: str) -> frozenset[str]:
     out = set()
     for word in _WORD.findall(text.lower()):
         if word in NEGATIONS:
@@ -85,6 +90,9 @@ def words(text: str) -> frozenset[str]:
             plural = len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "is", "us"))
             out.add(word[:-1] if plural else word)
     return frozenset(out)
+
+
+_kept_words = functools.lru_cache(maxsize=WORDS_KEPT)(_words)
 
 
 def family(topic_key: str | None) -> str | None:

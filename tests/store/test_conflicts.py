@@ -232,3 +232,16 @@ def test_a_memory_of_many_words_is_checked_by_its_longest(store: Store) -> None:
     new = save(store, "Build log", " ".join(base[:450] + [f"x{n:04d}" for n in range(120)]))
     found = store.detect_conflicts()
     assert [(r.source.id, r.target.id) for r in found] == [(new.id, old.id)]
+
+
+def test_only_short_texts_words_are_kept() -> None:
+    """The words of recent texts are kept for the next checks, but not those of long texts: a
+    long-running process must not hold a thousand 50 KB memories."""
+    from engram.store.conflicts import KEPT_CHARS, _kept_words
+
+    long = ("Redis keeps the sessions " * (KEPT_CHARS // 20))[: KEPT_CHARS + 1]
+    before = _kept_words.cache_info().currsize
+    assert words(long) == {"redis", "keep", "session"}
+    assert _kept_words.cache_info().currsize == before
+    assert words("Redis keeps the sessions") == {"redis", "keep", "session"}
+    assert _kept_words.cache_info().currsize in (before, before + 1)
