@@ -60,7 +60,8 @@ class VectorIndex:
             self.refresh(conn)
 
     def _add(self, rows: list[Any]) -> None:
-        needed = self.size + len(rows)
+        # A row replacing a memory's vector reuses its place: only new memories need room.
+        needed = self.size + len({obs_id for _, obs_id, _ in rows if obs_id not in self.row_of})
         if needed > len(self.matrix):
             capacity = max(needed, len(self.matrix) * 3 // 2, 1024)
             self.matrix = _grow(self.matrix, capacity)

@@ -44,6 +44,9 @@ WRITE_BATCH = 64
 #: SQLite reads the whole model index, before every semantic search (2.6 ms at 100,000
 #: vectors); the two ranges are two seeks.
 _OTHER_MODEL = f"FROM {TABLE} WHERE model < ?1 OR model > ?1"
+#: Queue rows of memories deleted since they were queued (a change queues its memory before it
+#: knows whether the memory stays). Reads the whole queue: full runs only.
+_DROP_DELETED = f"DELETE FROM {PENDING} WHERE obs_id NOT IN (SELECT id FROM observations WHERE deleted_at IS NULL)"
 
 
 def embedding_text(title: str, content: str) -> str:
@@ -134,49 +137,73 @@ class VectorsMixin(StoreBase):
         semantic.require()
         started = time.perf_counter()
         model = embedder.model_id if embedder is not None else semantic.model_id()
+        embedded, skipped = self._embed_waiting(
+            model, project, rebuild, limit, progress, embedder, should_stop
+        )
+        remaining = self._waiting(project)
+        return VectorizeResult(
+            embedded, skipped, remaining, round(time.perf_counter() - started, 3), model
+        )
+
+    def _embed_waiting(
+        self,
+        model: str,
+        project: str | None,
+        rebuild: bool,
+        limit: int | None,
+        progress: ProgressFactory | None = None,
+        embedder: Embedder | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> tuple[int, int]:
+        """:meth:`vectorize`'s work: embed up to ``limit`` waiting memories, the newest first;
+        returns (embedded, skipped). With a ``limit`` it reads no more of the queue than it
+        embeds: behind a backlog of 100,000, counting the queue and clearing it of deleted
+        memories took a search's catch-up 60 ms."""
         self._queue_outdated(model, project, rebuild)
         if self.vectors_pending():
-            with self.db.write() as conn:  # new memories join the queue, deleted ones leave it
+            with self.db.write() as conn:  # new memories join the queue
                 QUEUE.take_new(conn)
-                conn.execute(
-                    f"DELETE FROM {PENDING} WHERE obs_id NOT IN"
-                    " (SELECT id FROM observations WHERE deleted_at IS NULL)"
-                )
-        total = self._waiting(project)
+                if limit is None:  # deleted memories leave it (a bounded run drops those it meets)
+                    conn.execute(_DROP_DELETED)
+        total = self._waiting(project, at_most=limit)
         if limit is not None:
-            total = min(total, max(0, int(limit)))
-        if total and embedder is None:
+            total = min(total, max(0, int(limit)))  # (the two parts are bounded apart)
+        if not total:
+            if limit and self.vectors_pending():
+                # Nothing live waits: what the queue still holds are deleted memories.
+                with self.db.write() as conn:
+                    conn.execute(_DROP_DELETED)
+            return 0, 0
+        if embedder is None:
             # Only now numpy, ONNX Runtime and the model: a run with nothing to do is instant.
             from engram.semantic.model import default_threads, shared_embedder
 
             embedder = shared_embedder(default_threads())
         embedded = skipped = 0
-        bar = progress("Vectorizing memories", total) if progress and total else nullcontext()
+        bar = progress("Vectorizing memories", total) if progress else nullcontext()
         with bar as advance:
             for rows in self._pending_batches(project, total):
                 if should_stop is not None and should_stop():
                     break
-                assert embedder is not None
                 vectors = embedder.embed([embedding_text(r["title"], r["content"]) for r in rows])
                 wrote = self._store_vectors(model, rows, vectors)
                 embedded += wrote
                 skipped += len(rows) - wrote
                 if advance is not None:
                     advance(len(rows))
-        remaining = self._waiting(project)
-        return VectorizeResult(
-            embedded, skipped, remaining, round(time.perf_counter() - started, 3), model
-        )
+        return embedded, skipped
 
-    def _waiting(self, project: str | None) -> int:
-        """Live memories in the queue or saved since its mark (cheap: the queue is short once
-        vectors exist, and the memories above the mark are the newest)."""
+    def _waiting(self, project: str | None, at_most: int | None = None) -> int:
+        """Live memories in the queue or saved since its mark, counting no further than
+        ``at_most`` when given (cheap: the queue is short once vectors exist, and the memories
+        above the mark are the newest)."""
         where, params = _live(project)
+        bound = "" if at_most is None else f" LIMIT {max(0, int(at_most))}"
         return int(
             self.db.scalar(
-                f"""SELECT (SELECT COUNT(*) FROM {PENDING} p JOIN observations o
-                                ON o.id = p.obs_id WHERE {where})
-                         + (SELECT COUNT(*) {QUEUE.waiting_above(where)})""",
+                f"""SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {PENDING} p JOIN observations o
+                                ON o.id = p.obs_id WHERE {where}{bound}))
+                         + (SELECT COUNT(*) FROM (SELECT 1 {QUEUE.waiting_above(where)}{bound}))""",
                 [*params, *params],
             )
             or 0
@@ -273,7 +300,7 @@ class VectorsMixin(StoreBase):
         if not self.vectors_pending() and not self._outdated_vectors(model_id()):
             return
         try:
-            self.vectorize(limit=limit)
+            self._embed_waiting(model_id(), None, False, limit)
         except StoreUnavailableError:
             return
 

@@ -268,6 +268,43 @@ def test_behind_a_backlog_deleted_and_edited_memories_are_not_embedded(store: St
     assert not set(deleted) & {r[0] for r in store.db.rows(f"SELECT obs_id FROM {PENDING}")}
 
 
+def test_a_search_embeds_no_more_than_its_catch_up_from_the_queue_and_above_its_mark(
+    store: Store,
+) -> None:
+    """Memories wait in two places — queued (edited) and saved since the queue's mark — and a
+    search's catch-up counts each no further than it embeds (issue 18: counting a backlog of
+    100,000 took every search 25 ms): it still embeds :data:`CATCH_UP` in all, not that many
+    from each."""
+    from engram.store.hybrid import CATCH_UP
+
+    edited = [save(store, f"Docker layer {i} rebuilt", f"**What**: cache key {i}.") for i in
+              range(CATCH_UP - 1)]  # fmt: skip
+    store.vectorize()
+    for oid in edited:
+        store.update_observation(oid, content=f"**What**: cache key {oid} moved.")
+    fresh = [save(store, *m) for m in MEMORIES[: CATCH_UP - 1]]
+    assert store.vector_coverage().missing == len(edited) + len(fresh)
+    store.search("how do we keep people logged in?", mode="hybrid")
+    assert store.vector_coverage().missing == len(edited) + len(fresh) - CATCH_UP
+    assert store.vectorize().embedded == len(edited) + len(fresh) - CATCH_UP
+
+
+def test_a_queue_left_with_deleted_memories_only_is_emptied_by_the_next_search(
+    store: Store,
+) -> None:
+    """An edit queues its memory before anyone knows it will be deleted: once only such rows
+    are left, a search's catch-up clears them (a bounded run does not read the whole queue
+    otherwise), so nothing seems to wait any more."""
+    kept, gone = save(store, *MEMORIES[0]), save(store, *MEMORIES[1])
+    store.vectorize()
+    store.update_observation(gone, content="**What**: about to go.")
+    store.delete_observation(gone)
+    assert store.vectors_pending()
+    assert store.search("how do we keep people logged in?", mode="hybrid")[0].id == kept
+    assert not store.vectors_pending()
+    assert store.db.rows(f"SELECT obs_id FROM {PENDING}") == []
+
+
 def test_a_re_derived_session_context_keeps_the_memory_s_vector(store: Store) -> None:
     """A vector is made from a memory's title and content: when only its session context is
     re-derived (the memory before it was edited), it keeps its vector and is not queued."""
