@@ -297,10 +297,11 @@ class VectorsMixin(StoreBase):
         database is not an error here: the search uses the vectors there are."""
         from engram.semantic import model_id
 
-        if not self.vectors_pending() and not self._outdated_vectors(model_id()):
+        model = model_id()
+        if not self.vectors_pending() and not self._outdated_vectors(model):
             return
         try:
-            self._embed_waiting(model_id(), None, False, limit)
+            self._embed_waiting(model, project=None, rebuild=False, limit=limit)
         except StoreUnavailableError:
             return
 
