@@ -46,7 +46,10 @@ WRITE_BATCH = 64
 _OTHER_MODEL = f"FROM {TABLE} WHERE model < ?1 OR model > ?1"
 #: Queue rows of memories deleted since they were queued (a change queues its memory before it
 #: knows whether the memory stays). Reads the whole queue: full runs only.
-_DROP_DELETED = f"DELETE FROM {PENDING} WHERE obs_id NOT IN (SELECT id FROM observations WHERE deleted_at IS NULL)"
+_DROP_DELETED = (
+    f"DELETE FROM {PENDING} WHERE obs_id NOT IN"
+    " (SELECT id FROM observations WHERE deleted_at IS NULL)"
+)
 
 
 def embedding_text(title: str, content: str) -> str:
