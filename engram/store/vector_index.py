@@ -66,7 +66,7 @@ class VectorIndex:
         # A row replacing a memory's vector reuses its place: only new memories need room.
         needed = self.size + len({obs_id for _, obs_id, _ in rows if obs_id not in self.row_of})
         if needed > len(self.matrix):
-            capacity = max(needed, len(self.matrix) * 3 // 2, 1024)
+            capacity = _room(needed, len(self.matrix))
             self.matrix = _grow(self.matrix, capacity)
             self.ids = _grow(self.ids, capacity)
             self.seqs = _grow(self.seqs, capacity)
@@ -90,7 +90,7 @@ class VectorIndex:
         if not rows or sys.byteorder != "little" or any(len(r[2]) != width for r in rows):
             return False
         count = len(rows)
-        matrix = np.zeros((max(count, 1024), DIMENSIONS), dtype=np.float32)
+        matrix = np.zeros((_room(count, 0), DIMENSIONS), dtype=np.float32)
         target = matrix.reshape(-1).view(np.uint8).data
         for row, (_, _, blob) in enumerate(rows):
             target[row * width : (row + 1) * width] = blob
@@ -193,6 +193,12 @@ class VectorIndex:
                 if seq == held_seq:
                     found.append(Neighbor(obs_id, similarity))
         return found
+
+
+def _room(needed: int, held: int) -> int:
+    """Rows to allocate for ``needed`` when ``held`` are allocated: half as many again, so a
+    growing index copies its matrix rarely, and never fewer than 1,024."""
+    return max(needed, held * 3 // 2, 1024)
 
 
 def _grow(array: np.ndarray, capacity: int) -> np.ndarray:

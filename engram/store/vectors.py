@@ -141,7 +141,13 @@ class VectorsMixin(StoreBase):
         started = time.perf_counter()
         model = embedder.model_id if embedder is not None else semantic.model_id()
         embedded, skipped = self._embed_waiting(
-            model, project, rebuild, limit, progress, embedder, should_stop
+            model,
+            project=project,
+            rebuild=rebuild,
+            limit=limit,
+            progress=progress,
+            embedder=embedder,
+            should_stop=should_stop,
         )
         remaining = self._waiting(project)
         return VectorizeResult(
@@ -151,6 +157,7 @@ class VectorsMixin(StoreBase):
     def _embed_waiting(
         self,
         model: str,
+        *,
         project: str | None,
         rebuild: bool,
         limit: int | None,
@@ -170,7 +177,7 @@ class VectorsMixin(StoreBase):
                     conn.execute(_DROP_DELETED)
         total = self._waiting(project, at_most=limit)
         if limit is not None:
-            total = min(total, max(0, int(limit)))  # (the two parts are bounded apart)
+            total = min(total, max(0, int(limit)))  # (each of its two counts is bounded alone)
         if not total:
             if limit and self.vectors_pending():
                 # Nothing live waits: what the queue still holds are deleted memories.
