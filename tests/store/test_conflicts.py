@@ -245,3 +245,17 @@ def test_only_short_texts_words_are_kept() -> None:
     assert _kept_words.cache_info().currsize == before
     assert words("Redis keeps the sessions") == {"redis", "keep", "session"}
     assert _kept_words.cache_info().currsize in (before, before + 1)
+
+
+def test_a_pair_related_the_other_way_round_is_never_flagged_again(store: Store) -> None:
+    """The pair's relation is looked up in both directions (one indexed seek each): when the
+    older memory of a judged pair is edited and checked again, the relation — written from the
+    newer memory to the older — still keeps the check from linking them a second time."""
+    old = save(store, "Session store", "We keep sessions in Redis with a 30 minute TTL")
+    new = save(store, "Session store", "We keep sessions in PostgreSQL with a 30 minute TTL")
+    [rel] = store.detect_conflicts()
+    assert (rel.source.id, rel.target.id) == (new.id, old.id)
+    store.judge_relation(rel.sync_id, "judged", relation="related")
+    store.update_observation(old.id, content="We keep sessions in Redis with a 45 minute TTL")
+    assert store.detect_conflicts() == []
+    assert store.relation_count(old.id) == 1 and store.relation_count(new.id) == 1
